@@ -1,0 +1,89 @@
+"""Validated Python names for untrusted wire names.
+
+A server may call a tool `class`, `submit-solution` or `_private`, and a parameter `from` or
+`file-path`. Every name that reaches generated code is one of the types below, built by one of
+the functions here, so a template can never receive a string that does not compile.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import unicodedata
+from collections.abc import Iterable
+
+_NOT_IDENT = re.compile(r"[^0-9A-Za-z_]+")
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*|[0-9]+[a-z0-9]*")
+
+
+class PythonIdentifier(str):
+    """A lower-case ASCII identifier that is not a keyword and does not start with `_`."""
+
+    def __new__(cls, value: str) -> PythonIdentifier:
+        if not (value.isascii() and value.isidentifier()) or keyword.iskeyword(value):
+            raise ValueError(f"{value!r} is not a usable Python identifier")
+        if keyword.issoftkeyword(value) or value.startswith("_"):
+            raise ValueError(f"{value!r} is not a usable public Python identifier")
+        return super().__new__(cls, value)
+
+
+class ClassName(str):
+    """An ASCII CapWords identifier."""
+
+    def __new__(cls, value: str) -> ClassName:
+        if not (value.isascii() and value.isidentifier()) or not value[0].isupper():
+            raise ValueError(f"{value!r} is not a usable class name")
+        return super().__new__(cls, value)
+
+
+def _ascii_words(text: str) -> list[str]:
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return _WORD.findall(_NOT_IDENT.sub(" ", folded.replace("_", " ")))
+
+
+def snake_case(text: str) -> str:
+    """`submit-solution` → `submit_solution`, `getHTTPStatus` → `get_httpstatus`; may be empty."""
+    return "_".join(word.lower() for word in _ascii_words(text))
+
+
+def identifier(wire_name: str, *, taken: Iterable[str] = ()) -> PythonIdentifier:
+    """The Python name for a wire name: snake case, never a keyword, a reserved or a taken name.
+
+    A name that needs changing gets a `_` suffix (`from` → `from_`), then a number when that is
+    taken too, so the rename is predictable from the wire name and the names before it.
+    """
+    taken = set(taken)
+    base = snake_case(wire_name) or "unnamed"
+    if base[0].isdigit():
+        base = f"n{base}"
+    candidate = base
+    if not _usable(candidate, taken):
+        candidate = f"{base}_"
+        number = 2
+        while not _usable(candidate, taken):
+            candidate = f"{base}_{number}"
+            number += 1
+    return PythonIdentifier(candidate)
+
+
+def _usable(name: str, taken: set[str]) -> bool:
+    return not (keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in taken)
+
+
+def class_name(text: str, *, suffix: str = "", taken: Iterable[str] = ()) -> ClassName:
+    """CapWords name from any text: `submit-solution` + `Params` → `SubmitSolutionParams`."""
+    taken = set(taken)
+    words = _ascii_words(text) or ["Unnamed"]
+    base = "".join(word[:1].upper() + word[1:] for word in words)
+    if base[0].isdigit():
+        base = f"N{base}"
+    candidate, number = f"{base}{suffix}", 2
+    while candidate in taken:
+        candidate = f"{base}{number}{suffix}"
+        number += 1
+    return ClassName(candidate)
+
+
+def slug(text: str) -> PythonIdentifier:
+    """Module name for an environment: `Eigent/SETA` → `eigent_seta`."""
+    return identifier(text)

@@ -1,0 +1,120 @@
+"""Training datasets from a snapshot's captured tasks, or live when the snapshot lacks some.
+
+A row is what TRL hands to `reset(**row)`: `prompt` (an empty user turn, which TRL extends with
+the text `reset` returns), `split`, `task_index`, and one column per task-spec field. Columns are
+decided at generation time from the snapshot's task schema, so every build of one module has
+the same columns and types whatever tasks it picks:
+- a field whose JSON type varies across tasks (an int here, a string there) is stored as JSON
+  text, since an Arrow column has one type; `json_columns` lists them;
+- a field named like a reserved column (`prompt`, `split`, `task_index`, `environment`) is
+  stored under the `task_` prefix (`task_prompt`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .connection import Target
+
+RESERVED_COLUMNS = ("prompt", "split", "task_index", "environment")
+RESERVED_PREFIX = "task_"
+_BATCH = 500  # tasks per task_range request
+
+
+class DatasetError(RuntimeError):
+    """The requested tasks cannot be turned into a dataset."""
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str  # the dataset column
+    field: str  # the task-spec field it holds
+    as_json: bool  # stored as JSON text (the field's type varies across tasks)
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """What a generated module knows about its tasks, fixed at generation time."""
+
+    snapshot_file: Path
+    snapshot_sha256: str
+    num_tasks: dict[str, int]
+    columns: tuple[Column, ...]
+    target: Target  # where tasks the snapshot lacks are fetched from
+    env_var: str  # the environment variable that overrides the target's address
+
+    def captured(self, split: str) -> dict[int, dict[str, Any]]:
+        """The split's tasks stored in the snapshot, by index."""
+        try:
+            data = json.loads(self.snapshot_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"cannot read {self.snapshot_file}: {exc}") from exc
+        if data.get("sha256") != self.snapshot_sha256:
+            raise DatasetError(
+                f"{self.snapshot_file.name} does not match the module generated from it: run `orlgen generate`"
+            )
+        captured = data.get("tasks", {}).get(split, {}).get("tasks", [])
+        return {task["index"]: task["spec"] for task in captured}
+
+
+def build(
+    spec: DatasetSpec,
+    fetch: Callable[[str, int, int], list[dict[str, Any]]],
+    split: str,
+    num_tasks: int | None,
+    indices: Sequence[int] | None,
+) -> Any:
+    """Rows for `indices`, or the first `num_tasks` tasks, or the whole split.
+
+    `fetch(split, start, stop)` is called only for tasks the snapshot does not hold, once per
+    contiguous run of at most `_BATCH` of them.
+    """
+    from datasets import Dataset
+
+    if split not in spec.num_tasks:
+        raise DatasetError(f"unknown split {split!r}; the snapshot has {sorted(spec.num_tasks)}")
+    total = spec.num_tasks[split]
+    if num_tasks is not None and indices is not None:
+        raise DatasetError("pass num_tasks or indices, not both")
+    wanted = list(indices) if indices is not None else list(range(min(total, total if num_tasks is None else num_tasks)))
+    bad = [i for i in wanted if not 0 <= i < total]
+    if bad:
+        raise DatasetError(f"task indices {bad[:5]} are out of range for {split!r} ({total} tasks)")
+    tasks = spec.captured(split)
+    for start, stop in _runs(sorted(set(wanted) - tasks.keys())):
+        for offset, task in enumerate(fetch(split, start, stop)):
+            tasks[start + offset] = task
+    rows: dict[str, list[Any]] = {
+        "prompt": [[{"role": "user", "content": ""}] for _ in wanted],
+        "split": [split] * len(wanted),
+        "task_index": wanted,
+    }
+    for column in spec.columns:
+        values = [tasks[i].get(column.field) for i in wanted]
+        rows[column.name] = [_json(v) for v in values] if column.as_json else values
+    try:
+        return Dataset.from_dict(rows)
+    except Exception as exc:  # noqa: BLE001 - pyarrow's errors have no common public base
+        raise DatasetError(
+            f"task fields do not fit the columns generated from the snapshot ({exc}); "
+            "the environment's tasks changed: re-run `orlgen snapshot`"
+        ) from exc
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _runs(indices: list[int]) -> list[tuple[int, int]]:
+    """Sorted indices → [start, stop) ranges of consecutive indices, each at most `_BATCH` long."""
+    runs: list[tuple[int, int]] = []
+    for index in indices:
+        if runs and runs[-1][1] == index and index - runs[-1][0] < _BATCH:
+            runs[-1] = (runs[-1][0], index + 1)
+        else:
+            runs.append((index, index + 1))
+    return runs

@@ -1,0 +1,167 @@
+"""The snapshot: everything orlgen knows about an environment, as canonical JSON.
+
+It is the one intermediate form of the pipeline. Capture writes it; everything downstream reads
+only it. The JSON is canonical (sorted keys, lists in a defined order, 2-space indent, trailing
+newline, no timestamps) so that the same environment always gives the same bytes and a
+reviewer's diff shows only real changes. `sha256` covers every other field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+FORMAT_VERSION = 1
+SUFFIX = ".snapshot.json"
+
+
+class SnapshotError(ValueError):
+    """A snapshot file is missing, malformed, or was edited by hand."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Target(_Model):
+    """Where the environment was captured from, and where generated code connects by default.
+
+    `catalog`: an OpenReward platform name (`Owner/Env`); `url`: a single-host ORS server;
+    `module`: an `Environment` subclass (`pkg.mod:Class`), which has no default address.
+    `env` is the environment's key on the server (its class name, lower-cased).
+    """
+
+    kind: Literal["catalog", "url", "module"]
+    value: str
+    env: str
+
+
+class TaskRef(_Model):
+    split: str
+    index: int
+
+
+class Split(_Model):
+    name: str
+    num_tasks: int
+
+
+class Tool(_Model):
+    """One tool as the server describes it.
+
+    `shared` tools are listed by `/tools`; task-only tools appear in a session's tool list on
+    some tasks, recorded in `offered_on` (among the probed tasks).
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any] | None
+    shared: bool
+    offered_on: list[TaskRef] = Field(default_factory=list)
+
+
+class TerminalTool(_Model):
+    name: str
+    arg: str | None
+    description: str
+
+
+class Task(_Model):
+    index: int
+    spec: dict[str, Any]
+
+
+class SplitTasks(_Model):
+    """Captured tasks of one split: `all` of them, a `sample`, or `none`."""
+
+    coverage: Literal["all", "sample", "none"]
+    tasks: list[Task]
+
+
+class Snapshot(_Model):
+    format_version: int = FORMAT_VERSION
+    name: str
+    target: Target
+    splits: list[Split]
+    tools: list[Tool]
+    terminal_tool: TerminalTool | None
+    probed_tasks: list[TaskRef]
+    tasks: dict[str, SplitTasks]
+    task_schema: dict[str, Any]
+    sha256: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> Snapshot:
+        if self.format_version != FORMAT_VERSION:
+            raise ValueError(f"format_version {self.format_version} is not supported (expected {FORMAT_VERSION})")
+        names = [tool.name for tool in self.tools]
+        if len(set(names)) != len(names):
+            raise ValueError("two tools share one name")
+        return self
+
+    def canonical(self) -> Snapshot:
+        """The same content in canonical order, with its hash filled in."""
+        ordered = self.model_copy(
+            update={
+                "splits": sorted(self.splits, key=lambda s: s.name),
+                "tools": [
+                    tool.model_copy(update={"offered_on": sorted(set(tool.offered_on), key=_ref_key)})
+                    for tool in sorted(self.tools, key=lambda t: t.name)
+                ],
+                "probed_tasks": sorted(set(self.probed_tasks), key=_ref_key),
+                "tasks": {
+                    split: captured.model_copy(update={"tasks": sorted(captured.tasks, key=lambda t: t.index)})
+                    for split, captured in sorted(self.tasks.items())
+                },
+                "sha256": "",
+            }
+        )
+        return ordered.model_copy(update={"sha256": _content_hash(ordered)})
+
+    def to_json(self) -> str:
+        return _dumps(self.canonical().model_dump(mode="json"))
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.name}{SUFFIX}"
+
+
+def _ref_key(ref: TaskRef) -> tuple[str, int]:
+    return (ref.split, ref.index)
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _content_hash(snapshot: Snapshot) -> str:
+    body = snapshot.model_dump(mode="json", exclude={"sha256"})
+    return hashlib.sha256(_dumps(body).encode()).hexdigest()
+
+
+def load(path: Path) -> Snapshot:
+    """Read and verify a snapshot; any problem is a `SnapshotError` naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SnapshotError(f"{path}: cannot read snapshot: {exc.strerror}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    try:
+        snapshot = Snapshot.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "top level"
+        raise SnapshotError(f"{path}: not a valid snapshot: {where}: {first['msg']}") from exc
+    expected = snapshot.canonical().sha256
+    if snapshot.sha256 != expected:
+        raise SnapshotError(
+            f"{path}: sha256 does not match the content (edited by hand?); re-capture with `orlgen snapshot`"
+        )
+    return snapshot
