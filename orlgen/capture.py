@@ -114,10 +114,13 @@ class _Capture:
         shared = {spec.name: spec for spec in self._sdk("list tools", self.env.list_tools)}
         terminal = self._sdk("read the terminal tool", self.env.terminal_tool)
         probed, task_only = self._probe(splits, shared)
-        tasks = {split.name: self._tasks(split) for split in splits}
+        tasks: dict[str, SplitTasks] = {}
+        specs: list[dict[str, Any]] = []  # every task read, stored or not: the task schema's evidence
+        for split in splits:
+            tasks[split.name], read = self._tasks(split)
+            specs += read
         tools = [_tool(spec, shared=True, offered_on=[]) for spec in shared.values()]
         tools += [_tool(spec, shared=False, offered_on=refs) for spec, refs in task_only.values()]
-        specs = [task.spec for captured in tasks.values() for task in captured.tasks]
         return Snapshot(
             name=self.options.name or self._default_name(),
             target=self.target,
@@ -179,16 +182,27 @@ class _Capture:
 
         return self._sdk(f"open a session on {ref.split}[{ref.index}]", open_and_list)
 
-    def _tasks(self, split: Split) -> SplitTasks:
+    def _tasks(self, split: Split) -> tuple[SplitTasks, list[dict[str, Any]]]:
+        """The split's tasks as stored in the snapshot, and every task read.
+
+        `--tasks none` stores none, but still reads a sample: the task schema decides the
+        generated dataset's columns, and it needs evidence.
+        """
         mode = self.options.tasks
         if mode is None:
             mode = "all" if split.num_tasks <= ALL_TASKS_UP_TO else SAMPLE_SIZE
-        if mode == "none" or split.num_tasks == 0:
-            return SplitTasks(coverage="none", tasks=[])
-        if mode == "all" or mode >= split.num_tasks:
+        if split.num_tasks == 0:
+            return SplitTasks(coverage="none", tasks=[]), []
+        if mode == "all" or (mode != "none" and mode >= split.num_tasks):
             runs, coverage = [(0, split.num_tasks)], "all"
         else:
-            runs, coverage = _sample_runs(split.num_tasks, mode), "sample"
+            runs, coverage = _sample_runs(split.num_tasks, SAMPLE_SIZE if mode == "none" else mode), "sample"
+        tasks = self._read(split, runs)
+        if mode == "none":
+            return SplitTasks(coverage="none", tasks=[]), [task.spec for task in tasks]
+        return SplitTasks(coverage=coverage, tasks=tasks), [task.spec for task in tasks]
+
+    def _read(self, split: Split, runs: list[tuple[int, int]]) -> list[Task]:
         total = sum(stop - start for start, stop in runs)
         tasks: list[Task] = []
         with self.progress(f"tasks of {split.name}", total) as advance:
@@ -198,7 +212,7 @@ class _Capture:
                     specs = self._task_range(split.name, batch_start, batch_stop)
                     tasks += [Task(index=batch_start + i, spec=spec) for i, spec in enumerate(specs)]
                     advance(batch_stop - batch_start)
-        return SplitTasks(coverage=coverage, tasks=tasks)
+        return tasks
 
     def _task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
         try:
@@ -230,7 +244,8 @@ def _spread(total: int, count: int) -> list[int]:
 
 
 def _sample_runs(total: int, size: int) -> list[tuple[int, int]]:
-    """About `size` indices as `SAMPLE_CHUNKS` evenly spaced contiguous runs."""
+    """About `size` (at most `total`) indices as `SAMPLE_CHUNKS` evenly spaced contiguous runs."""
+    size = min(size, total)
     chunks = min(SAMPLE_CHUNKS, size)
     length = size // chunks
     return [(start, min(start + length, total)) for start in _spread(total - length + 1, chunks)]

@@ -1,14 +1,17 @@
-"""Serve `openreward` Environment classes on a loopback port, in this process.
+"""Serve `openreward` Environment classes on a loopback port: in this process (`serving`, for
+capturing a `module:EnvClass` target) or in a child process (`ServerProcess`, for the demo and
+the tests, which also need to kill and restart servers).
 
-Used to capture a `module:EnvClass` target, by the demo and by the tests. We drive uvicorn
-directly instead of `Server.run()`: that one binds 0.0.0.0 and starts an update check that
-talks to the network, and neither belongs in an offline capture.
+We drive uvicorn directly instead of `Server.run()`: that one binds 0.0.0.0 and starts an update
+check that talks to the network, and neither belongs in an offline capture.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -41,9 +44,18 @@ def load_env_class(spec: str) -> type:
 
 @contextmanager
 def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0) -> Iterator[str]:
-    """Serve the classes on 127.0.0.1 (a free port unless given) and yield the base URL."""
+    """Serve the classes on 127.0.0.1 (a free port unless given) and yield the base URL.
+
+    One at a time per process: sse-starlette keeps a process-global event bound to the event
+    loop of the first server that streamed. We reset it so that sequential servers work; use
+    `ServerProcess` to run several at once.
+    """
+    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
     import uvicorn
     from openreward.environments import Server
+    from sse_starlette.sse import AppStatus
+
+    AppStatus.should_exit_event = None
 
     app = Server(list(env_classes)).app
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -65,6 +77,51 @@ def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0) ->
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+class ServerProcess:
+    """`module:EnvClass` served by a child Python process on a loopback port.
+
+    `stop()` kills it the hard way (as a crash would) and `start()` brings it back on the same
+    port, so fault tests can take a server away mid-episode.
+    """
+
+    def __init__(self, spec: str, port: int = 0, startup_timeout: float = 60.0) -> None:
+        self.spec = spec
+        self.port = port
+        self.startup_timeout = startup_timeout
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ServerProcess:
+        env = {**os.environ, "OPENREWARD_LOG_LEVEL": "WARNING", "PYTHONPATH": os.pathsep.join(sys.path)}
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "orlgen.serve", self.spec, str(self.port)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        line = self._process.stdout.readline()  # the URL, once the server accepts connections
+        if not line.startswith("http://") or time.monotonic() > deadline:
+            self.stop()
+            raise ServeError(f"the server for {self.spec} did not start")
+        self.port = int(line.strip().rsplit(":", 1)[1])
+        return self
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process.stdout.close()
+            self._process = None
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def main(argv: list[str] | None = None) -> None:

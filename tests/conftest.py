@@ -17,23 +17,21 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from examples.echo import Echo  # noqa: E402
-from examples.helpdesk import Helpdesk  # noqa: E402
-from orlgen.serve import serving  # noqa: E402
+from orlgen.serve import ServerProcess  # noqa: E402
 
 _counter = itertools.count()
 
 
 @pytest.fixture(scope="session")
 def echo_url():
-    with serving(Echo) as url:
-        yield url
+    with ServerProcess("examples.echo:Echo") as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")
 def helpdesk_url():
-    with serving(Helpdesk) as url:
-        yield url
+    with ServerProcess("examples.helpdesk:Helpdesk") as server:
+        yield server.url
 
 
 def load_module(path: Path) -> ModuleType:
@@ -54,3 +52,24 @@ def echo_module() -> ModuleType:
 @pytest.fixture(scope="session")
 def helpdesk_module() -> ModuleType:
     return load_module(REPO / "generated" / "helpdesk.py")
+
+
+@pytest.fixture(scope="session")
+def recording_module(tmp_path_factory) -> ModuleType:
+    """`tests.recording_env:Recording`, captured and generated into a temp dir."""
+    from orlgen.capture import capture
+    from orlgen.files import write_files
+    from orlgen.render import generate
+
+    out = tmp_path_factory.mktemp("recording")
+    snapshot = capture("tests.recording_env:Recording")
+    path = out / snapshot.file_name
+    path.write_text(snapshot.to_json())
+    write_files(generate([(path, snapshot)]))
+    return load_module(out / "recording.py")
+
+
+@pytest.fixture(scope="session")
+def recording_url():
+    with ServerProcess("tests.recording_env:Recording") as server:
+        yield server.url

@@ -1,0 +1,36 @@
+# Two commands for a fresh machine (Python 3.11+ only): `make demo` and `make test`.
+# Everything installs into .venv; install output goes to .venv/install.log.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test generate check clean
+
+install: $(STAMP)
+
+# torch comes first and pinned: trl needs it, and any other spec downloads gigabytes.
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing into $(VENV) (log: $(VENV)/install.log)"
+	@{ $(PY) -m pip install --upgrade pip \
+	  && $(PY) -m pip install torch==2.13.0 \
+	  && $(PY) -m pip install -e '.[train,dev]' ; } > $(VENV)/install.log 2>&1 \
+	  || { tail -n 30 $(VENV)/install.log; exit 1; }
+	@touch $@
+
+demo: install
+	@$(PY) examples/demo.py
+
+test: install
+	@$(PY) -m pytest
+
+generate: install
+	@$(VENV)/bin/orlgen generate
+
+check: install
+	@$(VENV)/bin/orlgen check
+
+clean:
+	rm -rf $(VENV) build
