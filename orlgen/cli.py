@@ -17,8 +17,6 @@ import click
 from . import __version__
 from .files import write_atomic, write_files
 
-DEFAULT_OUT = Path("generated")
-
 
 class Failure(click.ClickException):
     """A runtime error: one line on stderr, exit code 2."""
@@ -33,6 +31,7 @@ class Failure(click.ClickException):
 def failures() -> Iterator[None]:
     """Turn the pipeline's own errors into a one-line message and exit code 2."""
     from .capture import CaptureError
+    from .config import ConfigFileError
     from .render import RenderError
     from .runtime.connection import ConfigError
     from .schema import SchemaError
@@ -40,7 +39,7 @@ def failures() -> Iterator[None]:
 
     try:
         yield
-    except (CaptureError, RenderError, SchemaError, SnapshotError, ConfigError, OSError) as exc:
+    except (CaptureError, ConfigFileError, RenderError, SchemaError, SnapshotError, ConfigError, OSError) as exc:
         raise Failure(str(exc)) from exc
 
 
@@ -66,29 +65,40 @@ def _parse_tasks(_: Any, __: Any, value: str | None) -> Any:
 @click.option("--tasks", callback=_parse_tasks,
               help="all, none, or N (a sample). Default: all when a split has at most 1000 tasks, else 200.")
 @click.option("--probes", default=3, show_default=True, help="Sessions opened per split to find task-only tools.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT, show_default=True)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Default: [tool.orlgen] out.")
 @click.option("--no-generate", is_flag=True, help="Write the snapshot only.")
+@click.option("--check", "check_only", is_flag=True,
+              help="Write nothing: compare the live capture with the checked-in snapshot; exit 1 on drift.")
 def snapshot(target: str, env: str | None, name: str | None, splits: tuple[str, ...], tasks: Any,
-             probes: int, out: Path, no_generate: bool) -> None:
+             probes: int, out: Path | None, no_generate: bool, check_only: bool) -> None:
     """Capture TARGET (Owner/Env, a URL, or module:EnvClass) into a snapshot and a module."""
-    from .capture import CaptureOptions, capture
+    from .capture import CaptureOptions
 
     with failures():
+        config = _config()
         options = CaptureOptions(env=env, name=name, splits=splits, tasks=tasks, probes=probes)
-        captured = capture(target, options, progress=_progress)
-        path = out / captured.file_name
-        write_atomic(path, captured.to_json().encode())
-        click.echo(f"wrote {path} ({len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks)")
-        if not no_generate:
-            _write_generated([path])
+        _capture_one(target, options, out or config.out, config.templates, generate=not no_generate,
+                     check_only=check_only)
+
+
+@main.command()
+def sync() -> None:
+    """Snapshot and generate every environment listed in [tool.orlgen] envs."""
+    with failures():
+        config = _config()
+        if not config.envs:
+            raise Failure("pyproject.toml lists no [[tool.orlgen.envs]]")
+        for env in config.envs:
+            _capture_one(env.target, env.capture_options(), config.out, config.templates, generate=True)
 
 
 @main.command()
 @click.argument("snapshots", nargs=-1, type=click.Path(path_type=Path))
 def generate(snapshots: tuple[Path, ...]) -> None:
-    """Re-render modules from SNAPSHOTS (default: every snapshot in generated/), offline."""
+    """Re-render modules from SNAPSHOTS (default: every snapshot in the output directory), offline."""
     with failures():
-        _write_generated(_snapshot_paths(snapshots or (DEFAULT_OUT,)))
+        config = _config()
+        _write_generated(_snapshot_paths(snapshots or (config.out,)), config.templates)
 
 
 @main.command()
@@ -98,7 +108,8 @@ def check(paths: tuple[Path, ...]) -> None:
     from .check import find_drift
 
     with failures():
-        drift = find_drift(paths or (DEFAULT_OUT,))
+        config = _config()
+        drift = find_drift(paths or (config.out,), config.templates)
     for problem in drift:
         click.echo(f"{problem.path}: {problem.cause}")
         if problem.expected is not None or problem.actual is not None:
@@ -107,6 +118,77 @@ def check(paths: tuple[Path, ...]) -> None:
         click.echo(f"{len(drift)} generated file(s) out of date: run `orlgen generate`", err=True)
         raise SystemExit(1)
     click.echo("generated files are current")
+
+
+@main.command()
+@click.argument("old", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--against", "new", required=True, help="A snapshot file, or a live target to capture.")
+@click.option("--format", "style", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
+def diff(old: Path, new: str, style: str) -> None:
+    """Classify every change from OLD to NEW; exit 1 if any change is breaking."""
+    from .diff import diff as classify
+    from .diff import render
+    from .snapshot import load
+
+    with failures():
+        before = load(old)
+        after = load(Path(new)) if new.endswith(".snapshot.json") else _live(new, before)
+        changes = classify(before, after)
+    sys.stdout.write(render(changes, style))
+    if style == "text":
+        breaking = sum(change.breaking for change in changes)
+        click.echo(f"{len(changes)} change(s), {breaking} breaking", err=True)
+    if any(change.breaking for change in changes):
+        raise SystemExit(1)
+
+
+def _config() -> Any:
+    from .config import load_config
+
+    return load_config()
+
+
+def _live(target: str, like: Any) -> Any:
+    """Capture `target` the way `like` was captured, reading only what a comparison needs."""
+    from .capture import CaptureOptions, capture
+
+    splits = tuple(split.name for split in like.splits)
+    env = like.target.env if "://" in target else None
+    options = CaptureOptions(env=env, name=like.name, splits=splits, tasks="none")
+    return capture(target, options, progress=_progress)
+
+
+def _capture_one(target: str, options: Any, out: Path, templates: Path | None, *, generate: bool,
+                 check_only: bool = False) -> None:
+    from .capture import capture
+    from .snapshot import load
+
+    captured = capture(target, options, progress=_progress)
+    path = out / captured.file_name
+    if check_only:
+        _check_live(path, captured, load)
+        return
+    write_atomic(path, captured.to_json().encode())
+    click.echo(f"wrote {path} ({len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks)")
+    if generate:
+        _write_generated([path], templates)
+
+
+def _check_live(path: Path, captured: Any, load: Callable[[Path], Any]) -> None:
+    """`snapshot --check`: exit 1 with the classified changes when the live env drifted."""
+    from .diff import diff as classify
+    from .diff import render
+
+    if not path.exists():
+        raise Failure(f"{path}: no checked-in snapshot to compare with")
+    checked_in = load(path)
+    changes = classify(checked_in, captured)
+    if not changes:
+        click.echo(f"{path}: the live environment matches the snapshot")
+        return
+    sys.stdout.write(render(changes, "text"))
+    click.echo(f"{path}: the live environment drifted ({len(changes)} change(s)): run `orlgen snapshot`", err=True)
+    raise SystemExit(1)
 
 
 def _snapshot_paths(paths: tuple[Path, ...]) -> list[Path]:
@@ -123,11 +205,11 @@ def _snapshot_paths(paths: tuple[Path, ...]) -> list[Path]:
     return found
 
 
-def _write_generated(snapshot_paths: list[Path]) -> None:
+def _write_generated(snapshot_paths: list[Path], templates: Path | None) -> None:
     from .render import generate as render
     from .snapshot import load
 
-    files = render((path, load(path)) for path in snapshot_paths)
+    files = render(((path, load(path)) for path in snapshot_paths), templates)
     written = set(write_files(files))
     for path in sorted(files):
         click.echo(f"{'wrote' if path in written else 'unchanged'} {path}")

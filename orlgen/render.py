@@ -41,19 +41,26 @@ def module_path(snapshot_path: Path, snapshot: Snapshot) -> Path:
     return snapshot_path.with_name(f"{snapshot.name}.py")
 
 
-def generate(snapshots: Iterable[tuple[Path, Snapshot]]) -> FileMap:
-    """Every generated file for these snapshots: path → bytes."""
-    return {module_path(path, snapshot): render_module(snapshot).encode() for path, snapshot in snapshots}
+# Bumped whenever the structure handed to templates changes, so override authors can tell.
+TEMPLATE_CONTEXT_VERSION = 1
 
 
-def render_module(snapshot: Snapshot) -> str:
+def generate(snapshots: Iterable[tuple[Path, Snapshot]], templates: Path | None = None) -> FileMap:
+    """Every generated file for these snapshots: path → bytes.
+
+    `templates` is a project directory whose templates override the packaged ones by name.
+    """
+    return {module_path(path, snapshot): render_module(snapshot, templates).encode() for path, snapshot in snapshots}
+
+
+def render_module(snapshot: Snapshot, templates: Path | None = None) -> str:
     try:
         module_plan = plan(snapshot)
         imports, models = _split_imports(_models(module_plan))
     except SchemaError as exc:
         raise RenderError(f"{snapshot.file_name}: {exc}") from exc
-    body = _environment().get_template("module.py.jinja").render(
-        plan=module_plan, imports=_imports(imports), models=models
+    body = _environment(templates).get_template("module.py.jinja").render(
+        context_version=TEMPLATE_CONTEXT_VERSION, plan=module_plan, imports=_imports(imports), models=models
     )
     body = black.format_str(body, mode=BLACK_MODE)
     return header(snapshot, content_sha256(body)) + body
@@ -85,10 +92,12 @@ def _template_dir() -> Path:
     return packaged if packaged.is_dir() else packaged.parent.parent / "templates"
 
 
-@lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
+@lru_cache(maxsize=8)
+def _environment(overrides: Path | None) -> jinja2.Environment:
+    packaged = jinja2.FileSystemLoader(_template_dir())
+    loader = packaged if overrides is None else jinja2.ChoiceLoader([jinja2.FileSystemLoader(overrides), packaged])
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_template_dir()),
+        loader=loader,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,

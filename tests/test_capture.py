@@ -1,0 +1,331 @@
+"""`orlgen.capture` and `orlgen snapshot` against real ORS servers on loopback ports.
+
+Every server here is the real `openreward` server serving a real `Environment` subclass in a
+child process: the examples (`echo_url`, `helpdesk_url` from conftest) and the small envs of
+`tests/support_envs.py`. Fault injection happens inside those env classes (their docstrings say
+so), never by mocking the SDK.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from examples.echo import TARGETS
+from examples.helpdesk import SPLIT_SIZES, Helpdesk
+from orlgen import snapshot as snapshot_mod
+from orlgen.capture import SAMPLE_CHUNKS, CaptureError, CaptureOptions, capture
+from orlgen.cli import main
+from orlgen.runtime.connection import Connection
+from orlgen.serve import ServerProcess
+from orlgen.snapshot import TaskRef
+from tests import support_envs
+
+REPO = Path(__file__).resolve().parent.parent
+ORLGEN = REPO / ".venv" / "bin" / "orlgen"
+SUPPORT_ENVS = ("RangeRefused", "LargeIndexed", "ConflictingTaskTool")
+HELPDESK_TOOLS = {
+    "list_policies", "search_orders", "get_order", "update_shipping", "issue_refund",
+    "cancel_order", "send_reply", "submit_resolution", "escalate",
+}
+
+
+@pytest.fixture(scope="module")
+def urls(request):
+    """Base URLs of every server this module uses, keyed by env class name.
+
+    The support servers start in parallel with the conftest session servers (each child spends
+    seconds importing the SDK), which keeps this module's wall time down.
+    """
+    servers = {name: ServerProcess(f"tests.support_envs:{name}") for name in SUPPORT_ENVS}
+    try:
+        with ThreadPoolExecutor(len(servers)) as pool:
+            started = [pool.submit(server.start) for server in servers.values()]
+            found = {"Echo": request.getfixturevalue("echo_url"), "Helpdesk": request.getfixturevalue("helpdesk_url")}
+            for future in started:
+                future.result()
+        found.update({name: server.url for name, server in servers.items()})
+        yield found
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def helpdesk(urls):
+    """The helpdesk env captured through its URL with default options."""
+    return capture(urls["Helpdesk"])
+
+
+def _jsonable(value):
+    return json.loads(json.dumps(value))
+
+
+def _types(schema: dict) -> set[str]:
+    """The JSON types a (possibly anyOf/oneOf) schema admits."""
+    found: set[str] = set()
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        found.add(declared)
+    elif isinstance(declared, list):
+        found.update(declared)
+    for key in ("anyOf", "oneOf"):
+        for option in schema.get(key, []):
+            found |= _types(option)
+    return found
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _cli_env(**extra: str) -> dict[str, str]:
+    env = {**os.environ, "OPENREWARD_LOG_LEVEL": "WARNING", "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}
+    env.update(extra)
+    return env
+
+
+# --------------------------------------------------------------------------------------------
+# echo: URL and module targets, task-only tools
+# --------------------------------------------------------------------------------------------
+
+
+def test_echo_by_url_and_by_module_differ_only_in_target(urls):
+    by_url = capture(urls["Echo"])
+    by_module = capture("examples.echo:Echo")
+
+    assert by_url.target.kind == "url" and by_url.target.value == urls["Echo"] and by_url.target.env == "echo"
+    assert by_module.target.kind == "module" and by_module.target.value == "examples.echo:Echo"
+    assert by_module.target.env == "echo"
+    assert by_url.name == by_module.name == "echo"
+    assert by_url.model_dump(exclude={"target", "sha256"}) == by_module.model_dump(exclude={"target", "sha256"})
+    # the hash covers the target, so the two snapshots are told apart
+    assert by_url.sha256 != by_module.sha256
+    # and what was captured is the env's content
+    assert [t.spec["target"] for t in by_url.tasks["train"].tasks] == TARGETS
+    assert by_url.tasks["train"].coverage == "all"
+
+
+def test_task_only_hint_is_recorded_on_the_even_probed_tasks(urls):
+    captured = capture(urls["Echo"])
+    tools = {tool.name: tool for tool in captured.tools}
+    assert set(tools) == {"echo", "hint"}
+    assert tools["echo"].shared is True and tools["echo"].offered_on == []
+    assert tools["hint"].shared is False
+    assert tools["hint"].input_schema is None
+
+    probed = captured.probed_tasks
+    assert len(probed) == 3 and len(set(probed)) == 3
+    assert all(ref.split == "train" and 0 <= ref.index < len(TARGETS) for ref in probed)
+    # the default probes hit both kinds of task, so the check below can tell them apart
+    assert {ref.index % 2 for ref in probed} == {0, 1}
+    assert tools["hint"].offered_on == [ref for ref in probed if ref.index % 2 == 0]
+
+
+def test_probing_every_task_finds_every_task_offering_hint(urls):
+    captured = capture(urls["Echo"], CaptureOptions(probes=len(TARGETS)))
+    assert captured.probed_tasks == [TaskRef(split="train", index=i) for i in range(len(TARGETS))]
+    hint = next(tool for tool in captured.tools if tool.name == "hint")
+    assert hint.offered_on == [TaskRef(split="train", index=i) for i in range(0, len(TARGETS), 2)]
+
+
+# --------------------------------------------------------------------------------------------
+# helpdesk: the realistic env
+# --------------------------------------------------------------------------------------------
+
+
+def test_helpdesk_tools(helpdesk):
+    tools = {tool.name: tool for tool in helpdesk.tools}
+    assert set(tools) == HELPDESK_TOOLS and len(helpdesk.tools) == 9
+    assert [name for name, tool in tools.items() if not tool.shared] == ["escalate"]
+    assert all(tool.offered_on == [] for tool in tools.values() if tool.shared)
+    assert tools["submit_resolution"].input_schema["required"] == ["summary", "resolved"]
+    assert tools["list_policies"].input_schema is None
+
+    # `escalate` is offered exactly on the probed VIP tickets
+    escalate = tools["escalate"]
+    assert escalate.input_schema["properties"]["priority"]["maximum"] == 3
+    specs = {(split, task.index): task.spec for split, st in helpdesk.tasks.items() for task in st.tasks}
+    vip = [ref for ref in helpdesk.probed_tasks if specs[(ref.split, ref.index)]["customer"]["tier"] == "vip"]
+    assert vip, "the probes should reach at least one VIP ticket"
+    assert escalate.offered_on == vip
+    assert len(helpdesk.probed_tasks) == 6  # three probes in each of the two splits
+
+
+def test_helpdesk_splits_and_every_task(helpdesk):
+    assert {split.name: split.num_tasks for split in helpdesk.splits} == {"train": 300, "test": 60}
+    assert set(helpdesk.tasks) == {"train", "test"}
+    for split, size in SPLIT_SIZES.items():
+        captured = helpdesk.tasks[split]
+        assert captured.coverage == "all"
+        assert [task.index for task in captured.tasks] == list(range(size))
+        assert [task.spec for task in captured.tasks] == _jsonable(list(Helpdesk.list_tasks(split)))
+    assert helpdesk.terminal_tool is None
+    assert helpdesk.target.kind == "url" and helpdesk.target.env == "helpdesk" and helpdesk.name == "helpdesk"
+
+
+def test_helpdesk_task_schema_types_sla_hours_as_integer_or_string(helpdesk):
+    schema = helpdesk.task_schema
+    assert schema["type"] == "object"
+    assert _types(schema["properties"]["sla_hours"]) == {"integer", "string"}
+    assert _types(schema["properties"]["opened_hours_ago"]) == {"integer"}
+    assert {"ticket_id", "customer", "order", "expected", "sla_hours"} <= set(schema["properties"])
+
+
+def test_tasks_none_captures_no_task(urls):
+    captured = capture(urls["Helpdesk"], CaptureOptions(tasks="none"))
+    assert {split.name: split.num_tasks for split in captured.splits} == {"train": 300, "test": 60}
+    assert {split: (st.coverage, st.tasks) for split, st in captured.tasks.items()} == {
+        "train": ("none", []), "test": ("none", []),
+    }
+    assert "escalate" in {tool.name for tool in captured.tools}  # probing still happens
+
+
+def test_tasks_n_smaller_than_the_split_takes_a_sample(urls, helpdesk):
+    size = 22
+    captured = capture(urls["Helpdesk"], CaptureOptions(tasks=size, splits=("train",)))
+    assert [split.name for split in captured.splits] == ["train"] and set(captured.tasks) == {"train"}
+    sample = captured.tasks["train"]
+    assert sample.coverage == "sample"
+    indices = [task.index for task in sample.tasks]
+    assert size - SAMPLE_CHUNKS < len(indices) <= size
+    assert len(set(indices)) == len(indices) and indices == sorted(indices)
+    assert 0 <= indices[0] and indices[-1] < 300
+    assert indices[-1] > 150, "the sample should spread over the split, not be its first tasks"
+    full = {task.index: task.spec for task in helpdesk.tasks["train"].tasks}
+    assert all(task.spec == full[task.index] for task in sample.tasks)
+
+
+# --------------------------------------------------------------------------------------------
+# unusual servers (tests/support_envs.py)
+# --------------------------------------------------------------------------------------------
+
+
+def test_refused_task_range_falls_back_to_one_read_per_task(urls):
+    """Fault injection: `RangeRefused.get_task_range` raises IndexError, so the real server
+    answers `/task_range` with HTTP 400. Capture must still read every task, one by one."""
+    url = urls["RangeRefused"]
+    # the fault is real: the SDK's own range read fails against this server
+    sdk_env = Connection(url=url, catalog=None, env="rangerefused", api_key=None).environment()
+    with pytest.raises(Exception, match="400"):
+        sdk_env.get_task_range("train", 0, 2)
+
+    captured = capture(url)
+    for split, size in support_envs.RANGE_REFUSED_SIZES.items():
+        assert captured.tasks[split].coverage == "all"
+        assert [task.spec for task in captured.tasks[split].tasks] == [
+            support_envs.range_refused_task(split, i) for i in range(size)
+        ]
+        assert [task.index for task in captured.tasks[split].tasks] == list(range(size))
+
+
+def test_index_only_large_env_is_captured(urls):
+    """`LargeIndexed.list_tasks` raises NotImplementedError; tasks come from num_tasks/get_task."""
+    captured = capture(urls["LargeIndexed"])
+    assert {split.name: split.num_tasks for split in captured.splits} == support_envs.LARGE_SIZES
+    assert [tool.name for tool in captured.tools] == ["guess"]
+
+    test_split = captured.tasks["test"]
+    assert test_split.coverage == "all"
+    assert [task.spec for task in test_split.tasks] == [support_envs.large_task("test", i) for i in range(40)]
+
+    train = captured.tasks["train"]  # 2500 tasks: more than a default capture reads whole
+    assert train.coverage == "sample"
+    assert 100 <= len(train.tasks) <= 200
+    assert all(task.spec == support_envs.large_task("train", task.index) for task in train.tasks)
+    assert max(task.index for task in train.tasks) > 1250
+    assert set(captured.task_schema["properties"]) == {"split", "index", "word", "level"}
+
+
+def test_task_only_tool_with_two_schemas_is_refused(urls):
+    """Fault injection: `ConflictingTaskTool` offers `lookup` with a string key on task 0 and an
+    integer key on every other task."""
+    with pytest.raises(CaptureError) as caught:
+        capture(urls["ConflictingTaskTool"])
+    message = str(caught.value)
+    assert "'lookup'" in message
+    assert "train[0]" in message and "train[2]" in message
+    assert "\n" not in message
+
+
+def test_nothing_listening_fails_fast_with_one_line():
+    url = f"http://127.0.0.1:{_free_port()}"
+    start = time.monotonic()
+    with pytest.raises(CaptureError) as caught:
+        capture(url)
+    assert time.monotonic() - start < 5
+    message = str(caught.value)
+    assert url in message and "\n" not in message
+
+
+# --------------------------------------------------------------------------------------------
+# the `orlgen snapshot` command
+# --------------------------------------------------------------------------------------------
+
+
+def test_cli_snapshot_of_a_url_writes_snapshot_and_module(urls, tmp_path):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["snapshot", urls["Echo"], "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == ["echo.py", "echo.snapshot.json"]
+
+    written = snapshot_mod.load(out / "echo.snapshot.json")
+    assert (out / "echo.snapshot.json").read_text() == written.to_json()
+    assert written.target.kind == "url" and written.target.value == urls["Echo"]
+    first_line = (out / "echo.py").read_text().splitlines()[0]
+    assert first_line.startswith("# Code generated by orlgen ")
+    assert f"from echo.snapshot.json (sha256 {written.sha256})" in first_line
+
+    checked = CliRunner().invoke(main, ["check", str(out)])
+    assert checked.exit_code == 0, checked.output
+
+
+def test_cli_snapshot_of_nothing_listening_exits_2(tmp_path):
+    result = CliRunner().invoke(main, ["snapshot", f"http://127.0.0.1:{_free_port()}", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("orlgen: error: ") and result.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_snapshot_of_a_bad_target_exits_2_with_one_line(tmp_path):
+    result = subprocess.run(
+        [str(ORLGEN), "snapshot", "not-a-target", "--out", str(tmp_path)],
+        capture_output=True, text=True, cwd=tmp_path, env=_cli_env(), timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("orlgen: error: ")
+    assert result.stderr.count("\n") == 1 and "not-a-target" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
+    """A local echo server stands in for the platform: the SDK's API and session URLs point to it."""
+    secret = "test-key"
+    env = _cli_env(OPENREWARD_API_KEY=secret, OPENREWARD_SESSION_URL=urls["Echo"], OPENREWARD_API_URL=urls["Echo"])
+    result = subprocess.run(
+        [str(ORLGEN), "snapshot", "Acme/Echo", "--out", "out"],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["acme_echo.py", "acme_echo.snapshot.json"]
+
+    captured = snapshot_mod.load(out / "acme_echo.snapshot.json")
+    assert captured.name == "acme_echo"
+    assert captured.target.model_dump() == {"kind": "catalog", "value": "Acme/Echo", "env": "echo"}
+    assert [t.spec["target"] for t in captured.tasks["train"].tasks] == TARGETS
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), f"{path} contains the API key"
+    assert secret not in result.stdout + result.stderr
