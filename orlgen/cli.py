@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from . import __version__
-from .files import write_atomic, write_files
+from .files import write_files
 
 
 class Failure(click.ClickException):
@@ -168,8 +168,9 @@ def _capture_one(target: str, options: Any, out: Path, templates: Path | None, *
     if check_only:
         _check_live(path, captured, load)
         return
-    write_atomic(path, captured.to_json().encode())
-    click.echo(f"wrote {path} ({len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks)")
+    written = write_files({path: captured.to_json().encode()})
+    summary = f"{len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks"
+    click.echo(f"{'wrote' if written else 'unchanged'} {path} ({summary})")
     if generate:
         _write_generated([path], templates)
 

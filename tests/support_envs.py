@@ -36,7 +36,7 @@ class _OneToolEnv(Environment):
 # A server that refuses /task_range
 # --------------------------------------------------------------------------------------------
 
-RANGE_REFUSED_SIZES = {"train": 23, "test": 7}
+RANGE_REFUSED_SIZES = {"train": 9, "test": 4}
 
 
 def range_refused_task(split: str, index: int) -> dict:

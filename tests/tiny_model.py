@@ -154,3 +154,36 @@ def tiny_qwen3_dir() -> Path:
     path = Path(tempfile.mkdtemp(prefix="orlgen-tiny-qwen3-"))
     atexit.register(shutil.rmtree, path, True)
     return build_tiny_qwen3(path)
+
+
+def teach(model, examples, *, steps: int = 150, lr: float = 3e-3, seed: int = 0) -> float:
+    """Supervised steps (a plain torch loop) that teach `model` to continue each prompt with its completion.
+
+    `examples` is a list of `(prompt_ids, completion_ids)`; the loss covers completion tokens only.
+    Returns the final loss. Training mode and gradients are restored afterwards.
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    pad_id = model.config.pad_token_id
+    width = max(len(p) + len(c) for p, c in examples)
+    input_ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), width), -100, dtype=torch.long)
+    attention_mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for row, (prompt, completion) in enumerate(examples):
+        ids = list(prompt) + list(completion)
+        input_ids[row, : len(ids)] = torch.tensor(ids)
+        labels[row, len(prompt) : len(ids)] = torch.tensor(list(completion))
+        attention_mask[row, : len(ids)] = 1
+    was_training = model.training
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    loss = torch.tensor(float("nan"))
+    for _ in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    model.train(was_training)
+    return float(loss.detach())

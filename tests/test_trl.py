@@ -1,0 +1,191 @@
+"""End to end with TRL: a real `GRPOTrainer` drives generated adapters against real ORS servers.
+
+The model is the tiny random Qwen3 of `tests/tiny_model.py` (built offline, TRL's own Qwen3 chat
+template, so TRL parses its tool calls). Nothing is mocked: the trainer discovers the tools on the
+generated class, renders them through the chat template, parses the model's tool calls, calls the
+adapter's methods, which open sessions on the echo server, and scores the rollouts with the
+module's `reward_funcs`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import time
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in trl 1.x
+
+import pytest
+
+pytest.importorskip("trl")
+
+from tests.tiny_model import EOS_TOKEN, qwen3_chat_template, teach, tiny_qwen3_dir  # noqa: E402
+
+# The call the tiny model is taught to make, exactly as a Qwen3 model writes one.
+ECHO_HELLO_CALL = '<tool_call>\n{"name": "echo", "arguments": {"text": "hello"}}\n</tool_call>'
+FINAL_ANSWER = "done"
+
+
+@pytest.fixture(scope="module")
+def tiny_model_path():
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    return str(tiny_qwen3_dir())
+
+
+class Recorder:
+    """A zero-argument `environment_factory` that keeps every adapter TRL makes from it."""
+
+    def __init__(self, factory):
+        self.factory = factory
+        self.created = []
+
+    def __call__(self):
+        env = self.factory()
+        self.created.append(env)
+        return env
+
+
+def make_trainer(model_path, module, base_url, dataset, output_dir, **overrides):
+    from trl import GRPOConfig, GRPOTrainer
+
+    args = dict(
+        output_dir=str(output_dir),
+        use_cpu=True,
+        bf16=False,
+        activation_checkpointing=False,
+        max_steps=1,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=64,
+        max_tool_calling_iterations=3,
+        learning_rate=1e-5,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+    )
+    args.update(overrides)
+    env_class = next(value for name, value in vars(module).items() if name.endswith("Env") and isinstance(value, type))
+    factory = Recorder(functools.partial(env_class, base_url=base_url))
+    trainer = GRPOTrainer(
+        model=model_path,
+        args=GRPOConfig(**args),
+        train_dataset=dataset,
+        environment_factory=factory,
+        reward_funcs=module.reward_funcs,
+    )
+    return trainer, factory
+
+
+def rendered_tools(trainer, messages):
+    """Render `messages` with the trainer's tools through its chat template; return the tool schemas shown."""
+    text = trainer.processing_class.apply_chat_template(
+        messages, tools=trainer.tools, chat_template=trainer.chat_template, add_generation_prompt=True, tokenize=False
+    )
+    block = re.search(r"<tools>\n(.*)\n</tools>", text, re.S)
+    assert block, text
+    return [json.loads(line) for line in block.group(1).splitlines()]
+
+
+@pytest.mark.parametrize("name", ["echo", "helpdesk"])
+def test_trainer_discovers_exactly_the_generated_tools(name, request, tiny_model_path, tmp_path):
+    """At init TRL builds one adapter, lists the public functions of its class, and renders their
+    schemas (from the typed signatures and docstrings) through the Qwen3 chat template."""
+    from transformers.utils import get_json_schema
+
+    module = request.getfixturevalue(f"{name}_module")
+    url = request.getfixturevalue(f"{name}_url")
+    trainer, factory = make_trainer(tiny_model_path, module, url, module.build_dataset(num_tasks=4), tmp_path)
+
+    assert trainer.processing_class.chat_template == qwen3_chat_template()
+    assert sorted(tool.__name__ for tool in trainer.tools) == sorted(module.TOOLS)
+    assert len(factory.created) == 1  # the probe instance, which opened no session
+    assert factory.created[0]._session_slot == [] and factory.created[0].outcome == "running"
+
+    schemas = rendered_tools(trainer, [{"role": "user", "content": "hi"}])
+    assert [schema["function"]["name"] for schema in schemas] == [tool.__name__ for tool in trainer.tools]
+    assert schemas == [json.loads(json.dumps(get_json_schema(tool))) for tool in trainer.tools]
+    # The plain Qwen3 template (what the model ships with) renders them too.
+    text = trainer.processing_class.apply_chat_template(
+        [{"role": "user", "content": "hi"}], tools=trainer.tools, add_generation_prompt=True, tokenize=False
+    )
+    assert all(f'"name": "{tool}"' in text for tool in module.TOOLS)
+
+
+def teach_echo_hello(trainer, module, base_url, rows) -> float:
+    """Supervised steps on the trainer's model: for each row's real prompt (from the server, via the
+    adapter), emit ECHO_HELLO_CALL; after the tool's answer, say FINAL_ANSWER and stop."""
+    tokenizer = trainer.processing_class
+    eos = [tokenizer.convert_tokens_to_ids(EOS_TOKEN)]
+
+    def ids(text):
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    examples = []
+    for row in rows:
+        env = module.EchoEnv(base_url=base_url)
+        prompt = env.reset(**row)
+        answer = env.echo(text="hello")  # what the server will answer to the taught call
+        assert env._session_slot == []
+        user = {**row["prompt"][-1], "content": row["prompt"][-1]["content"] + prompt}
+        # The same rendering call TRL makes for the first turn.
+        prompt_ids = tokenizer.apply_chat_template(
+            [*row["prompt"][:-1], user],
+            tools=trainer.tools,
+            chat_template=trainer.chat_template,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+        )["input_ids"]
+        call_ids = ids(ECHO_HELLO_CALL) + eos
+        examples.append((prompt_ids, call_ids))
+        # The second turn: TRL appends the tool message's tokens to prompt + completion.
+        suffix = trainer._get_tool_suffix_ids([{"role": "tool", "name": "echo", "content": answer}])
+        examples.append((prompt_ids + call_ids + suffix, ids(FINAL_ANSWER) + eos))
+    return teach(trainer.model, examples, steps=120, lr=3e-3)
+
+
+def test_grpo_training_runs_tool_calls_through_the_generated_adapter(echo_module, echo_url, tiny_model_path, tmp_path):
+    """One GRPO step of the tiny model on two echo tasks ('hello' and 'orlgen'), 2 generations each.
+
+    Making the tool calls happen: a random model almost never writes a parseable tool call, so before
+    `train()` a few seconds of supervised steps (a plain torch loop on the trainer's own model, on the
+    exact token sequences TRL builds) teach it to answer every echo prompt with
+    `echo(text="hello")` and, after the tool's reply, to say "done". We chose teaching over scripted
+    completions because it keeps TRL's whole generation path real: sampling, response parsing with
+    the Qwen3 response template, argument typing from the tool schema, the tool loop and its token
+    bookkeeping. Always answering "hello" wins task 0 and loses task 1, so the logged mean reward
+    (0.5) can only come from the server's verdicts.
+    """
+    rows = echo_module.build_dataset(indices=[0, 1])
+    trainer, factory = make_trainer(tiny_model_path, echo_module, echo_url, rows, tmp_path)
+
+    started = time.monotonic()
+    loss = teach_echo_hello(trainer, echo_module, echo_url, list(rows))
+    assert loss < 0.05, f"the tiny model did not learn the tool call (loss {loss:.3f})"
+    taught = time.monotonic() - started
+
+    trainer.train()
+
+    # 4 rollouts (2 tasks x 2 generations), one adapter each: the probe plus 3 more from the pool.
+    assert len(factory.created) == 4
+    played = sorted(factory.created, key=lambda env: env.reward)
+    for env in played:
+        assert env.outcome == "finished", env  # the echo call reached the server and ended the episode
+        assert env._session_slot == [] and env._session is None  # no session left open
+        assert len(env.rewards) == 1  # exactly one call went through
+    assert [env.reward for env in played] == [0.0, 0.0, 1.0, 1.0]
+    assert sorted(env.last_output for env in played) == ["correct", "correct", "wrong: 'hello'", "wrong: 'hello'"]
+
+    metrics = trainer.state.log_history[0]
+    assert metrics["reward"] == pytest.approx(0.5)
+    assert metrics["rewards/outcome_reward/mean"] == pytest.approx(0.5)
+    assert metrics["tools/call_frequency"] == pytest.approx(1.0)  # one tool call per rollout
+    assert metrics["tools/failure_frequency"] == 0.0
+    assert taught < 30
