@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test generate check clean
+.PHONY: install demo test fuzz generate check clean
 
 install: $(STAMP)
 
@@ -25,6 +25,9 @@ demo: install
 
 test: install
 	@$(PY) -m pytest
+
+fuzz: install
+	@ORLGEN_FUZZ_EXAMPLES=2000 $(PY) -m pytest tests/test_fuzz.py
 
 generate: install
 	@$(VENV)/bin/orlgen generate

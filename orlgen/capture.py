@@ -188,7 +188,7 @@ class _Capture:
         `--tasks none` stores none, but still reads a sample: the task schema decides the
         generated dataset's columns, and it needs evidence.
         """
-        mode = self.options.tasks
+        mode = "none" if self.options.tasks == 0 else self.options.tasks
         if mode is None:
             mode = "all" if split.num_tasks <= ALL_TASKS_UP_TO else SAMPLE_SIZE
         if split.num_tasks == 0:
@@ -248,7 +248,10 @@ def _sample_runs(total: int, size: int) -> list[tuple[int, int]]:
     size = min(size, total)
     chunks = min(SAMPLE_CHUNKS, size)
     length = size // chunks
-    return [(start, min(start + length, total)) for start in _spread(total - length + 1, chunks)]
+    if chunks == 1:
+        return [(0, length)]
+    # The first run starts at 0 and the last ends at `total`, so the sample spans the split.
+    return [(start, start + length) for start in sorted({i * (total - length) // (chunks - 1) for i in range(chunks)})]
 
 
 @contextmanager

@@ -95,10 +95,13 @@ def sync() -> None:
 @main.command()
 @click.argument("snapshots", nargs=-1, type=click.Path(path_type=Path))
 def generate(snapshots: tuple[Path, ...]) -> None:
-    """Re-render modules from SNAPSHOTS (default: every snapshot in the output directory), offline."""
+    """Re-render modules from SNAPSHOTS (default: every snapshot in the output directory), offline.
+
+    In a directory, generated modules whose snapshot is gone are removed."""
     with failures():
         config = _config()
-        _write_generated(_snapshot_paths(snapshots or (config.out,)), config.templates)
+        paths = snapshots or (config.out,)
+        _write_generated(_snapshot_paths(paths), config.templates, prune=[p for p in paths if p.is_dir()])
 
 
 @main.command()
@@ -206,7 +209,8 @@ def _snapshot_paths(paths: tuple[Path, ...]) -> list[Path]:
     return found
 
 
-def _write_generated(snapshot_paths: list[Path], templates: Path | None) -> None:
+def _write_generated(snapshot_paths: list[Path], templates: Path | None, prune: list[Path] = ()) -> None:
+    from .check import orphans
     from .render import generate as render
     from .snapshot import load
 
@@ -214,6 +218,9 @@ def _write_generated(snapshot_paths: list[Path], templates: Path | None) -> None
     written = set(write_files(files))
     for path in sorted(files):
         click.echo(f"{'wrote' if path in written else 'unchanged'} {path}")
+    for path in orphans(prune, files):
+        path.unlink()
+        click.echo(f"removed {path} (its snapshot is gone)")
 
 
 def _diff(path: Path, actual: bytes | None, expected: bytes | None) -> Iterator[str]:

@@ -11,13 +11,25 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Annotated, Any
 
 from . import names
 from .names import ClassName, PythonIdentifier
 from .runtime.adapter import EnvAdapter
 from .runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
-from .schema import JSON, SchemaError, check_refs, constraints, json_types, python_hint, resolve, shape, without_titles
+from .schema import (
+    JSON,
+    SchemaError,
+    check_refs,
+    constraints,
+    json_types,
+    python_hint,
+    resolve,
+    shape,
+    strip_keywords,
+    without_titles,
+)
 from .snapshot import Snapshot
 
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
@@ -28,7 +40,7 @@ RESERVED_METHODS = frozenset(
 # Module-level names a generated model class may not take.
 RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel", "TaskSpec"})
 
-_SECTION = re.compile(r"\b(Args|Arguments|Returns|Raises|Yields):")
+_SECTION = re.compile(r"(Args|Returns|Raises):")
 _CHOICES = re.compile(r"\(choices:", re.IGNORECASE)
 
 
@@ -84,6 +96,7 @@ class ModulePlan:
 
 
 def plan(snapshot: Snapshot) -> ModulePlan:
+    snapshot = snapshot.canonical()  # every order below is the canonical one, whatever the input's
     env_class = names.class_name(snapshot.name, suffix="Env")
     env_var = f"ORLGEN_{names.slug(snapshot.name).upper()}_URL"
     tools, bundle = _plan_tools(snapshot, taken_classes=RESERVED_CLASSES | {env_class})
@@ -134,7 +147,7 @@ def _plan_tools(snapshot: Snapshot, taken_classes: frozenset[str]) -> tuple[tupl
         if params:
             params_class = names.class_name(tool.name, suffix="Params", taken=classes)
             classes.add(params_class)
-            bundle.update(_relocate(without_titles(schema), params_class))
+            bundle.update(_relocate(_for_models(schema), params_class))
         plans.append(
             ToolPlan(
                 wire=literal(tool.name),
@@ -149,6 +162,26 @@ def _plan_tools(snapshot: Snapshot, taken_classes: frozenset[str]) -> tuple[tupl
     return tuple(plans), bundle
 
 
+def _for_models(schema: JSON) -> JSON:
+    """The schema handed to datamodel-code-generator: no titles, and no `pattern` that pydantic's
+    regex engine refuses (the model would fail at import). Such a pattern still reaches the
+    model in the parameter's description, and the server still enforces it."""
+    return strip_keywords(
+        schema, lambda key, value: key == "title" or (key == "pattern" and not _pattern_compiles(value))
+    )
+
+
+@lru_cache(maxsize=1024)
+def _pattern_compiles(pattern: Any) -> bool:
+    from pydantic import StringConstraints, TypeAdapter
+
+    try:
+        TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
+    except Exception:  # noqa: BLE001 - pydantic reports bad patterns with several error types
+        return False
+    return True
+
+
 def _params(schema: JSON, where: str) -> tuple[tuple[Param, str], ...]:
     """Each property as a parameter and its one-line description, required ones first."""
     properties = schema.get("properties")
@@ -157,7 +190,7 @@ def _params(schema: JSON, where: str) -> tuple[tuple[Param, str], ...]:
     required = set(schema.get("required") or [])
     taken: set[str] = {"self"}
     out = []
-    for wire in sorted(properties, key=lambda w: (w not in required, list(properties).index(w))):
+    for wire in sorted(properties, key=lambda w: (w not in required, w)):
         sub = properties[wire]
         name = names.identifier(wire, taken=taken)
         taken.add(name)
@@ -167,21 +200,23 @@ def _params(schema: JSON, where: str) -> tuple[tuple[Param, str], ...]:
 
 
 def _param_doc(wire: str, name: str, sub: Any, root: JSON, required: bool) -> str:
-    target = resolve(sub, root) if isinstance(sub, dict) else {}
-    text = (target.get("description") or sub.get("description") if isinstance(sub, dict) else None) or ""
-    parts = [_one_line(text) or f"The {wire} argument."]
+    sub = sub if isinstance(sub, dict) else {}
+    # A `$ref`'s own description describes this parameter; the referenced schema's, its type.
+    target = resolve(sub, root)
+    text = sub.get("description") or (target.get("description") if isinstance(target, dict) else None) or ""
+    parts = [text or f"The {wire} argument."]
     if json_types(sub, root) & {"object", "array"} and "{" in (structure := shape(sub, root)):
         parts.append(f"Structure: {structure}.")
     found = constraints(sub, root)
     if found:
         parts.append(f"Constraints: {', '.join(found)}.")
-    if isinstance(sub, dict) and "default" in sub:
+    if "default" in sub:
         parts.append(f"Default: {_json_text(sub['default'])}.")
     elif not required:
         parts.append("Optional.")
     if wire != name:
         parts.append(f"Sent as {wire!r}.")
-    return _safe(" ".join(p.rstrip(".") + "." for p in parts))
+    return _safe(_one_line(" ".join(p.rstrip(".") + "." for p in parts)))
 
 
 def _json_text(value: Any) -> str:

@@ -11,6 +11,7 @@ import ast
 import hashlib
 import json
 import sys
+import warnings
 from collections.abc import Iterable
 from functools import lru_cache
 from importlib.metadata import version
@@ -113,25 +114,27 @@ def _models(module_plan: ModulePlan) -> str:
     from datamodel_code_generator.enums import NamingStrategy
 
     try:
-        return dcg_generate(
-            json.dumps(module_plan.models_schema, sort_keys=True),
-            input_file_type=InputFileType.JsonSchema,
-            output_model_type=DataModelType.PydanticV2BaseModel,
-            target_python_version=PythonVersion.PY_311,
-            naming_strategy=NamingStrategy.FullPath,
-            skip_root_model=True,
-            disable_timestamp=True,
-            formatters=[],
-            use_annotated=True,
-            field_constraints=True,
-            use_union_operator=True,
-            use_schema_description=True,
-            strict_nullable=True,
-            allow_population_by_field_name=True,
-            allow_remote_refs=False,
-            strict_refs=True,
-            enum_field_as_literal="all",
-        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. "format of 'x' not understood": the format is still in the docs
+            return dcg_generate(
+                json.dumps(module_plan.models_schema, sort_keys=True),
+                input_file_type=InputFileType.JsonSchema,
+                output_model_type=DataModelType.PydanticV2BaseModel,
+                target_python_version=PythonVersion.PY_311,
+                naming_strategy=NamingStrategy.FullPath,
+                skip_root_model=True,
+                disable_timestamp=True,
+                formatters=[],
+                use_annotated=True,
+                field_constraints=True,
+                use_union_operator=True,
+                use_schema_description=True,
+                strict_nullable=True,
+                allow_population_by_field_name=True,
+                allow_remote_refs=False,
+                strict_refs=True,
+                enum_field_as_literal="all",
+            )
     except Exception as exc:  # noqa: BLE001 - dcg raises many unrelated types
         raise SchemaError(f"datamodel-code-generator cannot model the schemas: {exc}".splitlines()[0]) from exc
 
@@ -154,6 +157,7 @@ _TEMPLATE_IMPORTS = {
     "typing": {"Any", "Literal"},
     "orlgen.runtime": {
         "UNSET", "Column", "DatasetSpec", "EnvAdapter", "Target", "build_dataset as _build_dataset", "outcome_reward",
+        "tool_method",
     },
 }
 

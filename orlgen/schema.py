@@ -8,7 +8,7 @@ cycles end in `Any` instead of recursion.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 JSON = dict[str, Any]
@@ -51,26 +51,31 @@ def check_refs(schema: Any, where: str) -> None:
         check_refs(sub, where)
 
 
-def without_titles(schema: Any) -> Any:
-    """Drop `title` keywords (pydantic adds one to every property; they only add noise).
+def strip_keywords(schema: Any, drop: Callable[[str, Any], bool]) -> Any:
+    """A copy of `schema` without the keywords for which `drop(keyword, value)` is true.
 
-    Only the keyword is dropped: a property *named* `title` is kept.
+    Only keywords are dropped: a property *named* like one (`title`, `pattern`) is kept.
     """
     if not isinstance(schema, dict):
         return schema
     out: JSON = {}
     for key, value in schema.items():
-        if key == "title":
+        if drop(key, value):
             continue
         if key in _MAP and isinstance(value, dict):
-            out[key] = {name: without_titles(sub) for name, sub in value.items()}
+            out[key] = {name: strip_keywords(sub, drop) for name, sub in value.items()}
         elif key in _MANY and isinstance(value, list):
-            out[key] = [without_titles(sub) for sub in value]
+            out[key] = [strip_keywords(sub, drop) for sub in value]
         elif key in _ONE and isinstance(value, dict):
-            out[key] = without_titles(value)
+            out[key] = strip_keywords(value, drop)
         else:
             out[key] = value
     return out
+
+
+def without_titles(schema: Any) -> Any:
+    """Drop `title` keywords: pydantic adds one to every property, and they only add noise."""
+    return strip_keywords(schema, lambda key, _: key == "title")
 
 
 def resolve(schema: Any, root: JSON) -> Any:
@@ -184,7 +189,7 @@ def python_hint(schema: Any, root: JSON) -> str:
 def _join(members: list[str]) -> str:
     """Union members → hint text: `Any` absorbs everything, `None` goes last, no repeats."""
     unique = list(dict.fromkeys(members))
-    if not unique or "Any" in unique:
+    if not unique or "Any" in unique or unique == ["None"]:  # `list[None]` is no hint get_json_schema reads
         return "Any"
     return " | ".join([m for m in unique if m != "None"] + (["None"] if "None" in unique else []))
 

@@ -25,6 +25,7 @@ class ServeError(RuntimeError):
 
 def load_env_class(spec: str) -> type:
     """Import `module:EnvClass` (the current directory is importable, as with uvicorn)."""
+    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")  # before the module imports openreward
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise ServeError(f"{spec!r} is not of the form module:EnvClass")

@@ -109,9 +109,13 @@ class Snapshot(_Model):
             update={
                 "splits": sorted(self.splits, key=lambda s: s.name),
                 "tools": [
-                    tool.model_copy(update={"offered_on": sorted(set(tool.offered_on), key=_ref_key)})
+                    tool.model_copy(update={
+                        "offered_on": sorted(set(tool.offered_on), key=_ref_key),
+                        "input_schema": _sorted_keys(tool.input_schema),
+                    })
                     for tool in sorted(self.tools, key=lambda t: t.name)
                 ],
+                "task_schema": _sorted_keys(self.task_schema),
                 "probed_tasks": sorted(set(self.probed_tasks), key=_ref_key),
                 "tasks": {
                     split: captured.model_copy(update={"tasks": sorted(captured.tasks, key=lambda t: t.index)})
@@ -128,6 +132,16 @@ class Snapshot(_Model):
     @property
     def file_name(self) -> str:
         return f"{self.name}{SUFFIX}"
+
+
+def _sorted_keys(value: Any) -> Any:
+    """`value` with every object's keys in sorted order, as canonical JSON will store it, so a
+    snapshot built in memory renders exactly like the same snapshot loaded from its file."""
+    if isinstance(value, dict):
+        return {key: _sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_keys(item) for item in value]
+    return value
 
 
 def _ref_key(ref: TaskRef) -> tuple[str, int]:
@@ -149,6 +163,8 @@ def load(path: Path) -> Snapshot:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot read snapshot: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise SnapshotError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -159,9 +175,9 @@ def load(path: Path) -> Snapshot:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
         raise SnapshotError(f"{path}: not a valid snapshot: {where}: {first['msg']}") from exc
-    expected = snapshot.canonical().sha256
-    if snapshot.sha256 != expected:
+    canonical = snapshot.canonical()
+    if snapshot.sha256 != canonical.sha256:
         raise SnapshotError(
             f"{path}: sha256 does not match the content (edited by hand?); re-capture with `orlgen snapshot`"
         )
-    return snapshot
+    return canonical

@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +22,7 @@ from click.testing import CliRunner
 from examples.echo import TARGETS
 from examples.helpdesk import SPLIT_SIZES, Helpdesk
 from orlgen import snapshot as snapshot_mod
-from orlgen.capture import SAMPLE_CHUNKS, CaptureError, CaptureOptions, capture
+from orlgen.capture import SAMPLE_CHUNKS, SAMPLE_SIZE, CaptureError, CaptureOptions, capture
 from orlgen.cli import main
 from orlgen.runtime.connection import Connection
 from orlgen.serve import ServerProcess
@@ -58,6 +57,12 @@ def urls(request):
     finally:
         for server in servers.values():
             server.stop()
+
+
+@pytest.fixture(scope="module")
+def echo(urls):
+    """The echo env captured through its URL with default options."""
+    return capture(urls["Echo"])
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +106,8 @@ def _cli_env(**extra: str) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------
 
 
-def test_echo_by_url_and_by_module_differ_only_in_target(urls):
-    by_url = capture(urls["Echo"])
+def test_echo_by_url_and_by_module_differ_only_in_target(urls, echo):
+    by_url = echo
     by_module = capture("examples.echo:Echo")
 
     assert by_url.target.kind == "url" and by_url.target.value == urls["Echo"] and by_url.target.env == "echo"
@@ -117,8 +122,8 @@ def test_echo_by_url_and_by_module_differ_only_in_target(urls):
     assert by_url.tasks["train"].coverage == "all"
 
 
-def test_task_only_hint_is_recorded_on_the_even_probed_tasks(urls):
-    captured = capture(urls["Echo"])
+def test_task_only_hint_is_recorded_on_the_even_probed_tasks(echo):
+    captured = echo
     tools = {tool.name: tool for tool in captured.tools}
     assert set(tools) == {"echo", "hint"}
     assert tools["echo"].shared is True and tools["echo"].offered_on == []
@@ -190,6 +195,8 @@ def test_tasks_none_captures_no_task(urls):
         "train": ("none", []), "test": ("none", []),
     }
     assert "escalate" in {tool.name for tool in captured.tools}  # probing still happens
+    # tasks read as evidence for the task schema are not stored
+    assert _types(captured.task_schema["properties"]["sla_hours"]) == {"integer", "string"}
 
 
 def test_tasks_n_smaller_than_the_split_takes_a_sample(urls, helpdesk):
@@ -242,7 +249,8 @@ def test_index_only_large_env_is_captured(urls):
 
     train = captured.tasks["train"]  # 2500 tasks: more than a default capture reads whole
     assert train.coverage == "sample"
-    assert 100 <= len(train.tasks) <= 200
+    assert SAMPLE_SIZE - SAMPLE_CHUNKS < len(train.tasks) <= SAMPLE_SIZE
+    assert len({task.index for task in train.tasks}) == len(train.tasks)
     assert all(task.spec == support_envs.large_task("train", task.index) for task in train.tasks)
     assert max(task.index for task in train.tasks) > 1250
     assert set(captured.task_schema["properties"]) == {"split", "index", "word", "level"}
@@ -298,6 +306,12 @@ def test_cli_snapshot_of_nothing_listening_exits_2(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_cli_snapshot_with_zero_tasks_does_not_crash(urls, tmp_path):
+    result = CliRunner().invoke(main, ["snapshot", urls["Echo"], "--tasks", "0", "--out", str(tmp_path)])
+    assert not isinstance(result.exception, ZeroDivisionError)
+    assert result.exit_code in (0, 2), result.output
+
+
 def test_cli_snapshot_of_a_bad_target_exits_2_with_one_line(tmp_path):
     result = subprocess.run(
         [str(ORLGEN), "snapshot", "not-a-target", "--out", str(tmp_path)],
@@ -307,6 +321,17 @@ def test_cli_snapshot_of_a_bad_target_exits_2_with_one_line(tmp_path):
     assert result.stderr.startswith("orlgen: error: ")
     assert result.stderr.count("\n") == 1 and "not-a-target" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_snapshot_of_a_module_target_prints_only_its_own_lines(tmp_path):
+    env = {key: value for key, value in _cli_env().items() if key != "OPENREWARD_LOG_LEVEL"}
+    result = subprocess.run(
+        [str(ORLGEN), "snapshot", "examples.echo:Echo", "--out", str(tmp_path), "--tasks", "none", "--no-generate"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"wrote {tmp_path / 'echo.snapshot.json'} (2 tools, 8 tasks)"]
+    assert result.stderr == ""
 
 
 def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):

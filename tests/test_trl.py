@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
-import time
-
-os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in trl 1.x
 
 import pytest
 
-pytest.importorskip("trl")
+from tests.tiny_model import EOS_TOKEN, qwen3_chat_template, teach, tiny_qwen3_dir
 
-from tests.tiny_model import EOS_TOKEN, qwen3_chat_template, teach, tiny_qwen3_dir  # noqa: E402
+pytestmark = pytest.mark.filterwarnings(
+    # trl 1.16 still calls `model.is_gradient_checkpointing`, which transformers 5.24 deprecates.
+    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
+)
 
 # The call the tiny model is taught to make, exactly as a Qwen3 model writes one.
 ECHO_HELLO_CALL = '<tool_call>\n{"name": "echo", "arguments": {"text": "hello"}}\n</tool_call>'
@@ -30,11 +29,24 @@ FINAL_ANSWER = "done"
 
 @pytest.fixture(scope="module")
 def tiny_model_path():
+    return str(tiny_qwen3_dir())
+
+
+@pytest.fixture(autouse=True)
+def quiet_and_single_threaded(monkeypatch):
+    """No experimental-feature warning, no progress bars; and one torch thread: a model this small
+    runs faster on one, several times faster when other work shares the CPU."""
+    import torch
     from transformers.utils import logging as hf_logging
 
-    hf_logging.set_verbosity_error()
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    threads, bars = torch.get_num_threads(), hf_logging.is_progress_bar_enabled()
+    torch.set_num_threads(1)
     hf_logging.disable_progress_bar()
-    return str(tiny_qwen3_dir())
+    yield
+    torch.set_num_threads(threads)
+    if bars:
+        hf_logging.enable_progress_bar()
 
 
 class Recorder:
@@ -71,8 +83,7 @@ def make_trainer(model_path, module, base_url, dataset, output_dir, **overrides)
         seed=0,
     )
     args.update(overrides)
-    env_class = next(value for name, value in vars(module).items() if name.endswith("Env") and isinstance(value, type))
-    factory = Recorder(functools.partial(env_class, base_url=base_url))
+    factory = Recorder(functools.partial(module.environment_factory, base_url=base_url))
     trainer = GRPOTrainer(
         model=model_path,
         args=GRPOConfig(**args),
@@ -145,10 +156,11 @@ def teach_echo_hello(trainer, module, base_url, rows) -> float:
         )["input_ids"]
         call_ids = ids(ECHO_HELLO_CALL) + eos
         examples.append((prompt_ids, call_ids))
-        # The second turn: TRL appends the tool message's tokens to prompt + completion.
+        # The second turn: TRL appends the tool message's tokens to prompt + completion (with this
+        # private helper of trl 1.16; the test needs the exact tokens, not an approximation).
         suffix = trainer._get_tool_suffix_ids([{"role": "tool", "name": "echo", "content": answer}])
         examples.append((prompt_ids + call_ids + suffix, ids(FINAL_ANSWER) + eos))
-    return teach(trainer.model, examples, steps=120, lr=3e-3)
+    return teach(trainer.model, examples)
 
 
 def test_grpo_training_runs_tool_calls_through_the_generated_adapter(echo_module, echo_url, tiny_model_path, tmp_path):
@@ -161,25 +173,25 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(echo_module
     completions because it keeps TRL's whole generation path real: sampling, response parsing with
     the Qwen3 response template, argument typing from the tool schema, the tool loop and its token
     bookkeeping. Always answering "hello" wins task 0 and loses task 1, so the logged mean reward
-    (0.5) can only come from the server's verdicts.
+    (0.5) can only come from the server's verdicts. Sampling runs at temperature 0.5: after ~80
+    steps the taught call has probability ~0.86 at temperature 1 and ~0.9999 at 0.5, so every
+    rollout makes it whatever the platform's random stream.
     """
     rows = echo_module.build_dataset(indices=[0, 1])
-    trainer, factory = make_trainer(tiny_model_path, echo_module, echo_url, rows, tmp_path)
+    trainer, factory = make_trainer(tiny_model_path, echo_module, echo_url, rows, tmp_path, temperature=0.5)
 
-    started = time.monotonic()
     loss = teach_echo_hello(trainer, echo_module, echo_url, list(rows))
     assert loss < 0.05, f"the tiny model did not learn the tool call (loss {loss:.3f})"
-    taught = time.monotonic() - started
 
     trainer.train()
 
     # 4 rollouts (2 tasks x 2 generations), one adapter each: the probe plus 3 more from the pool.
     assert len(factory.created) == 4
-    played = sorted(factory.created, key=lambda env: env.reward)
-    for env in played:
+    for env in factory.created:
         assert env.outcome == "finished", env  # the echo call reached the server and ended the episode
         assert env._session_slot == [] and env._session is None  # no session left open
         assert len(env.rewards) == 1  # exactly one call went through
+    played = sorted(factory.created, key=lambda env: env.reward)
     assert [env.reward for env in played] == [0.0, 0.0, 1.0, 1.0]
     assert sorted(env.last_output for env in played) == ["correct", "correct", "wrong: 'hello'", "wrong: 'hello'"]
 
@@ -188,4 +200,3 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(echo_module
     assert metrics["rewards/outcome_reward/mean"] == pytest.approx(0.5)
     assert metrics["tools/call_frequency"] == pytest.approx(1.0)  # one tool call per rollout
     assert metrics["tools/failure_frequency"] == 0.0
-    assert taught < 30

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapter import UNSET, EnvAdapter
+from .adapter import UNSET, EnvAdapter, tool_method
 from .connection import ConfigError, Connection, Target
 from .dataset import Column, DatasetError, DatasetSpec, build
 
@@ -20,6 +20,7 @@ __all__ = [
     "Target",
     "build_dataset",
     "outcome_reward",
+    "tool_method",
 ]
 
 

@@ -13,7 +13,10 @@ error.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import weakref
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from .connection import Connection, Target, on_exit
@@ -39,6 +42,23 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
+
+def tool_method(method: Callable[..., str]) -> Callable[..., str]:
+    """Decorates every generated tool method: a call whose arguments do not fit the signature
+    (a missing required argument, an unknown one) returns an error the model can read, as a
+    wrong value does, instead of raising a TypeError into TRL's tool loop."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def checked(self: EnvAdapter, *args: Any, **kwargs: Any) -> str:
+        try:
+            signature.bind(self, *args, **kwargs)
+        except TypeError as exc:
+            return self._model_error(f"invalid arguments for {checked.__name__}: {exc}")
+        return method(self, *args, **kwargs)
+
+    return checked
+
 
 _live: weakref.WeakSet[EnvAdapter] = weakref.WeakSet()
 on_exit(lambda: [adapter._end_session() for adapter in list(_live)])

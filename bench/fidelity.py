@@ -1,0 +1,920 @@
+"""Schema fidelity: how many facts of a tool's input JSON Schema reach the model.
+
+For every tool of three schema sets (the repo's example envs, the openreward SDK's built-in
+toolsets, hand-built hostile schemas) this extracts *schema facts* from the tool's input JSON
+Schema and looks each one up in what the model is shown: the JSON that
+`transformers.utils.get_json_schema(method)` produces for
+
+- orlgen: the method of the module `orlgen.render.render_module` generates for a snapshot of the
+  tools (imported from a temp file; methods = public functions of the env class, keyed by
+  `fn.__name__`, as TRL collects them);
+- TRL: the function `trl.experimental.openreward.environment._bind_tool_method` binds on a fresh
+  `_RolloutEnvironment` subclass (binder or `get_json_schema` exceptions are caught and counted).
+
+The SDK set lists each toolset's tools as `Environment.list_tools` would; a tool identical to one
+of an earlier toolset (BackSearch and Web share `web_fetch`/`web_search`) is counted once.
+
+Each fact is found **structurally** (a JSON Schema keyword says it: `type`, `enum`, `items`,
+`prefixItems`, `additionalProperties`, `required`, `nullable`, `default`, `properties`, the
+param's/tool's own `description`), **as text** (only a description string says it), or **lost**.
+
+Facts (per tool): tool present (1); tool description (if non-empty). Per top-level parameter:
+each non-null JSON type it admits; each enum/const value, of the param or of its array items
+(null excluded: that is nullability);
+item type(s) of arrays (per position for tuples), value type of maps; required-ness (always one
+fact: required or optional); nullability (if null is admitted); default (if the property has
+one, `null` included); each constraint keyword (minimum, maximum, exclusive*, multipleOf,
+min/maxLength, pattern, format, min/maxItems, uniqueItems, min/maxProperties) on the param or
+its anyOf/oneOf branches; each nested object property (name + type; through `$ref`, anyOf,
+array items; 3 levels deep; a `$ref` cycle stops the walk); the parameter description (its own
+`description`, else the one of the definition it `$ref`s).
+
+Matching rules (documented, applied identically to both sides):
+
+- A parameter is found by its wire name; else by a property whose description carries orlgen's
+  `Sent as '<wire>'` note; else by a unique property whose name equals the wire name once both
+  are lower-cased and stripped of non-alphanumerics (`file-path` ~ `file_path`, `from` ~
+  `from_`). A parameter not found loses all its facts.
+- Descriptions are compared with all whitespace removed (so re-indentation, re-flowing and
+  orlgen's `Args:` -> `Args :` defusing still match); a description must appear whole.
+  Found in its own place (param -> that param's `description`, tool -> the function's
+  `description`) is structural; found elsewhere in the tool's JSON is text.
+- Text matches for the other kinds look only in the parameter's model-facing description and
+  need a recognisable phrase: type words (`string`/`str`, `integer`/`int`, ...), enum values as
+  JSON/Python literals, `[<type>` or `list of <type>` for items, `required`/`optional`,
+  `null`/`None`, `default: <value>`, constraint phrases (`>= 1`, `at most 50 characters`,
+  `minimum 1`, the pattern itself, ...), and for nested properties `<name>: <type>` or
+  `<name>?: <type>` where `<type>` starts with a type word or a sign of one (`"..."` for
+  string, a digit for numbers, `{` or `<Ref>` for objects, `[` for arrays). The position of a
+  nested name inside the structure is not checked.
+
+Run: `python -m bench.fidelity [--json PATH]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import inspect
+import itertools
+import json
+import logging
+import math
+import re
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, conint
+
+REPO = Path(__file__).resolve().parent.parent
+SETS = ("examples", "sdk-toolsets", "hostile")
+KINDS = ("type", "enum", "items", "required", "nullable", "default", "constraint", "nested", "description",
+         "tool-present")
+STATUSES = ("structural", "text", "lost")
+NESTED_DEPTH = 3
+CONSTRAINT_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+                   "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems", "minProperties",
+                   "maxProperties")
+
+JSON = dict[str, Any]
+
+
+# ── inputs ───────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class ToolSchema:
+    name: str
+    description: str
+    input_schema: JSON | None
+    shared: bool = True
+
+
+@dataclass
+class Group:
+    """Tools that go into one generated module / one TRL class (tool names unique)."""
+
+    set_name: str
+    name: str  # an identifier-ish slug
+    tools: list[ToolSchema]
+    snapshot: Any = None  # an orlgen Snapshot to render as is (the example envs); else one is built
+
+
+def example_groups() -> list[Group]:
+    from orlgen.snapshot import load
+
+    groups = []
+    for name in ("echo", "helpdesk"):
+        snapshot = load(REPO / "generated" / f"{name}.snapshot.json")
+        tools = [ToolSchema(t.name, t.description, t.input_schema, t.shared) for t in snapshot.tools]
+        groups.append(Group("examples", name, tools, snapshot))
+    return groups
+
+
+def sdk_groups() -> list[Group]:
+    """One group per toolset exported by `openreward.toolsets`, its tools listed exactly as
+    `Environment.list_tools` lists a declared toolset's tools (name = attribute name,
+    description = stripped docstring, schema = the param model's `model_json_schema()`).
+    A tool identical (name, description, schema) to one of an earlier toolset is counted once."""
+    import openreward.toolsets as toolsets
+    from openreward.environments.environment import Environment, _introspect_tool
+
+    seen: set[str] = set()
+    groups = []
+    for cls_name in sorted(n for n in toolsets.__all__ if n != "BUILTIN_TOOLSETS"):
+        cls = getattr(toolsets, cls_name)
+        tools = []
+        for name in dir(cls):
+            fn = getattr(cls, name)
+            if not Environment._is_tool(fn) or not getattr(fn, "_env_tool_shared", True):
+                continue
+            _, hints, params = _introspect_tool(fn)
+            schema = hints[params[0].name].model_json_schema() if params else None
+            tool = ToolSchema(name, (fn.__doc__ or "").strip(), schema)
+            key = json.dumps([tool.name, tool.description, tool.input_schema], sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                tools.append(tool)
+        if tools:
+            groups.append(Group("sdk-toolsets", _slug(cls_name), tools))
+    return groups
+
+
+# Hand-built hostile schemas (pydantic v2, as an ORS server would emit them).
+
+
+class _Transfer(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    source: str = Field(alias="from", description="Account to move the money from.")
+    to: str = Field(description="Account to move the money to.")
+    amount: float = Field(gt=0, le=10_000, description="How much to move.")
+
+
+class _Receipt(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    file_path: Optional[str] = Field(None, alias="file-path", pattern=r"^/tmp/.+$",
+                                     description="Where to write the receipt.")
+    self_: int = Field(0, alias="self", ge=0, description="A parameter named self.")
+
+
+class _Priority(IntEnum):
+    LOW = 1
+    MID = 2
+    HIGH = 3
+
+
+class _Node(BaseModel):
+    """A recursive tree."""
+
+    label: str
+    children: list[_Node] = Field(default_factory=list)
+
+
+class _Circle(BaseModel):
+    kind: Literal["circle"]
+    radius: float = Field(gt=0)
+
+
+class _Square(BaseModel):
+    kind: Literal["square"]
+    side: float = Field(gt=0)
+
+
+class _Shapes(BaseModel):
+    priority: _Priority = Field(description="An int enum, by $ref.")
+    version: Literal["v1"] = Field(description="A const.")
+    shape: Annotated[_Circle | _Square, Field(discriminator="kind")] = Field(description="A discriminated union.")
+    point: tuple[int, int] | None = Field(None, description="An optional pair.")
+    tree: _Node | None = Field(None, description="A recursive model.")
+
+
+class _Answer(BaseModel):
+    answer: str = Field(min_length=1, max_length=200, description="The final answer.")
+
+
+class _Submit(_Answer):
+    tags: list[Literal["math", "code", "prose"]] = Field(default_factory=list, max_length=3,
+                                                         description="Labels for the answer.")
+    weights: dict[str, float] = Field(default_factory=dict, description="Per-criterion weights.")
+    retries: Optional[conint(ge=0, le=5)] = Field(3, description="Retry budget.")
+    level: Literal[1, 2, 3] = Field(2, description="A literal int enum with a default.")
+
+
+class _ShapeRef(BaseModel):
+    shape_id: str = Field(description="Which shape.")
+
+
+class _Search(BaseModel):
+    query: str = Field(description="What to look for.")
+    mode: str = Field("fast", description="How to search.\nNote: exhaustive mode is slow.\nArgs: are checked.")
+    format: Literal["json", "text"] = Field("json", description="Output format.")
+    pattern: Optional[str] = Field(None, description="Optional glob filter.")
+
+
+class _Lookup(BaseModel):
+    key: str = Field(description="What to look up (choices: not json)")
+
+
+def hostile_groups() -> list[Group]:
+    """Each tool carries one trait that has broken a binder; the rich schemas (`draw`, `submit`,
+    `search`) sit under plain names so that TRL's handling of them is measured too."""
+
+    def t(name: str, description: str, model: type[BaseModel]) -> ToolSchema:
+        return ToolSchema(name, description, model.model_json_schema())
+
+    tools = [
+        t("transfer", "Move money. A parameter is named `from` (a keyword).", _Transfer),
+        t("save_receipt", "Save a receipt. Parameters `file-path` (no identifier) and `self`.", _Receipt),
+        t("class", "Delete a shape. The tool name is a Python keyword.", _ShapeRef),
+        t("draw", "Draw a shape: int enum, const, discriminated union, tuple | None, recursive model.", _Shapes),
+        t("submit-solution", "Submit the final answer. The tool name is no identifier.", _Answer),
+        t("submit", "Submit with metadata: enum items, a map, a constrained optional, an int Literal.", _Submit),
+        t("search", "Search the index. Args: are validated by the server, Returns: a list.\n\n"
+                    "Returns:\n    The hits, best first (choices: not json)", _Search),
+        t("lookup", "Look a key up. Its parameter description ends in a `(choices: ...)` that is no JSON.",
+          _Lookup),
+    ]
+    return [Group("hostile", "hostile", tools)]
+
+
+def all_groups() -> list[Group]:
+    return example_groups() + sdk_groups() + hostile_groups()
+
+
+# ── schema facts ─────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class Fact:
+    set_name: str
+    group: str
+    tool: str
+    kind: str
+    path: str  # `param`, `param.nested[].leaf`, or `` for tool-level facts
+    value: Any  # JSON-able
+
+    def label(self) -> str:
+        where = f"{self.tool}.{self.path}" if self.path else self.tool
+        value = self.value if isinstance(self.value, str) and self.kind != "description" else json.dumps(self.value)
+        if self.kind == "description" and len(value) > 60:
+            value = value[:57] + '..."'
+        return f"{self.kind:<12} {where}: {value}"
+
+
+def _resolve(schema: Any, root: JSON) -> Any:
+    if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
+        return schema
+    node: Any = root
+    for part in schema["$ref"].lstrip("#").split("/"):
+        if part:
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def _type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _branches(schema: Any, root: JSON, seen: frozenset[str] = frozenset()) -> list[JSON]:
+    """The concrete alternatives of a schema: `$ref`s followed, anyOf/oneOf/allOf[1] flattened."""
+    if not isinstance(schema, dict):
+        return []
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if ref in seen:
+            return []
+        return _branches(_resolve(schema, root), root, seen | {ref})
+    alternatives = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(alternatives, list) and alternatives:
+        return [b for alt in alternatives for b in _branches(alt, root, seen)]
+    all_of = schema.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1:
+        return _branches(all_of[0], root, seen)
+    return [schema]
+
+
+def _types(schema: Any, root: JSON) -> set[str]:
+    """The JSON types a schema admits (`null` included); empty = anything."""
+    if schema is True or schema == {} or not isinstance(schema, dict):
+        return set()
+    found: set[str] = set()
+    branches = _branches(schema, root)
+    if not branches:  # a reference cycle: whatever the definition is
+        return {"object"}
+    for b in branches:
+        if "const" in b:
+            t = {_type_of(b["const"])}
+        elif isinstance(b.get("enum"), list):
+            t = {_type_of(v) for v in b["enum"]}
+        elif isinstance(b.get("type"), str):
+            t = {b["type"]}
+        elif isinstance(b.get("type"), list):
+            t = set(b["type"])
+        elif "properties" in b:
+            t = {"object"}
+        elif "items" in b or "prefixItems" in b:
+            t = {"array"}
+        else:
+            return set()
+        found |= t
+    return found
+
+
+def _is_array(b: JSON) -> bool:
+    return b.get("type") == "array" or "items" in b or "prefixItems" in b
+
+
+def _enum_values(branches: list[JSON]) -> list[Any]:
+    values = []
+    for b in branches:
+        if "const" in b:
+            values.append(b["const"])
+        elif isinstance(b.get("enum"), list):
+            values.extend(b["enum"])
+    unique = {json.dumps(v, sort_keys=True): v for v in values if v is not None}
+    return list(unique.values())
+
+
+def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, set[str]]:
+    """Nested property path → types, through refs, anyOf and array items; cycles stop."""
+    out: dict[str, set[str]] = {}
+    if not isinstance(schema, dict) or depth > NESTED_DEPTH:
+        return out
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if ref in seen:
+            return out
+        return _nested(_resolve(schema, root), root, prefix, depth, seen | {ref})
+    for alt in (schema.get("anyOf") or schema.get("oneOf") or []) + (schema.get("allOf") or []):
+        for path, types in _nested(alt, root, prefix, depth, seen).items():
+            out.setdefault(path, set()).update(types)
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and depth < NESTED_DEPTH:
+        for name, sub in properties.items():
+            path = f"{prefix}.{name}"
+            out.setdefault(path, set()).update(_types(sub, root) - {"null"} or {"any"})
+            for deeper, types in _nested(sub, root, path, depth + 1, seen).items():
+                out.setdefault(deeper, set()).update(types)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        for path, types in _nested(items, root, f"{prefix}[]", depth, seen).items():
+            out.setdefault(path, set()).update(types)
+    return out
+
+
+def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
+    def fact(kind: str, path: str, value: Any) -> Fact:
+        return Fact(set_name, group, tool.name, kind, path, value)
+
+    facts = [fact("tool-present", "", tool.name)]
+    if tool.description.strip():
+        facts.append(fact("description", "", tool.description.strip()))
+    root = tool.input_schema or {}
+    required = set(root.get("required") or [])
+    for param, sub in (root.get("properties") or {}).items():
+        branches = _branches(sub, root)
+        types = _types(sub, root)
+        facts += [fact("type", param, t) for t in sorted(types - {"null"})]
+        facts += [fact("enum", param, v) for v in _enum_values(branches)]
+        for b in branches:
+            if not _is_array(b):
+                continue
+            fixed = b.get("prefixItems") if isinstance(b.get("prefixItems"), list) else (
+                b["items"] if isinstance(b.get("items"), list) else None)
+            if fixed is not None:
+                for i, item in enumerate(fixed):
+                    facts += [fact("items", f"{param}[{i}]", t) for t in sorted(_types(item, root) - {"null"})]
+            elif isinstance(b.get("items"), dict):
+                facts += [fact("items", f"{param}[]", t) for t in sorted(_types(b["items"], root) - {"null"})]
+                facts += [fact("enum", f"{param}[]", v) for v in _enum_values(_branches(b["items"], root))]
+        for b in branches:
+            extra = b.get("additionalProperties")
+            if b.get("type") == "object" and not b.get("properties") and isinstance(extra, dict) and extra:
+                facts += [fact("items", f"{param}{{}}", t) for t in sorted(_types(extra, root) - {"null"})]
+        facts.append(fact("required", param, "required" if param in required else "optional"))
+        if "null" in types:
+            facts.append(fact("nullable", param, True))
+        if isinstance(sub, dict) and "default" in sub:
+            facts.append(fact("default", param, sub["default"]))
+        constraints = {}
+        for b in branches:
+            for key in CONSTRAINT_KEYS:
+                value = b.get(key)
+                if key in b and value is not False and not (key.startswith("exclusive") and value is True):
+                    constraints.setdefault((key, json.dumps(value)), value)
+        facts += [fact("constraint", param, {key: value}) for (key, _), value in constraints.items()]
+        for path, nested_types in _nested(sub, root, param, 0, frozenset()).items():
+            facts.append(fact("nested", path, " | ".join(sorted(nested_types))))
+        description = sub.get("description") if isinstance(sub, dict) else None
+        if not description and isinstance(sub, dict) and "$ref" in sub:
+            description = (_resolve(sub, root) or {}).get("description")
+        if isinstance(description, str) and description.strip():
+            facts.append(fact("description", param, description.strip()))
+    return facts
+
+
+# ── the model's view ─────────────────────────────────────────────────────────
+
+
+@dataclass
+class View:
+    """What one binder shows the model for one group: wire name → function JSON, or why not."""
+
+    functions: dict[str, JSON] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # wire name → reason
+    extra: list[str] = field(default_factory=list)  # functions shown that are no tool of the group
+
+
+def _get_schema(fn: Any) -> JSON:
+    from transformers.utils import get_json_schema
+
+    return get_json_schema(fn)["function"]
+
+
+def _minimal_snapshot(group: Group) -> Any:
+    from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
+
+    return Snapshot(
+        name=f"fidelity_{group.name}",
+        target=Target(kind="module", value=f"bench.fidelity:{group.name}", env=group.name),
+        splits=[Split(name="train", num_tasks=1)],
+        tools=[Tool(name=t.name, description=t.description, input_schema=t.input_schema, shared=t.shared)
+               for t in group.tools],
+        terminal_tool=None,
+        probed_tasks=[],
+        tasks={"train": SplitTasks(coverage="none", tasks=[])},
+        task_schema={"properties": {"target": {"type": "string"}}, "required": ["target"], "type": "object"},
+    ).canonical()
+
+
+_module_counter = itertools.count()
+
+
+def orlgen_view(group: Group, workdir: Path) -> View:
+    from orlgen.render import render_module
+    from orlgen.runtime.adapter import EnvAdapter
+
+    view = View()
+    try:
+        snapshot = group.snapshot or _minimal_snapshot(group)
+        source = render_module(snapshot)
+        name = f"_fidelity_orlgen_{next(_module_counter)}_{group.name}"
+        path = workdir / f"{name}.py"
+        path.write_text(source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            sys.modules.pop(name, None)
+    except Exception as exc:  # noqa: BLE001 - any failure loses the whole group
+        view.missing = {t.name: f"render/import failed: {_short(exc)}" for t in group.tools}
+        return view
+    (env_class,) = dict.fromkeys(v for v in vars(module).values()  # also bound as `environment_factory`
+                                 if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter)
+    _collect(view, group, inspect.getmembers(env_class, inspect.isfunction))
+    return view
+
+
+def trl_view(group: Group) -> View:
+    with warnings.catch_warnings():  # "You are importing from 'trl.experimental'"
+        warnings.simplefilter("ignore")
+        from trl.experimental.openreward import environment as trl_env
+
+    view = View()
+    cls = type(f"Fidelity_{group.name}", (trl_env._RolloutEnvironment,), {})
+    logger = logging.getLogger(trl_env.__name__)
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # the binder warns on every skipped tool
+    try:
+        for tool in group.tools:
+            try:
+                trl_env._bind_tool_method(cls, {"name": tool.name, "description": tool.description,
+                                                "input_schema": tool.input_schema or {}})
+            except Exception as exc:  # noqa: BLE001
+                view.missing[tool.name] = f"binder raised {_short(exc)}"
+                continue
+            if tool.name not in vars(cls):
+                bad = [p for p in (tool.input_schema or {}).get("properties") or {} if not p.isidentifier()]
+                view.missing[tool.name] = (
+                    f"binder skipped it (non-identifier tool name {tool.name!r})" if not tool.name.isidentifier()
+                    else f"binder skipped it (non-identifier param name {bad[0]!r})" if bad
+                    else "binder skipped it")
+    finally:
+        logger.setLevel(level)
+    _collect(view, group, [(n, v) for n, v in vars(cls).items() if inspect.isfunction(v)])
+    return view
+
+
+def _collect(view: View, group: Group, members: list[tuple[str, Any]]) -> None:
+    """Public functions (TRL's rule: no `_` prefix, not `reset`/`get_reward`), keyed by `__name__`."""
+    wanted = {t.name for t in group.tools}
+    for attr, fn in members:
+        if attr.startswith("_") or attr in ("reset", "get_reward"):
+            continue
+        wire = fn.__name__
+        if wire not in wanted:
+            view.extra.append(wire)
+            continue
+        try:
+            view.functions[wire] = _get_schema(fn)
+        except Exception as exc:  # noqa: BLE001
+            view.missing[wire] = f"get_json_schema raised {_short(exc)}"
+    for tool in group.tools:
+        if tool.name not in view.functions and tool.name not in view.missing:
+            view.missing[tool.name] = "no method with this __name__"
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:100]}" if text else type(exc).__name__
+
+
+# ── classification ───────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class Outcome:
+    fact: Fact
+    status: str
+    reason: str = ""
+
+
+_TYPE_WORDS = {
+    "string": r"string|str", "integer": r"integer|int", "number": r"number|float", "boolean": r"boolean|bool",
+    "object": r"object|dict", "array": r"array|list|tuple", "null": r"null|None", "any": r"any|Any",
+}
+# What may start the text of a value of each type in a structure description.
+_TYPE_STARTS = {
+    "string": r"(?:string|str)\b|[\"']", "integer": r"(?:integer|int)\b|-?\d", "number": r"(?:number|float)\b|-?\d",
+    "boolean": r"(?:boolean|bool|true|false|True|False)\b", "object": r"(?:object|dict)\b|\{|<\w",
+    "array": r"(?:array|list|tuple)\b|\[", "null": r"(?:null|None)\b", "any": r"",
+}
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _value_forms(value: Any) -> list[str]:
+    if value is None:
+        return ["null", "None"]
+    if isinstance(value, bool):
+        return ["true", "True"] if value else ["false", "False"]
+    if isinstance(value, (int, float)):
+        forms = [json.dumps(value), str(value)]
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            forms.append(str(int(value)))
+        return list(dict.fromkeys(forms))
+    if isinstance(value, str):
+        return [json.dumps(value, ensure_ascii=False), repr(value), value] if value else ['""', "''"]
+    return [json.dumps(value, ensure_ascii=False, sort_keys=True), json.dumps(value, ensure_ascii=False), repr(value)]
+
+
+def _value_re(value: Any) -> str:
+    end = r"(?!\w|\.\d)"  # `10` must not match `100` or `10.5`; a full stop may follow
+    return "(?:" + "|".join(re.escape(f) + (end if f[-1:].isalnum() else "") for f in _value_forms(value)) + ")"
+
+
+def _constraint_re(key: str, value: Any) -> str:
+    v = _value_re(value)
+    return {
+        "minimum": rf"(?:>=|≥|at least|minimum(?: of| is)?:?|min(?:imum)?\s*[:=])\s*{v}",
+        "maximum": rf"(?:<=|≤|at most|maximum(?: of| is)?:?|max(?:imum)?\s*[:=])\s*{v}",
+        "exclusiveMinimum": rf"(?:(?<![<>=])>(?!=)|greater than|more than|exclusive minimum:?)\s*{v}",
+        "exclusiveMaximum": rf"(?:(?<![<>=])<(?!=)|less than|fewer than|exclusive maximum:?)\s*{v}",
+        "multipleOf": rf"multiple of\s*{v}",
+        "minLength": rf"(?:at least\s*{v}\s*char|min(?:imum)?[ _-]?length\s*[:=]?\s*{v})",
+        "maxLength": rf"(?:at most\s*{v}\s*char|max(?:imum)?[ _-]?length\s*[:=]?\s*{v})",
+        "minItems": rf"(?:at least\s*{v}\s*(?:item|element|entr)|min(?:imum)?[ _-]?items\s*[:=]?\s*{v})",
+        "maxItems": rf"(?:at most\s*{v}\s*(?:item|element|entr)|max(?:imum)?[ _-]?items\s*[:=]?\s*{v})",
+        "minProperties": rf"(?:at least\s*{v}\s*(?:entr|propert|key)|min(?:imum)?[ _-]?properties\s*[:=]?\s*{v})",
+        "maxProperties": rf"(?:at most\s*{v}\s*(?:entr|propert|key)|max(?:imum)?[ _-]?properties\s*[:=]?\s*{v})",
+        "uniqueItems": r"unique",
+        "pattern": re.escape(str(value)),
+        "format": rf"(?:format\s*[:=]?\s*{v}|{v}\s*format)",
+    }[key]
+
+
+def _out_branches(node: Any) -> list[JSON]:
+    if not isinstance(node, dict):
+        return []
+    alternatives = node.get("anyOf") or node.get("oneOf")
+    if isinstance(alternatives, list):
+        return [node] + [b for alt in alternatives for b in _out_branches(alt)]
+    return [node]
+
+
+def _out_types(node: Any) -> set[str]:
+    found: set[str] = set()
+    for b in _out_branches(node):
+        t = b.get("type")
+        found |= {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
+        if b.get("nullable") is True:
+            found.add("null")
+        if isinstance(b.get("enum"), list):
+            found |= {_type_of(v) for v in b["enum"]}
+    return found
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _find_param(properties: JSON, wire: str) -> str | None:
+    if wire in properties:
+        return wire
+    marked = [n for n, p in properties.items() if f"Sent as {wire!r}" in str(p.get("description", ""))]
+    if len(marked) == 1:
+        return marked[0]
+    norm = re.sub(r"[^0-9a-z]", "", wire.lower())
+    loose = [n for n in properties if re.sub(r"[^0-9a-z]", "", n.lower()) == norm]
+    return loose[0] if len(loose) == 1 else None
+
+
+def _texts(fn: JSON) -> list[str]:
+    """Every description string of a function's JSON."""
+    found = [str(fn.get("description") or "")]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "description" and isinstance(v, str):
+                    found.append(v)
+                else:
+                    walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(fn.get("parameters"))
+    return found
+
+
+def classify(fact: Fact, view: View) -> Outcome:
+    def lost(reason: str) -> Outcome:
+        return Outcome(fact, "lost", reason)
+
+    fn = view.functions.get(fact.tool)
+    if fn is None:
+        return lost(f"tool not shown: {view.missing.get(fact.tool, 'unknown')}")
+    if fact.kind == "tool-present":
+        return Outcome(fact, "structural")
+    if fact.kind == "description" and not fact.path:
+        return _classify_description(fact, str(fn.get("description") or ""), _texts(fn))
+    parameters = fn.get("parameters") or {}
+    properties = parameters.get("properties") or {}
+    wire = re.split(r"[.\[{]", fact.path, maxsplit=1)[0]
+    name = _find_param(properties, wire)
+    if name is None:
+        return lost(f"param {wire!r} not shown (model sees {sorted(properties)})")
+    out = properties[name]
+    desc = str(out.get("description") or "")
+    types = _out_types(out)
+
+    def text_or_lost(pattern: str, flags: int = 0, what: str = "") -> Outcome:
+        if pattern and re.search(pattern, desc, flags):
+            return Outcome(fact, "text")
+        return lost(what or f"model sees {_brief(out)}")
+
+    if fact.kind == "description":
+        return _classify_description(fact, desc, _texts(fn))
+    if fact.kind == "type":
+        if fact.value in types:
+            return Outcome(fact, "structural")
+        return text_or_lost(rf"\b(?:{_TYPE_WORDS[fact.value]})\b")
+    if fact.kind == "nullable":
+        if "null" in types:
+            return Outcome(fact, "structural")
+        return text_or_lost(r"\b(?:null|None|nullable)\b")
+    if fact.kind == "required":
+        shown = name in (parameters.get("required") or [])
+        if shown == (fact.value == "required"):
+            return Outcome(fact, "structural")
+        return text_or_lost(r"\brequired\b" if fact.value == "required" else r"\b(?:optional|default)\b",
+                            re.IGNORECASE, f"model marks it {'required' if shown else 'optional'}")
+    if fact.kind == "enum":
+        nodes = _out_branches(out)
+        if fact.path.endswith("[]"):  # an enum of array items
+            nodes = [i for b in nodes if isinstance(b.get("items"), dict) for i in _out_branches(b["items"])]
+        for b in nodes:
+            if any(_same(v, fact.value) for v in b.get("enum") or []) or ("const" in b and _same(b["const"], fact.value)):
+                return Outcome(fact, "structural")
+        forms = _value_forms(fact.value)
+        quoted = [f for f in forms if not f[:1].isalnum() and f[:1] != "-"] if isinstance(fact.value, str) else forms
+        return text_or_lost("|".join(re.escape(f) + (r"\b" if f[-1:].isalnum() else "") for f in quoted))
+    if fact.kind == "default":
+        if any("default" in b and _same(b["default"], fact.value) for b in _out_branches(out)):
+            return Outcome(fact, "structural")
+        return text_or_lost(rf"(?i:default(?:s| value)?(?:\s+is|\s+to)?)\s*[:=]?\s*{_value_re(fact.value)}")
+    if fact.kind == "constraint":
+        ((key, value),) = fact.value.items()
+        if any(key in b and _same(b[key], value) for b in _out_branches(out)):
+            return Outcome(fact, "structural")
+        return text_or_lost(_constraint_re(key, value), re.IGNORECASE)
+    if fact.kind == "items":
+        suffix = fact.path[len(wire):]
+        position = re.fullmatch(r"\[(\d+)\]", suffix)
+        for b in _out_branches(out):
+            if position:
+                fixed = b.get("prefixItems")
+                if isinstance(fixed, list) and int(position[1]) < len(fixed) and fact.value in _out_types(
+                        fixed[int(position[1])]):
+                    return Outcome(fact, "structural")
+            elif suffix == "{}":
+                if fact.value in _out_types(b.get("additionalProperties")):
+                    return Outcome(fact, "structural")
+            elif fact.value in _out_types(b.get("items")):
+                return Outcome(fact, "structural")
+        start = _TYPE_STARTS[fact.value]
+        if suffix == "{}":
+            return text_or_lost(rf"(?:dict\[str,\s*|\{{\s*str\s*:\s*|values?:?\s*)(?:{start})")
+        if position:
+            return lost(f"model sees {_brief(out)}")
+        return text_or_lost(rf"(?:\[\s*|list\[\s*|(?:list|array) of\s+)(?:{start})")
+    if fact.kind == "nested":
+        if _nested_structural(out, fact.path[len(wire):], fact.value):
+            return Outcome(fact, "structural")
+        leaf = re.split(r"[.\[\]{}]+", fact.path)[-1] or re.split(r"[.\[\]{}]+", fact.path)[-2]
+        starts = "|".join(_TYPE_STARTS[t] for t in fact.value.split(" | ") if _TYPE_STARTS[t])
+        after = rf"\s*(?:{starts})" if starts and "any" not in fact.value else ""
+        return text_or_lost(rf"(?<![\w-]){re.escape(leaf)}\??\s*:{after}")
+    raise AssertionError(fact.kind)
+
+
+def _nested_structural(out: JSON, rest: str, types: str) -> bool:
+    nodes = [out]
+    for step in re.findall(r"\.[^.\[\]]+|\[\]", rest):
+        nxt = []
+        for node in nodes:
+            for b in _out_branches(node):
+                if step == "[]" and isinstance(b.get("items"), dict):
+                    nxt.append(b["items"])
+                elif step.startswith(".") and isinstance(b.get("properties"), dict) and step[1:] in b["properties"]:
+                    nxt.append(b["properties"][step[1:]])
+        nodes = nxt
+    wanted = set(types.split(" | "))
+    return any(wanted <= (_out_types(n) | {"any"}) for n in nodes)
+
+
+def _classify_description(fact: Fact, own: str, everywhere: list[str]) -> Outcome:
+    source = _squash(fact.value)
+    if source in _squash(own):
+        return Outcome(fact, "structural")
+    if any(source in _squash(text) for text in everywhere):
+        return Outcome(fact, "text")
+    # The longest prefix shown anywhere, for the reason.
+    lo, hi = 0, len(source)
+    joined = [_squash(t) for t in everywhere]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if any(source[:mid] in t for t in joined):
+            lo = mid
+        else:
+            hi = mid - 1
+    shown = own.strip()
+    return Outcome(fact, "lost", f"only {lo} of {len(source)} non-space chars shown; model's text: "
+                                 f"{(shown[:80] + '...') if len(shown) > 80 else shown!r}")
+
+
+def _brief(out: JSON) -> str:
+    shown = {k: v for k, v in out.items() if k != "description"}
+    text = json.dumps(shown, sort_keys=True)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+# ── measurement ──────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Result:
+    outcomes: dict[str, list[Outcome]]  # binder ("orlgen" / "trl") → one outcome per fact
+    tools: Counter  # set → number of tools
+    extra: dict[str, list[str]]  # binder → functions shown that are no tool
+    seconds: float = 0.0
+
+    def counts(self, binder: str, set_name: str | None = None, kind: str | None = None) -> dict[str, int]:
+        found = Counter(o.status for o in self.outcomes[binder]
+                        if (set_name is None or o.fact.set_name == set_name) and (kind is None or o.fact.kind == kind))
+        return {status: found[status] for status in STATUSES}
+
+    def lost(self, binder: str, set_name: str | None = None) -> list[Outcome]:
+        return [o for o in self.outcomes[binder]
+                if o.status == "lost" and (set_name is None or o.fact.set_name == set_name)]
+
+    def facts(self, set_name: str | None = None, kind: str | None = None) -> int:
+        return sum(self.counts("orlgen", set_name, kind).values())
+
+    def to_json(self) -> JSON:
+        def block(set_name: str | None = None, kind: str | None = None) -> JSON:
+            return {"facts": self.facts(set_name, kind), "orlgen": self.counts("orlgen", set_name, kind),
+                    "trl": self.counts("trl", set_name, kind)}
+
+        return {
+            "sets": {s: {"tools": self.tools[s], **block(s)} for s in SETS},
+            "total": {"tools": sum(self.tools.values()), **block()},
+            "by_kind": {k: block(kind=k) for k in KINDS},
+            "lost": {
+                binder: [{"set": o.fact.set_name, "group": o.fact.group, "tool": o.fact.tool, "kind": o.fact.kind,
+                          "path": o.fact.path, "value": o.fact.value, "reason": o.reason}
+                         for o in self.lost(binder)]
+                for binder in ("orlgen", "trl")
+            },
+            "extra_functions": self.extra,
+        }
+
+
+def measure(groups: list[Group] | None = None) -> Result:
+    started = time.perf_counter()
+    groups = all_groups() if groups is None else groups
+    outcomes: dict[str, list[Outcome]] = {"orlgen": [], "trl": []}
+    extra: dict[str, list[str]] = {"orlgen": [], "trl": []}
+    tools: Counter = Counter()
+    with tempfile.TemporaryDirectory(prefix="orlgen-fidelity-") as tmp:
+        for group in groups:
+            views = {"orlgen": orlgen_view(group, Path(tmp)), "trl": trl_view(group)}
+            for binder, view in views.items():
+                extra[binder] += [f"{group.name}:{name}" for name in view.extra]
+            for tool in sorted(group.tools, key=lambda t: t.name):
+                tools[group.set_name] += 1
+                for fact in tool_facts(group.set_name, group.name, tool):
+                    for binder, view in views.items():
+                        outcomes[binder].append(classify(fact, view))
+    return Result(outcomes, tools, extra, time.perf_counter() - started)
+
+
+# ── report ───────────────────────────────────────────────────────────────────
+
+
+def _row(label: str, tools: Any, facts: int, orl: dict[str, int], trl: dict[str, int]) -> str:
+    cells = [f"{orl[s]:>6}" for s in STATUSES] + [f"{trl[s]:>6}" for s in STATUSES]
+    return f"{label:<14}{tools:>6}{facts:>7}   " + " ".join(cells[:3]) + "   " + " ".join(cells[3:])
+
+
+def report(result: Result) -> str:
+    header = (f"{'':<14}{'':>6}{'':>7}   {'orlgen':^20}   {'TRL OpenRewardSpec':^20}\n"
+              f"{'schema set':<14}{'tools':>6}{'facts':>7}   "
+              + " ".join(f"{s[:6]:>6}" for s in STATUSES) + "   " + " ".join(f"{s[:6]:>6}" for s in STATUSES))
+    lines = ["Schema facts reaching the model (transformers.utils.get_json_schema of each tool method)", "", header]
+    for s in SETS:
+        lines.append(_row(s, result.tools[s], result.facts(s), result.counts("orlgen", s), result.counts("trl", s)))
+    lines.append(_row("total", sum(result.tools.values()), result.facts(), result.counts("orlgen"),
+                      result.counts("trl")))
+    lines += ["", "By fact kind (all sets)", header.replace("schema set", "fact kind ").replace("tools", "     ")]
+    for k in KINDS:
+        lines.append(_row(k, "", result.facts(kind=k), result.counts("orlgen", kind=k), result.counts("trl", kind=k)))
+    for binder, title in (("orlgen", "orlgen"), ("trl", "TRL")):
+        lost = result.lost(binder)
+        lines += ["", f"Facts {title} loses: {len(lost)}"]
+        if binder == "orlgen":
+            lines += [f"  [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}\n      -> {o.reason}" for o in lost]
+        else:
+            by_reason = Counter(
+                (o.fact.set_name, o.reason if o.reason.startswith("tool not shown") else f"{o.fact.kind}")
+                for o in lost)
+            lines += [f"  {n:>4}  [{s}] {r}" for (s, r), n in sorted(by_reason.items(), key=lambda x: (-x[1], x[0]))]
+    for binder, names in result.extra.items():
+        if names:
+            lines.append(f"\nFunctions {binder} shows that are no tool: {names}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.fidelity", description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the numbers as JSON")
+    args = parser.parse_args(argv)
+    result = measure()
+    print(report(result))
+    print(f"\nmeasured in {result.seconds:.1f} s")
+    if args.json:
+        args.json.write_text(json.dumps(result.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+                             encoding="utf-8")
+    return 0
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", text).lower()
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(BrokenPipeError):
+        sys.exit(main())

@@ -1,0 +1,128 @@
+"""Property-based tests: hostile tool specs still give a module that compiles, imports with no
+side effect, shows every tool to TRL, and renders through TRL's Qwen3 chat template.
+
+CI runs `ORLGEN_FUZZ_EXAMPLES` examples (default 40); `make fuzz` runs many more.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import keyword
+import os
+import sys
+from pathlib import Path
+
+import trl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from transformers.utils import get_json_schema
+from transformers.utils.chat_template_utils import render_jinja_template
+
+from orlgen.render import render_module
+from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
+
+EXAMPLES = int(os.environ.get("ORLGEN_FUZZ_EXAMPLES", "40"))
+QWEN3 = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
+_modules = itertools.count()
+
+HOSTILE_TEXT = ['"""', "'''", "\\", "Args:", "Returns:", "Raises:", "(choices: x)", "{{ x }}", "{% if %}",
+                "\x00", "\n", "\t", "\u2028", "word:", "é", "ﬁ", "__import__('os')", "#", "self", "%s"]
+names = st.one_of(
+    st.sampled_from(keyword.kwlist + keyword.softkwlist + ["reset", "get_reward", "reward", "self", "_x", "__init__",
+                                                           "a-b", "1st", "ﬁle", "", "Any", "Literal", "UNSET", "None"]),
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
+)
+prose = st.lists(st.one_of(st.sampled_from(HOSTILE_TEXT), st.text(max_size=8)), max_size=6).map("".join)
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=5))
+
+
+def schemas(depth: int = 2) -> st.SearchStrategy:
+    leaf = st.one_of(
+        st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "number", "boolean", "null"])},
+                              optional={"description": prose, "default": scalars, "minimum": st.integers(0, 3),
+                                        "maxLength": st.integers(1, 9), "pattern": prose, "format": prose}),
+        st.fixed_dictionaries({"enum": st.lists(scalars, min_size=1, max_size=4, unique_by=repr)}),
+        st.fixed_dictionaries({"const": scalars}),
+        st.just({}),
+    )
+    if depth == 0:
+        return leaf
+    inner = schemas(depth - 1)
+    return st.one_of(
+        leaf,
+        st.fixed_dictionaries({"type": st.just("array"), "items": inner}),
+        st.fixed_dictionaries({"anyOf": st.lists(inner, min_size=1, max_size=3)}),
+        st.fixed_dictionaries({"type": st.just("array"), "prefixItems": st.lists(inner, min_size=2, max_size=3),
+                               "maxItems": st.just(2)}),
+        objects(inner),
+    )
+
+
+def objects(inner: st.SearchStrategy) -> st.SearchStrategy:
+    return st.dictionaries(names, inner, max_size=4).flatmap(
+        lambda props: st.fixed_dictionaries({
+            "type": st.just("object"),
+            "properties": st.just(props),
+            "required": st.lists(st.sampled_from(sorted(props)), unique=True) if props else st.just([]),
+        })
+    )
+
+
+tools = st.lists(
+    st.builds(lambda name, description, schema, shared: Tool(name=name, description=description,
+                                                              input_schema=schema or None, shared=shared),
+              names, prose, st.one_of(st.none(), objects(schemas(2))), st.booleans()),
+    max_size=5, unique_by=lambda tool: tool.name,
+)
+
+
+def snapshot_of(tool_list: list[Tool]) -> Snapshot:
+    return Snapshot(
+        name="fuzzed",
+        target=Target(kind="url", value="http://127.0.0.1:9", env="fuzzed"),
+        splits=[Split(name="train", num_tasks=1)],
+        tools=tool_list,
+        terminal_tool=None,
+        probed_tasks=[],
+        tasks={"train": SplitTasks(coverage="all", tasks=[Task(index=0, spec={"prompt": "x", "n": 1})])},
+        task_schema={"type": "object", "properties": {"prompt": {"type": "string"}, "n": {"type": "integer"}}},
+    ).canonical()
+
+
+def import_source(source: str, directory: Path):
+    path = directory / f"fuzzed_{next(_modules)}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tool_list=tools)
+def test_hostile_specs_give_a_working_module(tool_list, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("fuzz")
+    source = render_module(snapshot_of(tool_list))
+    compile(source, "fuzzed.py", "exec")
+    before = set(Path.cwd().iterdir())
+    module = import_source(source, directory)
+    assert set(Path.cwd().iterdir()) == before  # importing wrote nothing
+    assert sorted(module.TOOLS) == sorted(tool.name for tool in tool_list)
+    env_class = module.FuzzedEnv
+    methods = {
+        fn.__name__: fn for name, fn in vars(env_class).items()
+        if callable(fn) and not name.startswith("_") and name != "reset"
+    }
+    assert sorted(methods) == sorted(tool.name for tool in tool_list)  # every tool, under its wire name
+    schemas_seen = [get_json_schema(fn) for fn in methods.values()]
+    for schema, tool in zip(schemas_seen, methods):
+        assert schema["function"]["name"] == tool
+    rendered, _ = render_jinja_template(
+        conversations=[[{"role": "user", "content": "hi"}]], tools=schemas_seen, chat_template=QWEN3,
+    )
+    text = rendered[0]
+    for name in methods:
+        assert json.dumps(name, ensure_ascii=False) in text

@@ -1,0 +1,102 @@
+"""The hostile example env, served for real: every tool reaches the server under its wire name,
+and no text from the server is ever executed (the canary file never appears)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+
+import pytest
+from transformers.utils import get_json_schema
+
+from conftest import REPO, load_module
+from examples.hostile import CANARY
+from orlgen.capture import capture
+from orlgen.files import write_files
+from orlgen.render import generate
+from orlgen.serve import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory, monkeypatch_module):
+    out = tmp_path_factory.mktemp("hostile")
+    monkeypatch_module.chdir(out)  # a canary would be written here
+    snapshot = capture("examples.hostile:Hostile")
+    path = out / snapshot.file_name
+    path.write_text(snapshot.to_json())
+    write_files(generate([(path, snapshot)]))
+    module = load_module(out / "hostile.py")
+    with ServerProcess("examples.hostile:Hostile") as server:
+        yield module, module.HostileEnv(base_url=server.url), out
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def call(env, method, **arguments):
+    return json.loads(getattr(env, method)(**arguments))
+
+
+def test_every_tool_is_shown_under_its_wire_name(hostile):
+    module, env, _ = hostile
+    methods = {
+        fn.__name__: name for name, fn in inspect.getmembers(type(env), inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
+    assert methods == {
+        "reset": "reset_", "reward": "reward_", "get_reward": "get_reward_", "_private": "private",
+        "class": "class_", "submit-solution": "submit_solution", "draft4": "draft4",
+    }
+    assert set(module.TOOLS) == set(methods)
+    for wire, name in methods.items():
+        assert get_json_schema(getattr(env, name))["function"]["name"] == wire
+
+
+def test_renamed_parameters_reach_the_server_under_wire_names(hostile):
+    _, env, _ = hostile
+    env.reset(task_index=0)
+    assert call(env, "reset_", from_="x", file_path="p", self_=3) == {"file-path": "p", "from": "x", "self": 3}
+    assert call(env, "reset_", from_="y") == {"from": "y"}
+
+
+def test_complex_types_are_validated_and_sent(hostile):
+    _, env, _ = hostile
+    env.reset(task_index=0)
+    sent = call(env, "reward_", priority=2, shape={"kind": "square", "side": 2}, version="v1", point=(1, 2),
+                tree={"label": "a", "children": [{"label": "b"}]})
+    assert sent["priority"] == 2 and sent["point"] == [1, 2] and sent["shape"] == {"kind": "square", "side": 2.0}
+    assert sent["tree"]["children"][0]["label"] == "b"
+    error = env.reward_(priority=5, shape={"kind": "triangle"}, version="v2")
+    assert error.startswith("Error: invalid arguments for reward: priority:") and "shape" in error and "version" in error
+    schema = get_json_schema(env.reward_)["function"]["parameters"]["properties"]
+    assert schema["priority"]["enum"] == [1, 2, 3] and schema["version"]["enum"] == ["v1"]
+    assert schema["point"]["prefixItems"] == [{"type": "integer"}, {"type": "integer"}]
+    assert '"circle"' in schema["shape"]["description"] and "<Node>" in schema["tree"]["description"]
+
+
+def test_descriptions_survive_the_docstring_parser(hostile):
+    _, env, _ = hostile
+    reset = get_json_schema(env.reset_)["function"]
+    assert "is mentioned mid-line" in reset["description"] and "Returns" in reset["description"]
+    text = get_json_schema(env.get_reward_)["function"]["parameters"]["properties"]["text"]["description"]
+    assert '"""' in text and "\\ at the end\\" in text
+    draft4 = get_json_schema(env.draft4)["function"]
+    assert "__import__" in draft4["description"] and "{{ ''.__class__ }}" in draft4["description"]
+    assert draft4["parameters"]["properties"]["pair"]["prefixItems"] == [{"type": "string"}, {"type": "number"}]
+    assert draft4["parameters"]["properties"]["tags"]["additionalProperties"] == {"type": "string"}
+
+
+def test_no_argument_tools_and_the_episode_end(hostile):
+    _, env, _ = hostile
+    env.reset(task_index=0)
+    assert call(env, "private") == {} and call(env, "class_") == {} and call(env, "draft4", value=None) == {}
+    assert call(env, "submit_solution", text="q") == {"text": "q"}
+    assert (env.reward, env.finished) == (1.0, True)
+
+
+def test_nothing_from_the_server_was_executed(hostile):
+    _, _, out = hostile
+    assert not (out / CANARY).exists() and not (REPO / CANARY).exists()
