@@ -28,6 +28,7 @@ from .schema import (
     resolve,
     shape,
     strip_keywords,
+    subschemas,
     without_titles,
 )
 from .snapshot import Snapshot
@@ -93,6 +94,7 @@ class ModulePlan:
     default_split: Source
     columns: tuple[ColumnPlan, ...]
     models_schema: JSON  # one JSON Schema bundle: every params model and TaskSpec, for dcg
+    models_aliases: dict[str, str]  # non-ASCII property name → model field name, for dcg
 
 
 def plan(snapshot: Snapshot) -> ModulePlan:
@@ -115,6 +117,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         default_split=literal("train" if "train" in split_names else (split_names or ["train"])[0]),
         columns=_columns(snapshot.task_schema),
         models_schema={"$defs": dict(sorted(bundle.items()))},
+        models_aliases=_unicode_aliases(bundle),
     )
 
 
@@ -295,6 +298,28 @@ def _relocate(schema: JSON, class_name: str) -> dict[str, JSON]:
     for name, sub in local_defs.items():
         out[moved[name]] = rewrite(sub)
     return out
+
+
+def _unicode_aliases(bundle: dict[str, JSON]) -> dict[str, str]:
+    """ASCII field names for non-ASCII property names. Python reads identifiers NFKC-normalised
+    (`ﬁle` is `file`), so a field named as the property would expect another key on the wire;
+    with an explicit field name, datamodel-code-generator keeps the property as the alias."""
+    found: set[str] = set()
+
+    def collect(schema: Any) -> None:
+        if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
+            found.update(schema["properties"])
+        for sub in subschemas(schema):
+            collect(sub)
+
+    for schema in bundle.values():
+        collect(schema)
+    taken = {name for name in found if name.isascii()}
+    aliases = {}
+    for name in sorted(n for n in found if not n.isascii()):
+        aliases[name] = names.identifier(name, taken=taken)
+        taken.add(aliases[name])
+    return aliases
 
 
 def _columns(task_schema: JSON) -> tuple[ColumnPlan, ...]:

@@ -134,6 +134,7 @@ def _models(module_plan: ModulePlan) -> str:
                 allow_remote_refs=False,
                 strict_refs=True,
                 enum_field_as_literal="all",
+                aliases=module_plan.models_aliases or None,
             )
     except Exception as exc:  # noqa: BLE001 - dcg raises many unrelated types
         raise SchemaError(f"datamodel-code-generator cannot model the schemas: {exc}".splitlines()[0]) from exc

@@ -100,3 +100,23 @@ def test_no_argument_tools_and_the_episode_end(hostile):
 def test_nothing_from_the_server_was_executed(hostile):
     _, _, out = hostile
     assert not (out / CANARY).exists() and not (REPO / CANARY).exists()
+
+
+def test_unicode_property_names_validate_under_their_wire_name(tmp_path):
+    """`ﬁle` is `file` to Python's parser (NFKC): the model must still expect the key `ﬁle`."""
+    from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
+
+    schema = {"type": "object", "properties": {"ﬁle": {"type": "string"}, "file": {"type": "integer"},
+                                               "é": {"type": "boolean"}}, "required": ["ﬁle"]}
+    snapshot = Snapshot(
+        name="uni", target=Target(kind="url", value="http://127.0.0.1:9", env="uni"),
+        splits=[Split(name="train", num_tasks=0)], tools=[Tool(name="t", description="", input_schema=schema, shared=True)],
+        terminal_tool=None, probed_tasks=[], tasks={"train": SplitTasks(coverage="none", tasks=[])},
+        task_schema={"type": "object"},
+    ).canonical()
+    path = tmp_path / snapshot.file_name
+    path.write_text(snapshot.to_json())
+    write_files(generate([(path, snapshot)]))
+    params = load_module(tmp_path / "uni.py").TParams
+    sent = params.model_validate({"ﬁle": "a", "file": 1, "é": True}).model_dump(by_alias=True, exclude_unset=True)
+    assert sent == {"ﬁle": "a", "file": 1, "é": True}
