@@ -77,7 +77,7 @@ def snapshot(target: str, env: str | None, name: str | None, splits: tuple[str, 
     with failures():
         config = _config()
         options = CaptureOptions(env=env, name=name, splits=splits, tasks=tasks, probes=probes)
-        _capture_one(target, options, out or config.out, config.templates, generate=not no_generate,
+        _capture_one(target, options, out or config.out, config, generate=not no_generate,
                      check_only=check_only)
 
 
@@ -89,7 +89,7 @@ def sync() -> None:
         if not config.envs:
             raise Failure("pyproject.toml lists no [[tool.orlgen.envs]]")
         for env in config.envs:
-            _capture_one(env.target, env.capture_options(), config.out, config.templates, generate=True)
+            _capture_one(env.target, env.capture_options(), config.out, config, generate=True)
 
 
 @main.command()
@@ -101,7 +101,7 @@ def generate(snapshots: tuple[Path, ...]) -> None:
     with failures():
         config = _config()
         paths = snapshots or (config.out,)
-        _write_generated(_snapshot_paths(paths), config.templates, prune=[p for p in paths if p.is_dir()])
+        _write_generated(_snapshot_paths(paths), config, prune=[p for p in paths if p.is_dir()])
 
 
 @main.command()
@@ -112,7 +112,7 @@ def check(paths: tuple[Path, ...]) -> None:
 
     with failures():
         config = _config()
-        drift = find_drift(paths or (config.out,), config.templates)
+        drift = find_drift(paths or (config.out,), config.templates, mixture_members(config))
     for problem in drift:
         click.echo(f"{problem.path}: {problem.cause}")
         if problem.expected is not None or problem.actual is not None:
@@ -151,6 +151,12 @@ def _config() -> Any:
     return load_config()
 
 
+def mixture_members(config: Any) -> dict[str, tuple[str, ...]]:
+    from .config import mixture_members as members
+
+    return members(config)
+
+
 def _live(target: str, like: Any) -> Any:
     """Capture `target` the way `like` was captured, reading only what a comparison needs."""
     from .capture import CaptureOptions, capture
@@ -161,7 +167,7 @@ def _live(target: str, like: Any) -> Any:
     return capture(target, options, progress=_progress)
 
 
-def _capture_one(target: str, options: Any, out: Path, templates: Path | None, *, generate: bool,
+def _capture_one(target: str, options: Any, out: Path, config: Any, *, generate: bool,
                  check_only: bool = False) -> None:
     from .capture import capture
     from .snapshot import load
@@ -174,8 +180,8 @@ def _capture_one(target: str, options: Any, out: Path, templates: Path | None, *
     written = write_files({path: captured.to_json().encode()})
     summary = f"{len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks"
     click.echo(f"{'wrote' if written else 'unchanged'} {path} ({summary})")
-    if generate:
-        _write_generated([path], templates)
+    if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
+        _write_generated(_snapshot_paths((out,)), config)
 
 
 def _check_live(path: Path, captured: Any, load: Callable[[Path], Any]) -> None:
@@ -209,12 +215,12 @@ def _snapshot_paths(paths: tuple[Path, ...]) -> list[Path]:
     return found
 
 
-def _write_generated(snapshot_paths: list[Path], templates: Path | None, prune: list[Path] = ()) -> None:
+def _write_generated(snapshot_paths: list[Path], config: Any, prune: list[Path] = ()) -> None:
     from .check import orphans
     from .render import generate as render
     from .snapshot import load
 
-    files = render(((path, load(path)) for path in snapshot_paths), templates)
+    files = render(((path, load(path)) for path in snapshot_paths), config.templates, mixture_members(config))
     written = set(write_files(files))
     for path in sorted(files):
         click.echo(f"{'wrote' if path in written else 'unchanged'} {path}")

@@ -12,6 +12,10 @@ env = "helpdesk"             # optional: the env key on a multi-environment serv
 splits = ["train", "test"]   # optional: default all
 tasks = "all"                # optional: "all", "none" or a sample size
 probes = 3                   # optional: sessions per split to find task-only tools
+
+[[tool.orlgen.mixtures]]
+name = "support_mix"         # generated/support_mix.py: several envs for one trainer
+envs = ["echo", "helpdesk"]  # module names of snapshots in `out`
 ```
 """
 
@@ -46,10 +50,20 @@ class EnvConfig(_Strict):
         return CaptureOptions(env=self.env, name=self.name, splits=self.splits, tasks=self.tasks, probes=self.probes)
 
 
+class MixtureConfig(_Strict):
+    name: str  # the mixture module's name
+    envs: tuple[str, ...] = Field(min_length=2)  # module names of snapshots in `out`
+
+
 class Config(_Strict):
     out: Path = Path("generated")
     templates: Path | None = None
     envs: tuple[EnvConfig, ...] = ()
+    mixtures: tuple[MixtureConfig, ...] = ()
+
+
+def mixture_members(config: Config) -> dict[str, tuple[str, ...]]:
+    return {mixture.name: mixture.envs for mixture in config.mixtures}
 
 
 def load_config(project: Path = Path(".")) -> Config:

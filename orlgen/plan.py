@@ -97,6 +97,34 @@ class ModulePlan:
     models_aliases: dict[str, str]  # non-ASCII property name → model field name, for dcg
 
 
+@dataclass(frozen=True)
+class MixtureMember:
+    module: PythonIdentifier  # the member's module, a sibling of the mixture module
+    env_class: ClassName
+    key: Source  # its name in `environments` and in the dataset's `environment` column
+
+
+@dataclass(frozen=True)
+class MixturePlan:
+    name: PythonIdentifier
+    description: Source
+    members: tuple[MixtureMember, ...]
+
+
+def plan_mixture(name: str, snapshots: list[Snapshot]) -> MixturePlan:
+    """A module that hands several environments to one trainer: `environment_factory` as a dict."""
+    members = tuple(
+        MixtureMember(names.slug(s.name), names.class_name(s.name, suffix="Env"), literal(names.slug(s.name)))
+        for s in sorted(snapshots, key=lambda s: s.name)
+    )
+    summary = (
+        f"A mixture of ORS environments for one GRPOTrainer: {', '.join(m.module for m in members)}.\n\n"
+        "Import it as a package module (`from generated import " + names.slug(name) + "`): it imports its\n"
+        "members from the same directory. Regenerate with `orlgen generate`."
+    )
+    return MixturePlan(name=names.slug(name), description=_docstring(summary, indent=""), members=members)
+
+
 def plan(snapshot: Snapshot) -> ModulePlan:
     snapshot = snapshot.canonical()  # every order below is the canonical one, whatever the input's
     env_class = names.class_name(snapshot.name, suffix="Env")

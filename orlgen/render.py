@@ -12,7 +12,7 @@ import hashlib
 import json
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from importlib.metadata import version
 from pathlib import Path
@@ -22,7 +22,7 @@ import jinja2
 
 from . import __version__
 from .files import FileMap
-from .plan import ModulePlan, plan
+from .plan import ModulePlan, plan, plan_mixture
 from .schema import SchemaError
 from .snapshot import SUFFIX, Snapshot
 
@@ -46,12 +46,26 @@ def module_path(snapshot_path: Path, snapshot: Snapshot) -> Path:
 TEMPLATE_CONTEXT_VERSION = 1
 
 
-def generate(snapshots: Iterable[tuple[Path, Snapshot]], templates: Path | None = None) -> FileMap:
+def generate(
+    snapshots: Iterable[tuple[Path, Snapshot]],
+    templates: Path | None = None,
+    mixtures: Mapping[str, Sequence[str]] | None = None,
+) -> FileMap:
     """Every generated file for these snapshots: path → bytes.
 
     `templates` is a project directory whose templates override the packaged ones by name.
+    `mixtures` maps a mixture module's name to the names of its members; a mixture is rendered
+    when all its members are among `snapshots`, next to the first of them.
     """
-    return {module_path(path, snapshot): render_module(snapshot, templates).encode() for path, snapshot in snapshots}
+    snapshots = list(snapshots)
+    files = {module_path(path, snapshot): render_module(snapshot, templates).encode() for path, snapshot in snapshots}
+    by_name = {snapshot.name: (path, snapshot) for path, snapshot in snapshots}
+    for name, members in sorted((mixtures or {}).items()):
+        if all(member in by_name for member in members):
+            chosen = [by_name[member] for member in sorted(members)]
+            path = chosen[0][0].with_name(f"{name}.py")
+            files[path] = render_mixture(name, [snapshot for _, snapshot in chosen], templates).encode()
+    return files
 
 
 def render_module(snapshot: Snapshot, templates: Path | None = None) -> str:
@@ -64,15 +78,25 @@ def render_module(snapshot: Snapshot, templates: Path | None = None) -> str:
         context_version=TEMPLATE_CONTEXT_VERSION, plan=module_plan, imports=_imports(imports), models=models
     )
     body = black.format_str(body, mode=BLACK_MODE)
-    return header(snapshot, content_sha256(body)) + body
+    return header(snapshot.file_name, snapshot.sha256, content_sha256(body)) + body
 
 
-def header(snapshot: Snapshot, body_sha256: str) -> str:
+def render_mixture(name: str, snapshots: list[Snapshot], templates: Path | None = None) -> str:
+    body = _environment(templates).get_template("mixture.py.jinja").render(
+        context_version=TEMPLATE_CONTEXT_VERSION, plan=plan_mixture(name, snapshots)
+    )
+    body = black.format_str(body, mode=BLACK_MODE)
+    sources = ", ".join(snapshot.file_name for snapshot in snapshots)
+    combined = hashlib.sha256(" ".join(snapshot.sha256 for snapshot in snapshots).encode()).hexdigest()
+    return header(sources, combined, content_sha256(body)) + body
+
+
+def header(sources: str, sources_sha256: str, body_sha256: str) -> str:
     """The comment lines above the body. The body's own hash lets `check` tell a hand edit
     (body no longer matches it) from a stale file (body matches, but renders differently now)."""
     versions = tool_versions()
     return (
-        f"{HEADER_PREFIX} {__version__} from {snapshot.file_name} (sha256 {snapshot.sha256}). DO NOT EDIT.\n"
+        f"{HEADER_PREFIX} {__version__} from {sources} (sha256 {sources_sha256}). DO NOT EDIT.\n"
         f"# Models by datamodel-code-generator {versions['datamodel-code-generator']}, "
         f"formatted by black {versions['black']}.\n"
         f"# Body sha256 {body_sha256}.\n"

@@ -8,6 +8,7 @@ from typing import Any
 from .adapter import UNSET, EnvAdapter, tool_method
 from .connection import ConfigError, Connection, Target
 from .dataset import Column, DatasetError, DatasetSpec, build
+from .mixture import mix
 
 __all__ = [
     "UNSET",
@@ -19,6 +20,7 @@ __all__ = [
     "EnvAdapter",
     "Target",
     "build_dataset",
+    "mix",
     "outcome_reward",
     "tool_method",
 ]

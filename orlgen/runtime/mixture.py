@@ -1,0 +1,93 @@
+"""Datasets that mix tasks of several environments, for TRL's `environment_factory={name: factory}`.
+
+Each row carries the `environment` column TRL routes on. Task-field columns are prefixed with the
+environment's name (`helpdesk__customer`), so fields of different environments never share an
+Arrow column, whatever their types; a row holds None in the other environments' columns.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .dataset import DatasetError
+
+SHARED_COLUMNS = ("prompt", "split", "task_index")
+PREFIX_SEPARATOR = "__"
+
+
+def mix(
+    builders: Mapping[str, Callable[..., Any]],
+    num_tasks: Mapping[str, Mapping[str, int]],
+    split: str,
+    *,
+    counts: Mapping[str, int] | None = None,
+    weights: Mapping[str, float] | None = None,
+    total: int | None = None,
+    seed: int = 0,
+) -> Any:
+    """Draw `counts[env]` tasks from each environment (or `total` tasks split by `weights`, or
+    every task when neither is given), at random with `seed`, and shuffle them together."""
+    from datasets import Dataset
+
+    wanted = _counts(num_tasks, split, counts, weights, total)
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    for env, count in wanted.items():
+        indices = sorted(rng.sample(range(num_tasks[env][split]), count))
+        part = builders[env](split, indices=indices) if indices else []
+        for row in part:
+            rows.append({
+                "environment": env,
+                **{key: row[key] for key in SHARED_COLUMNS},
+                **{f"{env}{PREFIX_SEPARATOR}{key}": value for key, value in row.items() if key not in SHARED_COLUMNS},
+            })
+    rng.shuffle(rows)
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    return Dataset.from_dict({column: [row.get(column) for row in rows] for column in columns})
+
+
+def _counts(
+    num_tasks: Mapping[str, Mapping[str, int]],
+    split: str,
+    counts: Mapping[str, int] | None,
+    weights: Mapping[str, float] | None,
+    total: int | None,
+) -> dict[str, int]:
+    missing = sorted(env for env, splits in num_tasks.items() if split not in splits)
+    if missing:
+        raise DatasetError(f"split {split!r} is missing from {missing}")
+    if counts is not None and (weights is not None or total is not None):
+        raise DatasetError("pass counts, or weights with num_tasks, not both")
+    if counts is None and weights is None:
+        return {env: splits[split] for env, splits in num_tasks.items()}
+    if counts is None:
+        if total is None:
+            raise DatasetError("weights need num_tasks: the size of the mixture")
+        counts = _allocate(total, _known(weights, num_tasks))
+    chosen = {env: int(counts.get(env, 0)) for env in _known(counts, num_tasks)}
+    for env, count in chosen.items():
+        if not 0 <= count <= num_tasks[env][split]:
+            raise DatasetError(f"{env} has {num_tasks[env][split]} tasks in {split!r}, not {count}")
+    return chosen
+
+
+def _known(by_env: Mapping[str, Any], num_tasks: Mapping[str, Any]) -> Mapping[str, Any]:
+    unknown = sorted(set(by_env) - set(num_tasks))
+    if unknown:
+        raise DatasetError(f"unknown environments {unknown}; the mixture has {sorted(num_tasks)}")
+    return by_env
+
+
+def _allocate(total: int, weights: Mapping[str, float]) -> dict[str, int]:
+    """`total` split in proportion to `weights`, remainders to the largest fractions (ties by name)."""
+    if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
+        raise DatasetError("weights must be non-negative and not all zero")
+    scale = total / sum(weights.values())
+    exact = {env: w * scale for env, w in weights.items()}
+    counts = {env: int(value) for env, value in exact.items()}
+    by_fraction = sorted(exact, key=lambda env: (counts[env] - exact[env], env))
+    for env in by_fraction[: total - sum(counts.values())]:
+        counts[env] += 1
+    return counts
