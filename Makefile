@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test fuzz generate check clean
+.PHONY: install demo test fuzz generate check bench clean
 
 install: $(STAMP)
 
@@ -34,6 +34,11 @@ generate: install
 
 check: install
 	@$(VENV)/bin/orlgen check
+
+# orlgen vs TRL's OpenRewardSpec on loopback ORS servers; about 5 minutes; table on stdout,
+# numbers in bench/results.json (see docs_bench.md).
+bench: install
+	@$(PY) -m bench
 
 clean:
 	rm -rf $(VENV) build

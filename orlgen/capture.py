@@ -11,7 +11,7 @@ import json
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,6 +25,7 @@ ALL_TASKS_UP_TO = 1000  # `--tasks` default: a split this small is captured whol
 SAMPLE_SIZE = 200  # ... a larger one as a sample of this many, for schema inference
 SAMPLE_CHUNKS = 4  # taken as this many evenly spaced runs, one request each
 BATCH = 500  # tasks per task_range request
+REQUEST_TIMEOUT = 120.0  # seconds any one request may take
 
 _CATALOG = re.compile(r"^[\w.-]+/[\w.-]+$")
 _MODULE = re.compile(r"^[\w.]+:\w+$")
@@ -103,16 +104,13 @@ class _Capture:
         self.target = target
         self.options = options
         self.progress = progress or _no_progress
+        self.connection = connection
         self.secrets = {"api_key": connection.api_key} if target.kind == "catalog" and connection.api_key else None
-        try:
-            self.env = connection.environment()
-        except Exception as exc:  # noqa: BLE001
-            raise CaptureError(f"cannot open {target.value}: {exc}") from exc
 
     def run(self) -> Snapshot:
         splits = self._splits()
-        shared = {spec.name: spec for spec in self._sdk("list tools", self.env.list_tools)}
-        terminal = self._sdk("read the terminal tool", self.env.terminal_tool)
+        shared = {spec.name: spec for spec in self._sdk("list tools", lambda env: env.list_tools())}
+        terminal = self._sdk("read the terminal tool", lambda env: env.terminal_tool())
         probed, task_only = self._probe(splits, shared)
         tasks: dict[str, SplitTasks] = {}
         specs: list[dict[str, Any]] = []  # every task read, stored or not: the task schema's evidence
@@ -137,19 +135,21 @@ class _Capture:
     def _default_name(self) -> str:
         return names.slug(self.target.value if self.target.kind == "catalog" else self.target.env)
 
-    def _sdk(self, what: str, call: Any, *args: Any) -> Any:
+    def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`await call(environment)`, bounded; any failure is a one-line CaptureError."""
         try:
-            return call(*args)
+            return self.connection.run(call, timeout=REQUEST_TIMEOUT)
         except Exception as exc:  # noqa: BLE001 - SDK and transport errors have no common base
             raise CaptureError(f"{self.target.value}: cannot {what}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
 
     def _splits(self) -> list[Split]:
-        available = self._sdk("list splits", self.env.list_splits)
+        available = self._sdk("list splits", lambda env: env.list_splits())
         chosen = list(self.options.splits) or available
         unknown = sorted(set(chosen) - set(available))
         if unknown:
             raise CaptureError(f"{self.target.value} has no split {unknown[0]!r} (it has {available})")
-        return [Split(name=s, num_tasks=self._sdk(f"count tasks of {s!r}", self.env.num_tasks, s)) for s in chosen]
+        return [Split(name=s, num_tasks=self._sdk(f"count tasks of {s!r}", lambda env, s=s: env.num_tasks(s)))
+                for s in chosen]
 
     def _probe(self, splits: list[Split], shared: dict[str, Any]) -> tuple[list[TaskRef], dict[str, tuple[Any, list[TaskRef]]]]:
         """Open sessions on a few tasks per split; a tool a session lists beyond /tools is task-only."""
@@ -176,9 +176,9 @@ class _Capture:
         return probed, task_only
 
     def _session_tools(self, ref: TaskRef) -> list[Any]:
-        def open_and_list() -> list[Any]:
-            with self.env.session(split=ref.split, index=ref.index, secrets=self.secrets) as session:
-                return session.list_tools()
+        async def open_and_list(env: Any) -> list[Any]:
+            async with env.session(split=ref.split, index=ref.index, secrets=self.secrets) as session:
+                return await session.list_tools()
 
         return self._sdk(f"open a session on {ref.split}[{ref.index}]", open_and_list)
 
@@ -216,9 +216,10 @@ class _Capture:
 
     def _task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
         try:
-            return [task.task_spec for task in self.env.get_task_range(split, start, stop)]
+            tasks = self.connection.run(lambda env: env.get_task_range(split, start, stop), timeout=REQUEST_TIMEOUT)
         except Exception:  # noqa: BLE001 - an older server without /task_range: one request per task
-            return [self._sdk(f"read task {split}[{i}]", self.env.get_task, split, i).task_spec for i in range(start, stop)]
+            tasks = [self._sdk(f"read task {split}[{i}]", lambda env, i=i: env.get_task(split, i)) for i in range(start, stop)]
+        return [task.task_spec for task in tasks]
 
 
 def _tool(spec: Any, *, shared: bool, offered_on: list[TaskRef]) -> Tool:

@@ -18,6 +18,7 @@ from . import names
 from .names import ClassName, PythonIdentifier
 from .runtime.adapter import EnvAdapter
 from .runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
+from .runtime.fingerprint import fingerprint
 from .schema import (
     JSON,
     SchemaError,
@@ -71,6 +72,7 @@ class ToolPlan:
     params: tuple[Param, ...]
     docstring: Source
     shared: bool
+    fingerprint: Source  # of the description and schema, for the runtime drift guard
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,7 @@ def _plan_tools(snapshot: Snapshot, taken_classes: frozenset[str]) -> tuple[tupl
                 params=tuple(param for param, _ in params),
                 docstring=_tool_docstring(tool.name, tool.description, params),
                 shared=tool.shared,
+                fingerprint=literal(fingerprint(tool.description, tool.input_schema)),
             )
         )
     return tuple(plans), bundle

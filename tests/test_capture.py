@@ -224,9 +224,9 @@ def test_refused_task_range_falls_back_to_one_read_per_task(urls):
     answers `/task_range` with HTTP 400. Capture must still read every task, one by one."""
     url = urls["RangeRefused"]
     # the fault is real: the SDK's own range read fails against this server
-    sdk_env = Connection(url=url, catalog=None, env="rangerefused", api_key=None).environment()
+    connection = Connection(url=url, catalog=None, env="rangerefused", api_key=None)
     with pytest.raises(Exception, match="400"):
-        sdk_env.get_task_range("train", 0, 2)
+        connection.run(lambda env: env.get_task_range("train", 0, 2), timeout=30)
 
     captured = capture(url)
     for split, size in support_envs.RANGE_REFUSED_SIZES.items():

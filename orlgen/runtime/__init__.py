@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapter import UNSET, EnvAdapter, tool_method
-from .connection import ConfigError, Connection, Target
+from .adapter import UNSET, DriftError, EnvAdapter, tool_method
+from .connection import CallTimeout, ConfigError, Connection, Target
 from .dataset import Column, DatasetError, DatasetSpec, build
 from .mixture import mix
+from .scoring import COVERAGE, outcome_reward, outcome_reward_with, scoring_callback
 
 __all__ = [
     "UNSET",
+    "CallTimeout",
     "Column",
     "ConfigError",
+    "DriftError",
     "Connection",
     "DatasetError",
     "DatasetSpec",
@@ -21,9 +24,15 @@ __all__ = [
     "Target",
     "build_dataset",
     "mix",
+    "COVERAGE",
     "outcome_reward",
+    "outcome_reward_with",
+    "scoring_callback",
     "tool_method",
 ]
+
+
+FETCH_TIMEOUT = 120.0  # seconds for one batch of tasks
 
 
 def build_dataset(
@@ -39,13 +48,7 @@ def build_dataset(
 
     def fetch(split: str, start: int, stop: int) -> list[dict[str, Any]]:
         connection = Connection.resolve(spec.target, spec.env_var, base_url, api_key)
-        tasks = connection.environment().get_task_range(split, start, stop)
+        tasks = connection.run(lambda env: env.get_task_range(split, start, stop), timeout=FETCH_TIMEOUT)
         return [task.task_spec for task in tasks]
 
     return build(spec, fetch, split, num_tasks, indices)
-
-
-def outcome_reward(environments: list[EnvAdapter], **_: Any) -> list[float | None]:
-    """Outcome-only reward: each rollout's last non-null reward; None when nothing scored it,
-    so TRL leaves the rollout out instead of counting a zero."""
-    return [env.reward for env in environments]

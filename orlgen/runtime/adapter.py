@@ -6,22 +6,31 @@ is not `reset` is private. Generated subclasses add one public method per tool, 
 
 Failures are sorted by who caused them. The model's mistakes (bad arguments, an unknown tool,
 a call after the episode ended) come back as text the model can read and the rollout goes on.
-The environment's failures (server unreachable, session gone, a tool that crashed) come back as
-text too, but end the rollout unscored. Nothing raises into the trainer except a programming
-error.
+The environment's failures (server unreachable, session gone, a tool that crashed, no answer
+within `timeout`) come back as text too, but end the rollout unscored. Nothing raises into the
+trainer except a programming error, or tool drift under `on_drift="raise"`.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from .connection import Connection, Target, on_exit
 
+logger = logging.getLogger("orlgen")
+
 Outcome = Literal["running", "finished", "env_error"]
+DriftPolicy = Literal["warn", "raise", "ignore"]
+
+
+class DriftError(RuntimeError):
+    """The live environment's tools differ from the snapshot the module was generated from."""
 
 
 class _Unset:
@@ -43,6 +52,7 @@ class _Unset:
 
 UNSET: Any = _Unset()
 
+
 def tool_method(method: Callable[..., str]) -> Callable[..., str]:
     """Decorates every generated tool method: a call whose arguments do not fit the signature
     (a missing required argument, an unknown one) returns an error the model can read, as a
@@ -62,10 +72,22 @@ def tool_method(method: Callable[..., str]) -> Callable[..., str]:
 
 _live: weakref.WeakSet[EnvAdapter] = weakref.WeakSet()
 on_exit(lambda: [adapter._end_session() for adapter in list(_live)])
+_drift_checked: set[type] = set()
+_drift_lock = threading.Lock()
 
 
 class EnvAdapter:
     """One rollout at a time against one ORS environment.
+
+    Keyword options, all optional:
+        base_url: the server's URL (default: `_env_var`, then the snapshot's target).
+        api_key: OpenReward API key, for catalog targets.
+        secrets: per-session secrets, forwarded to the server; never logged or shown.
+        split: the split used when a dataset row names none.
+        timeout: seconds any one request may take (opening a session includes waiting for the
+            environment's setup); past it the rollout ends as an environment error.
+        on_drift: what to do when the first session of the process lists tools that differ from
+            the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
 
     State read by reward functions, reset by `reset`:
         reward: the last non-null reward a tool returned (outcome-only), or None.
@@ -75,30 +97,44 @@ class EnvAdapter:
         last_output: the text of the last tool result.
         outcome: `running`, `finished` (by the environment) or `env_error` (unscored).
         error: what went wrong when `outcome` is `env_error`.
+        tool_calls: tool calls made this rollout; tool_errors: those the model got wrong.
     """
 
     _target: ClassVar[Target]
     _env_var: ClassVar[str]
+    _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {}  # wire name → (shared, fingerprint)
 
     def __init__(
         self,
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        secrets: dict[str, str] | None = None,
+        secrets: dict[str, Any] | None = None,
         split: str = "train",
+        timeout: float = 600.0,
+        on_drift: DriftPolicy = "warn",
     ) -> None:
+        self._options = {"base_url": base_url, "api_key": api_key, "secrets": secrets, "split": split,
+                         "timeout": timeout, "on_drift": on_drift}
         self._connection = Connection.resolve(self._target, self._env_var, base_url, api_key)
         self._secrets = dict(secrets) if secrets else None
         self._split = split
-        self._session_slot: list[Any] = []  # the entered SDK session context, when one is open
-        weakref.finalize(self, _close_slot, self._session_slot)
+        self._timeout = timeout
+        self._on_drift = on_drift
+        self._session_slot: list[Any] = []  # the open SDK session, when there is one
+        weakref.finalize(self, _close_slot, self._session_slot, self._connection)
         _live.add(self)
         self._clear_state()
 
     def __repr__(self) -> str:
-        where = self._connection.url or self._connection.catalog
-        return f"{type(self).__name__}({where!r}, split={self._split!r}, outcome={self.outcome!r})"
+        return f"{type(self).__name__}({self._connection!r}, split={self._split!r}, outcome={self.outcome!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickles as its options: a session does not cross processes."""
+        return dict(self._options)
+
+    def __setstate__(self, options: dict[str, Any]) -> None:
+        self.__init__(**options)
 
     def reset(self, **row: Any) -> str:
         """Start the rollout for a dataset row: close the previous session, open one for
@@ -108,16 +144,18 @@ class EnvAdapter:
         self._end_session()
         self._clear_state()
         split = row.get("split") or self._split
+        index = int(row["task_index"])
         try:
-            context = self._connection.environment().session(
-                split=split, index=int(row["task_index"]), secrets=self._secrets
-            )
-            session = context.__enter__()
-            self._session_slot.append(context)
+            session = self._connection.run(lambda env: _open(env, split, index, self._secrets), self._timeout)
+            self._session_slot.append(session)
             self._session = session
-            return _text(session.get_prompt())
+            prompt = self._connection.run(lambda env: session.get_prompt(), self._timeout)
+            self._check_drift(session)
+            return _text(prompt)
+        except DriftError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any SDK or transport failure is the environment's
-            return self._env_failed(f"could not start task {split}[{row['task_index']}]", exc)
+            return self._env_failed(f"could not start task {split}[{index}]", exc)
 
     def _clear_state(self) -> None:
         self._session: Any = None
@@ -128,9 +166,12 @@ class EnvAdapter:
         self.last_output = ""
         self.outcome: Outcome = "running"
         self.error: str | None = None
+        self.tool_calls = 0
+        self.tool_errors = 0
 
     def _call_tool(self, name: str, params_model: Any, arguments: dict[str, Any]) -> str:
         """Validate the arguments with the tool's model, send only those given, record the result."""
+        self.tool_calls += 1
         if self._session is None:
             return self._model_error(f"{name} was not run: the episode is over" if self.finished
                                      else f"{name} was not run: no episode is running (call reset first)")
@@ -140,18 +181,17 @@ class EnvAdapter:
             from pydantic import ValidationError
 
             try:
-                payload = params_model.model_validate(given).model_dump(
-                    mode="json", by_alias=True, exclude_unset=True
-                )
+                payload = params_model.model_validate(given).model_dump(mode="json", by_alias=True, exclude_unset=True)
             except ValidationError as exc:
                 return self._model_error(f"invalid arguments for {name}: {_validation_text(exc)}")
         from openreward.api.errors import ToolCallError
 
+        session = self._session
         try:
-            output = self._session.call_tool(name, payload)
+            output = self._connection.run(lambda env: session.call_tool(name, payload), self._timeout)
         except ToolCallError as exc:
             return self._model_error(f"{name} was not run ({exc.reason}): {exc.detail}")
-        except Exception as exc:  # noqa: BLE001 - transport, dead session, crashed tool
+        except Exception as exc:  # noqa: BLE001 - transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
         return self._record(output)
 
@@ -169,6 +209,8 @@ class EnvAdapter:
         return self.last_output
 
     def _model_error(self, message: str) -> str:
+        """A call the model got wrong: it never reached the server, and the rollout goes on."""
+        self.tool_errors += 1
         self.last_output = f"Error: {message}"
         return self.last_output
 
@@ -178,21 +220,65 @@ class EnvAdapter:
         self.outcome = "env_error"
         self.finished = True
         self.reward = None
-        self._end_session()
+        self._end_session(wait=False)  # the server may be gone: do not wait for it again
         self.last_output = f"Error: the environment failed ({self.error}); the episode is over."
         return self.last_output
 
-    def _end_session(self) -> None:
+    def _end_session(self, wait: bool = True) -> None:
         self._session = None
-        _close_slot(self._session_slot)
+        _close_slot(self._session_slot, self._connection, wait=wait)
+
+    def _check_drift(self, session: Any) -> None:
+        """Once per process and class: compare the session's tools with the snapshot's."""
+        cls = type(self)
+        with _drift_lock:
+            if self._on_drift == "ignore" or cls in _drift_checked:
+                return
+            _drift_checked.add(cls)
+        live = self._connection.run(lambda env: session.list_tools(), self._timeout)
+        problems = tool_drift(cls._tool_fingerprints, {spec.name: spec for spec in live})
+        if not problems:
+            return
+        message = (f"{cls.__name__}: the live environment's tools differ from the snapshot ({'; '.join(problems)}); "
+                   "run `orlgen snapshot` and review `orlgen diff`")
+        if self._on_drift == "raise":
+            raise DriftError(message)
+        logger.warning(message)
 
 
-def _close_slot(slot: list[Any]) -> None:
-    """Delete the session on the server; best effort, as the server reaps what we miss."""
+def tool_drift(expected: dict[str, tuple[bool, str]], live: dict[str, Any]) -> list[str]:
+    """What differs between the snapshot's tools and a live session's tool list."""
+    from .fingerprint import fingerprint
+
+    problems = []
+    for name, (shared, print_) in sorted(expected.items()):
+        if name not in live:
+            if shared:
+                problems.append(f"{name!r} is gone")
+        elif fingerprint(live[name].description, live[name].input_schema) != print_:
+            problems.append(f"{name!r} changed")
+    problems += [f"{name!r} is new" for name in sorted(set(live) - set(expected))]
+    return problems
+
+
+async def _open(env: Any, split: str, index: int, secrets: dict[str, str] | None) -> Any:
+    session = env.session(split=split, index=index, secrets=secrets)
+    await session.__aenter__()
+    return session
+
+
+def _close_slot(slot: list[Any], connection: Connection, wait: bool = True) -> None:
+    """Delete the session on the server: waited for (bounded) normally; started in the
+    background after a failure, or from the SDK's own thread (a finalizer may run there).
+    Best effort: the server reaps what we miss after 15 idle minutes."""
     while slot:
-        context = slot.pop()
+        session = slot.pop()
+        close = lambda env, s=session: s.__aexit__(None, None, None)  # noqa: E731
+        if not wait or threading.current_thread().name == "orlgen-sdk":
+            connection.run_nowait(close)
+            continue
         try:
-            context.__exit__(None, None, None)
+            connection.run(close, timeout=10.0)
         except Exception:  # noqa: BLE001
             pass
 

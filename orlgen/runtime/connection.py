@@ -1,21 +1,34 @@
-"""How generated code reaches its environment: one SDK client per process and address.
+"""How orlgen reaches an environment: the async `openreward` SDK on one event-loop thread per
+process, every call bounded by a timeout.
 
-`openreward` is imported here lazily, on the first session or live dataset fetch: importing it
-costs about two seconds and a training script imports generated modules at start-up.
+The SDK's synchronous wrappers wait forever (`future.result()` without a timeout) and a dead
+server takes them 15-20 s to give up; running the async SDK on our own loop lets every call
+have a bound, and a bound that expires leaves the loop free for the next rollout.
+
+`openreward` is imported lazily, on the first session or live fetch: it costs about two seconds
+and training scripts import generated modules at start-up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import concurrent.futures
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 
 class ConfigError(RuntimeError):
     """Generated code does not know where its environment is."""
+
+
+class CallTimeout(RuntimeError):
+    """An SDK call did not finish within its bound."""
 
 
 @dataclass(frozen=True)
@@ -51,51 +64,105 @@ class Connection:
             f"pass base_url= or set {env_var}"
         )
 
-    def environment(self) -> Any:
-        """The SDK's environment handle, shared by every adapter of this process."""
-        return _environment(self)
+    def __repr__(self) -> str:  # never show the API key
+        return f"Connection({self.url or self.catalog!r}, env={self.env!r})"
+
+    def run(self, call: Callable[[Any], Awaitable[T]], timeout: float | None) -> T:
+        """`await call(environment)` on the SDK's loop, waiting at most `timeout` seconds."""
+
+        async def with_environment() -> T:
+            return await call(await _environment(self))
+
+        return _sdk_loop().run(with_environment(), timeout)
+
+    def run_nowait(self, call: Callable[[Any], Awaitable[Any]]) -> None:
+        """Start `call(environment)` on the SDK's loop without waiting (for finalizers)."""
+
+        async def with_environment() -> None:
+            try:
+                await call(await _environment(self))
+            except Exception:  # noqa: BLE001 - best effort; nobody is waiting
+                pass
+
+        _sdk_loop().submit(with_environment())
+
+
+class _Loop:
+    """An event loop on a daemon thread, owned by one process."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="orlgen-sdk", daemon=True)
+        self.thread.start()
+        self.environments: dict[Connection, Any] = {}
+        self.clients: list[Any] = []  # SDK clients, closed at exit
+
+    def run(self, coro: Awaitable[T], timeout: float | None) -> T:
+        if threading.current_thread() is self.thread:
+            raise RuntimeError("orlgen cannot wait for the SDK from the SDK's own thread")
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise CallTimeout(f"no answer within {timeout:g} s") from None
+
+    def submit(self, coro: Awaitable[Any]) -> None:
+        asyncio.run_coroutine_threadsafe(coro, self.loop)
 
 
 _lock = threading.Lock()
-_handles: dict[tuple[int, Connection], Any] = {}
+_loops: dict[int, _Loop] = {}
 _exit_hooks: list[Callable[[], None]] = []
 
 
-def _environment(connection: Connection) -> Any:
-    # Keyed by pid: a forked child must build its own client, never reuse the parent's loop thread.
-    key = (os.getpid(), connection)
+def _sdk_loop() -> _Loop:
+    # Keyed by pid: a forked child builds its own loop thread, never the parent's.
     with _lock:
-        handle = _handles.get(key)
-        if handle is None:
-            handle = _handles[key] = _open(connection)
-    return handle
+        loop = _loops.get(os.getpid())
+        if loop is None:
+            loop = _loops[os.getpid()] = _Loop()
+    return loop
 
 
-def _open(connection: Connection) -> Any:
-    import openreward
+async def _environment(connection: Connection) -> Any:
+    """The SDK's environment handle for `connection`, made once per process on the loop."""
+    cached = _sdk_loop().environments
+    if connection not in cached:
+        from openreward import AsyncOpenReward
 
-    if connection.url is not None:
-        client = openreward.OpenReward(api_key=connection.api_key, base_url=connection.url)
-        handle = client.environments.get(connection.env, variant=connection.env, base_url=connection.url)
-    else:
-        api_key = connection.api_key or os.environ.get("OPENREWARD_API_KEY")
-        client = openreward.OpenReward(api_key=api_key)
-        handle = client.environments.get(connection.catalog)
-    # Registered after the SDK registered its own exit handler, so ours runs first (atexit is
-    # LIFO) and open sessions are deleted while the SDK's event loop still runs.
-    atexit.register(_run_exit_hooks)
-    return handle
+        if connection.url is not None:
+            client = AsyncOpenReward(api_key=connection.api_key, base_url=connection.url)
+            handle = client.environments.get(connection.env, variant=connection.env, base_url=connection.url)
+        else:
+            client = AsyncOpenReward(api_key=connection.api_key or os.environ.get("OPENREWARD_API_KEY"))
+            handle = client.environments.get(connection.catalog)
+        _sdk_loop().clients.append(client)
+        cached[connection] = handle
+    return cached[connection]
 
 
 def on_exit(hook: Callable[[], None]) -> None:
-    """Run `hook` at interpreter exit, before the SDK shuts its event loop down."""
+    """Run `hook` at interpreter exit, while the SDK's loop still runs."""
     _exit_hooks.append(hook)
 
 
+@atexit.register
 def _run_exit_hooks() -> None:
     while _exit_hooks:
         hook = _exit_hooks.pop()
         try:
             hook()
         except Exception:  # noqa: BLE001 - exit is best effort; the server reaps what we miss
+            pass
+    loop = _loops.get(os.getpid())
+    if loop is not None and loop.clients:
+
+        async def close_clients() -> None:
+            for client in loop.clients:
+                await client.environments.aclose()
+
+        try:
+            loop.run(close_clients(), timeout=5.0)
+        except Exception:  # noqa: BLE001
             pass
