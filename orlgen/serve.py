@@ -87,9 +87,10 @@ class ServerProcess:
     port, so fault tests can take a server away mid-episode.
     """
 
-    def __init__(self, spec: str, port: int = 0, startup_timeout: float = 60.0) -> None:
+    def __init__(self, spec: str, port: int = 0, startup_timeout: float = 60.0, entry: str = "orlgen.serve") -> None:
         self.spec = spec
         self.port = port
+        self.entry = entry  # the module run with `python -m ENTRY SPEC PORT`
         self.startup_timeout = startup_timeout
         self._process: subprocess.Popen[str] | None = None
 
@@ -100,7 +101,7 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         env = {**os.environ, "OPENREWARD_LOG_LEVEL": "WARNING", "PYTHONPATH": os.pathsep.join(sys.path)}
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "orlgen.serve", self.spec, str(self.port)],
+            [sys.executable, "-m", self.entry, self.spec, str(self.port)],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
         )
         deadline = time.monotonic() + self.startup_timeout

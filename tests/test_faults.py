@@ -10,8 +10,10 @@ import json
 import logging
 import multiprocessing
 import pickle
+import re
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -201,3 +203,33 @@ def test_rollouts_from_several_processes(counting, server):
         results = [r for chunk in pool.map(_rollouts, work) for r in chunk]
     assert sorted(results) == [(i, f"counting task {i}", "finished", 1.0) for i in range(6)]
     assert wait_for(lambda: server.counts() == {"opened": 6, "closed": 6})
+
+
+def open_unpinged_session(url: str, index: int) -> str:
+    """A session opened with plain HTTP, which never pings (the control of the keepalive test)."""
+
+    def post(path: str, payload: dict, sid: str | None = None) -> str:
+        headers = {"Content-Type": "application/json", **({"X-Session-ID": sid} if sid else {})}
+        request = urllib.request.Request(url + path, data=json.dumps(payload).encode(), headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.read().decode()
+
+    sid = re.search(r"event: task_id\r?\ndata: (\S+)", post("/create_session", {})).group(1)
+    post("/create", {"split": "train", "index": index}, sid)
+    return sid
+
+
+def test_keepalive_outlives_the_reaper(counting, tmp_path, monkeypatch):
+    """The SDK pings every 10 s from its own thread; the server reaps sessions idle for 900 s.
+    Against a server whose clock runs 60 times fast (reaping after 15 real seconds), our idle
+    session survives 22 s, while a session that never pings is reaped."""
+    monkeypatch.setenv("ORLGEN_COUNT_FILE", str(tmp_path / "counts.json"))
+    with ServerProcess("tests.counting_env:Counting", entry="tests.fast_clock_server") as fast:
+        alive = counting.CountingEnv(base_url=fast.url)
+        alive.reset(task_index=0)
+        unpinged = open_unpinged_session(fast.url, 1)
+        time.sleep(22)
+        assert alive.wait(seconds=0) == "waited"
+        ping = urllib.request.Request(f"{fast.url}/ping", method="POST", headers={"X-Session-ID": unpinged})
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(ping, timeout=10)
