@@ -183,6 +183,10 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(echo_module
     loss = teach_echo_hello(trainer, echo_module, echo_url, list(rows))
     assert loss < 0.05, f"the tiny model did not learn the tool call (loss {loss:.3f})"
 
+    from orlgen.runtime import COVERAGE, scoring_callback
+
+    COVERAGE.drain()  # what earlier tests scored in this process
+    trainer.add_callback(scoring_callback(trainer))
     trainer.train()
 
     # 4 rollouts (2 tasks x 2 generations), one adapter each: the probe plus 3 more from the pool.
@@ -200,3 +204,6 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(echo_module
     assert metrics["rewards/outcome_reward/mean"] == pytest.approx(0.5)
     assert metrics["tools/call_frequency"] == pytest.approx(1.0)  # one tool call per rollout
     assert metrics["tools/failure_frequency"] == 0.0
+    # The scoring coverage, logged with TRL's metrics by orlgen's callback.
+    assert metrics["orlgen/scored_fraction"] == 1.0 and metrics["orlgen/tool_calls_mean"] == 1.0
+    assert metrics["orlgen/env_errors"] == metrics["orlgen/unfinished"] == metrics["orlgen/tool_errors"] == 0.0
