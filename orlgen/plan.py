@@ -128,7 +128,9 @@ def plan_mixture(name: str, snapshots: list[Snapshot]) -> MixturePlan:
 
 
 def plan(snapshot: Snapshot) -> ModulePlan:
-    snapshot = snapshot.canonical()  # every order below is the canonical one, whatever the input's
+    # Every order below is the canonical one, whatever the input's. `ordered` keeps the hash the
+    # snapshot came with: re-hashing every task would cost more than the render itself.
+    snapshot = snapshot.ordered().model_copy(update={"sha256": snapshot.sha256})
     env_class = names.class_name(snapshot.name, suffix="Env")
     env_var = f"ORLGEN_{names.slug(snapshot.name).upper()}_URL"
     tools, bundle = _plan_tools(snapshot, taken_classes=RESERVED_CLASSES | {env_class})

@@ -103,9 +103,9 @@ class Snapshot(_Model):
             raise ValueError("two tools share one name")
         return self
 
-    def canonical(self) -> Snapshot:
-        """The same content in canonical order, with its hash filled in."""
-        ordered = self.model_copy(
+    def ordered(self) -> Snapshot:
+        """The same content in canonical order (sorted lists, sorted schema keys)."""
+        return self.model_copy(
             update={
                 "splits": sorted(self.splits, key=lambda s: s.name),
                 "tools": [
@@ -124,6 +124,10 @@ class Snapshot(_Model):
                 "sha256": "",
             }
         )
+
+    def canonical(self) -> Snapshot:
+        """`ordered()`, with its hash filled in."""
+        ordered = self.ordered()
         return ordered.model_copy(update={"sha256": _content_hash(ordered)})
 
     def to_json(self) -> str:

@@ -12,6 +12,7 @@ the same columns and types whatever tasks it picks:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -50,7 +51,8 @@ class DatasetSpec:
     def captured(self, split: str) -> dict[int, dict[str, Any]]:
         """The split's tasks stored in the snapshot, by index."""
         try:
-            data = json.loads(self.snapshot_file.read_text(encoding="utf-8"))
+            stat = self.snapshot_file.stat()
+            data = _read_json(self.snapshot_file, stat.st_mtime_ns, stat.st_size)
         except (OSError, ValueError) as exc:
             raise DatasetError(f"cannot read {self.snapshot_file}: {exc}") from exc
         if data.get("sha256") != self.snapshot_sha256:
@@ -59,6 +61,12 @@ class DatasetSpec:
             )
         captured = data.get("tasks", {}).get(split, {}).get("tasks", [])
         return {task["index"]: task["spec"] for task in captured}
+
+
+@functools.lru_cache(maxsize=4)
+def _read_json(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
+    """The parsed snapshot, read once per version of the file (a big one takes a second)."""
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def build(

@@ -1,0 +1,114 @@
+"""`python -m bench` (`make bench`): orlgen's generated modules against TRL's runtime binder
+(`trl.experimental.openreward.OpenRewardSpec`), on real ORS servers on loopback.
+
+Every server is a child of this process (`orlgen.serve.ServerProcess`, same process group),
+serving `bench.served` environments that count the HTTP requests they receive. orlgen and TRL
+run against the same server in the same run, in alternating pairs; each row reports the median
+of each side and the ratio of medians (orlgen / TRL). Progress goes to stderr, the table to
+stdout, everything (samples included) to bench/results.json.
+
+    python -m bench            # the full run, 3-5 minutes on 2 cores
+    python -m bench --quick    # fewer repetitions, for trying the bench itself
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.common import QUIET_ENV, REPO, Served, servers, versions
+from bench.report import RESULTS, text_table
+
+os.environ.update(QUIET_ENV)  # before anything imports openreward or trl
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default: bench/results.json)")
+    args = parser.parse_args(argv)
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+
+    from bench import scenarios
+    from bench.synthetic import write_synthetic
+
+    settings = {
+        "start_pairs": 2 if args.quick else 3,
+        "import_reps": 3 if args.quick else 7,
+        "calls_per_binder": 200 if args.quick else 1000,
+        "stalled_calls": 50 if args.quick else 150,
+        "episode_reps": 1 if args.quick else 3,
+        "episodes_per_thread": {1: 15, 8: 4} if args.quick else {1: 40, 8: 10},
+        "generate_cli_reps": {5: 1, 30: 1, 100: 1} if args.quick else {5: 1, 30: 3, 100: 1},
+        "check_reps": 1 if args.quick else 3,
+        "dataset_pairs": 1 if args.quick else 2,
+    }
+    started = time.perf_counter()
+    load_at_start = os.getloadavg()
+    rows: list[scenarios.Row] = []
+    details: dict[str, object] = {}
+    print("orlgen benchmark: starting servers (helpdesk, bulk, helpdesk as orlgen.serve serves it)", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="orlgen-bench-") as tmp, \
+            servers(Served("bench.served:Helpdesk"), Served("bench.served:Bulk"),
+                    Served("bench.stalled:Helpdesk")) as (helpdesk, bulk, stalled):
+        out = Path(tmp)
+        scenarios.log("capturing the bulk env: default sample, and --tasks all")
+        default_capture = scenarios.capture(bulk, out, "bulk", [])
+        all_capture = scenarios.capture(bulk, out, "bulk_all", ["--tasks", "all"])
+        synthetic = {n: write_synthetic(n, out) for n in (5, 30, 100)}
+        scenarios.run_child([str(Path(sys.executable).with_name("orlgen")), "generate", str(synthetic[100])], cwd=out)
+
+        for name, run in (
+            ("import", lambda: scenarios.import_cost(settings["import_reps"], out / "synthetic_100.py")),
+            ("start", lambda: scenarios.trainer_start(helpdesk, bulk, out / "bulk.py", out / "bulk_all.py",
+                                                      settings["start_pairs"])),
+            ("calls", lambda: scenarios.call_overhead(helpdesk, stalled, settings["calls_per_binder"],
+                                                      settings["stalled_calls"])),
+            ("episodes", lambda: scenarios.episodes(helpdesk, settings["episode_reps"],
+                                                    settings["episodes_per_thread"])),
+            ("generator", lambda: scenarios.generator_speed(synthetic, settings["generate_cli_reps"],
+                                                            settings["check_reps"])),
+            ("scale", lambda: scenarios.scale(bulk, out, all_capture, settings["dataset_pairs"])),
+            ("fidelity", scenarios.fidelity),
+        ):
+            got, info = run()
+            rows += got
+            details[name] = info
+        run, counts = default_capture
+        rows.append(scenarios.Row("6", "6 Scale of capture", "`orlgen snapshot URL` at defaults (200 of 20,000 tasks)",
+                                  "wall time", "s", run.seconds, None, "", None,
+                                  f"{counts['total']} HTTP requests, peak RSS {run.max_rss_mb:.0f} MB"))
+
+    order = ["1 ", "2 ", "3 ", "4 ", "5 ", "6 ", "7 "]
+    rows.sort(key=lambda row: next(i for i, prefix in enumerate(order) if row.scenario.startswith(prefix)))
+    table = [row.to_json() for row in rows]
+    print(text_table(table))
+    missed = [f"{row['id']} {row['metric']} ({row['case']}): {row['target']}" for row in table if row["met"] is False]
+    elapsed = time.perf_counter() - started
+    print(f"\n{len(missed)} target(s) missed" + (":\n  " + "\n  ".join(missed) if missed else "."))
+    print(f"bench ran in {elapsed:.0f} s (load average {load_at_start[0]:.1f} at start, "
+          f"{os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs); results in {args.out}")
+    args.out.write_text(json.dumps({
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "elapsed_s": elapsed,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "loadavg_at_start": load_at_start, "loadavg_at_end": os.getloadavg()},
+        "versions": versions(),
+        "settings": {k: {str(a): b for a, b in v.items()} if isinstance(v, dict) else v for k, v in settings.items()},
+        "rows": table,
+        "missed": missed,
+        "details": details,
+    }, indent=2, default=str) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

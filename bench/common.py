@@ -1,0 +1,215 @@
+"""Shared pieces of the benchmark: servers, request counts, child processes, statistics."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+# Every child (servers, workers, CLI runs) inherits these: no update check against PyPI (it
+# would run a network thread in whichever process imports `openreward`), no experimental
+# warning from TRL, quiet servers.
+QUIET_ENV = {
+    "OPENREWARD_DISABLE_UPDATE_CHECK": "1",
+    "OPENREWARD_LOG_LEVEL": "WARNING",
+    "TRL_EXPERIMENTAL_SILENCE": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    path = os.pathsep.join([str(REPO), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])
+    return {**os.environ, **QUIET_ENV, "PYTHONPATH": path, **extra}
+
+
+# ── servers ─────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Served:
+    """One `ServerProcess` serving a bench environment (`bench.served:Helpdesk`: TCP_NODELAY;
+    `bench.stalled:Helpdesk`: as `orlgen.serve` serves today)."""
+
+    spec: str
+    process: Any = None
+
+    @property
+    def url(self) -> str:
+        return self.process.url
+
+    def requests(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{self.url}/__bench__/requests", timeout=30) as response:
+            return json.loads(response.read())
+
+    def reset_requests(self) -> None:
+        request = urllib.request.Request(f"{self.url}/__bench__/reset", method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+
+    @contextlib.contextmanager
+    def counting(self) -> Iterator[dict[str, Any]]:
+        """Counts of the requests made inside the block (filled in on exit)."""
+        found: dict[str, Any] = {}
+        self.reset_requests()
+        yield found
+        found.update(self.requests())
+
+
+@contextlib.contextmanager
+def servers(*served: Served) -> Iterator[tuple[Served, ...]]:
+    """Start the servers in parallel (child Python processes of this process group), stop them on exit."""
+    from orlgen.serve import ServerProcess
+
+    errors: list[BaseException] = []
+
+    def start(item: Served) -> None:
+        try:
+            item.process = ServerProcess(item.spec, startup_timeout=120).start()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    saved = {key: os.environ.get(key) for key in (*QUIET_ENV, "PYTHONPATH")}
+    os.environ.update(child_env())  # ServerProcess hands os.environ to its child
+    try:
+        threads = [threading.Thread(target=start, args=(item,)) for item in served]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+        yield served
+    finally:
+        for item in served:
+            if item.process is not None:
+                item.process.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
+def trl_addressing(url: str) -> Iterator[None]:
+    """TRL's `OpenRewardSpec(url)` builds `OpenReward(base_url=url)` and `environments.get(name)`
+    without a base_url, so the SDK sends env calls to `sessions.<host>`: a single-host server
+    needs OPENREWARD_SESSION_URL / OPENREWARD_API_URL pointing at it (read when the client is made)."""
+    keys = ("OPENREWARD_SESSION_URL", "OPENREWARD_API_URL")
+    saved = {key: os.environ.get(key) for key in keys}
+    os.environ.update({key: url for key in keys})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def trl_env(url: str) -> dict[str, str]:
+    return child_env(OPENREWARD_SESSION_URL=url, OPENREWARD_API_URL=url)
+
+
+# ── child processes ─────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class ChildRun:
+    seconds: float  # wall time, spawn to exit
+    returncode: int
+    stdout: str
+    stderr: str
+    max_rss_mb: float  # the child's own peak RSS (os.wait4), not its children's
+    cpu_seconds: float = 0.0  # the child's user + system CPU time
+
+    def json(self) -> Any:
+        """The last stdout line, as JSON (the workers' answer)."""
+        lines = [line for line in self.stdout.splitlines() if line.strip()]
+        if self.returncode != 0 or not lines:
+            raise RuntimeError(f"child failed (exit {self.returncode}): {self.stderr.strip()[-2000:]}")
+        return json.loads(lines[-1])
+
+
+def run_child(args: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
+              timeout: float = 600) -> ChildRun:
+    """Run a child to completion; peak memory from its own rusage (os.wait4 on its pid)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env or child_env(), cwd=str(cwd or REPO))
+    out: dict[str, str] = {}
+
+    def drain(name: str, stream: Any) -> None:
+        out[name] = stream.read()
+
+    readers = [threading.Thread(target=drain, args=(n, s)) for n, s in (("out", process.stdout), ("err", process.stderr))]
+    for reader in readers:
+        reader.start()
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            process.kill()
+        time.sleep(0.002)
+    seconds = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    for reader in readers:
+        reader.join()
+    return ChildRun(seconds, process.returncode, out.get("out", ""), out.get("err", ""), usage.ru_maxrss / 1024,
+                    usage.ru_utime + usage.ru_stime)
+
+
+# ── statistics ──────────────────────────────────────────────────────────────────────────
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+@dataclass
+class Paired:
+    """orlgen and TRL samples of one metric, taken in alternating pairs."""
+
+    orlgen: list[float] = field(default_factory=list)
+    trl: list[float] = field(default_factory=list)
+
+    def add(self, orlgen: float, trl: float) -> None:
+        self.orlgen.append(orlgen)
+        self.trl.append(trl)
+
+    def summary(self) -> dict[str, Any]:
+        o, t = median(self.orlgen), median(self.trl)
+        pair_ratios = [a / b for a, b in zip(self.orlgen, self.trl) if b]
+        return {"orlgen_median": o, "trl_median": t, "ratio_of_medians": o / t if t else None,
+                "median_pair_ratio": median(pair_ratios) if pair_ratios else None,
+                "orlgen": self.orlgen, "trl": self.trl, "pairs": len(pair_ratios)}
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": sys.version.split()[0]}
+    for name in ("orlgen", "trl", "openreward", "datasets", "transformers", "pydantic", "datamodel-code-generator",
+                 "black"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = "-"
+    return found
