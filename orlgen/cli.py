@@ -106,13 +106,14 @@ def generate(snapshots: tuple[Path, ...]) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-def check(paths: tuple[Path, ...]) -> None:
+@click.option("--full", is_flag=True, help="Re-render every file, even those whose header records current inputs.")
+def check(paths: tuple[Path, ...], full: bool) -> None:
     """Exit 1 if a generated module is missing, stale, hand-edited or orphaned."""
     from .check import find_drift
 
     with failures():
         config = _config()
-        drift = find_drift(paths or (config.out,), config.templates, mixture_members(config))
+        drift = find_drift(paths or (config.out,), config.templates, mixture_members(config), full=full)
     for problem in drift:
         click.echo(f"{problem.path}: {problem.cause}")
         if problem.expected is not None or problem.actual is not None:

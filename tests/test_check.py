@@ -265,3 +265,20 @@ def test_generate_does_not_rewrite_current_files(gen: Path):
     assert (gen / "echo.py").stat().st_mtime != OLD
     assert (gen / "echo.py").read_bytes() == (GENERATED / "echo.py").read_bytes()
     assert sorted(p.name for p in gen.iterdir()) == sorted(p.name for p in GENERATED.iterdir() if p.is_file())
+
+
+def test_fast_path_trusts_the_header_and_full_does_not(gen: Path):
+    """`check` skips re-rendering a file whose header records the current inputs and whose body
+    matches its recorded hash; a hand edit that also forges that hash passes it, `--full` not."""
+    import hashlib
+    import re
+
+    module = gen / "echo.py"
+    hand_edit(module)
+    lines = module.read_text().splitlines(keepends=True)
+    forged_hash = hashlib.sha256("".join(lines[3:]).encode()).hexdigest()
+    lines[2] = re.sub(r"Body sha256 [0-9a-f]{64}", f"Body sha256 {forged_hash}", lines[2])
+    module.write_text("".join(lines))
+    assert orlgen("check", gen).returncode == 0
+    full = orlgen("check", "--full", gen)
+    assert full.returncode == 1 and problems(full.stdout)["echo.py"].startswith("stale")
