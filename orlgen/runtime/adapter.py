@@ -71,7 +71,8 @@ def tool_method(method: Callable[..., str]) -> Callable[..., str]:
 
 
 _live: weakref.WeakSet[EnvAdapter] = weakref.WeakSet()
-on_exit(lambda: [adapter._end_session() for adapter in list(_live)])
+# At exit, sessions are deleted concurrently, in the background; the SDK loop waits for them (bounded).
+on_exit(lambda: [adapter._end_session(wait=False) for adapter in list(_live)])
 _drift_checked: set[type] = set()
 _drift_lock = threading.Lock()
 

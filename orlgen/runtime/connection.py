@@ -96,6 +96,7 @@ class _Loop:
         self.thread.start()
         self.environments: dict[Connection, Any] = {}
         self.clients: list[Any] = []  # SDK clients, closed at exit
+        self.pending: set[concurrent.futures.Future[Any]] = set()  # background work, awaited at exit
 
     def run(self, coro: Awaitable[T], timeout: float | None) -> T:
         if threading.current_thread() is self.thread:
@@ -108,7 +109,9 @@ class _Loop:
             raise CallTimeout(f"no answer within {timeout:g} s") from None
 
     def submit(self, coro: Awaitable[Any]) -> None:
-        asyncio.run_coroutine_threadsafe(coro, self.loop)
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        self.pending.add(future)
+        future.add_done_callback(self.pending.discard)
 
 
 _lock = threading.Lock()
@@ -156,13 +159,18 @@ def _run_exit_hooks() -> None:
         except Exception:  # noqa: BLE001 - exit is best effort; the server reaps what we miss
             pass
     loop = _loops.get(os.getpid())
-    if loop is not None and loop.clients:
+    if loop is None:
+        return
+    concurrent.futures.wait(list(loop.pending), timeout=5.0)  # sessions being deleted
 
-        async def close_clients() -> None:
-            for client in loop.clients:
+    async def close_clients() -> None:
+        for client in loop.clients:
+            try:
                 await client.environments.aclose()
+            except Exception:  # noqa: BLE001 - one broken client must not keep the others open
+                pass
 
-        try:
-            loop.run(close_clients(), timeout=5.0)
-        except Exception:  # noqa: BLE001
-            pass
+    try:
+        loop.run(close_clients(), timeout=5.0)
+    except Exception:  # noqa: BLE001
+        pass
