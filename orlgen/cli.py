@@ -110,6 +110,7 @@ def generate(snapshots: tuple[Path, ...]) -> None:
 def check(paths: tuple[Path, ...], full: bool) -> None:
     """Exit 1 if a generated module is missing, stale, hand-edited or orphaned."""
     from .check import find_drift
+    from .config import mixture_members
 
     with failures():
         config = _config()
@@ -152,12 +153,6 @@ def _config() -> Any:
     return load_config()
 
 
-def mixture_members(config: Any) -> dict[str, tuple[str, ...]]:
-    from .config import mixture_members as members
-
-    return members(config)
-
-
 def _live(target: str, like: Any) -> Any:
     """Capture `target` the way `like` was captured, reading only what a comparison needs."""
     from .capture import CaptureOptions, capture
@@ -171,12 +166,11 @@ def _live(target: str, like: Any) -> Any:
 def _capture_one(target: str, options: Any, out: Path, config: Any, *, generate: bool,
                  check_only: bool = False) -> None:
     from .capture import capture
-    from .snapshot import load
 
     captured = capture(target, options, progress=_progress)
     path = out / captured.file_name
     if check_only:
-        _check_live(path, captured, load)
+        _check_live(path, captured)
         return
     written = write_files({path: captured.to_json().encode()})
     summary = f"{len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks"
@@ -185,10 +179,11 @@ def _capture_one(target: str, options: Any, out: Path, config: Any, *, generate:
         _write_generated(_snapshot_paths((out,)), config)
 
 
-def _check_live(path: Path, captured: Any, load: Callable[[Path], Any]) -> None:
+def _check_live(path: Path, captured: Any) -> None:
     """`snapshot --check`: exit 1 with the classified changes when the live env drifted."""
     from .diff import diff as classify
     from .diff import render
+    from .snapshot import load
 
     if not path.exists():
         raise Failure(f"{path}: no checked-in snapshot to compare with")
@@ -218,6 +213,7 @@ def _snapshot_paths(paths: tuple[Path, ...]) -> list[Path]:
 
 def _write_generated(snapshot_paths: list[Path], config: Any, prune: list[Path] = ()) -> None:
     from .check import orphans
+    from .config import mixture_members
     from .render import generate as render
     from .snapshot import load
 
