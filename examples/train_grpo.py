@@ -69,13 +69,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tiny", action="store_true", help="a tiny random Qwen3 built offline (smoke runs)")
     parser.add_argument("--split", default="train")
     parser.add_argument("--num-tasks", type=int, default=None, help="tasks in the dataset (default: all)")
-    parser.add_argument("--counts", type=_mapping(int), default=None, help="mixtures: tasks per environment, e.g. echo=8,helpdesk=56")
-    parser.add_argument("--weights", type=_mapping(float), default=None, help="mixtures: shares of --num-tasks, e.g. echo=1,helpdesk=3")
+    parser.add_argument(
+        "--counts", type=_mapping(int), default=None, help="mixtures: tasks per environment, e.g. echo=8,helpdesk=56"
+    )
+    parser.add_argument(
+        "--weights", type=_mapping(float), default=None, help="mixtures: shares of --num-tasks, e.g. echo=1,helpdesk=3"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--env-timeout", type=float, default=None, help="seconds per environment request (default 600)")
-    parser.add_argument("--on-drift", choices=("warn", "raise", "ignore"), default=None, help="live tools differ from the snapshot")
-    parser.add_argument("--env-error-reward", type=float, default=None, help="reward for rollouts the environment failed (default: unscored)")
-    parser.add_argument("--unfinished-reward", type=float, default=None, help="reward for rollouts that never finished (default: unscored)")
+    parser.add_argument(
+        "--on-drift", choices=("warn", "raise", "ignore"), default=None, help="live tools differ from the snapshot"
+    )
+    parser.add_argument(
+        "--env-error-reward",
+        type=float,
+        default=None,
+        help="reward for rollouts the environment failed (default: unscored)",
+    )
+    parser.add_argument(
+        "--unfinished-reward",
+        type=float,
+        default=None,
+        help="reward for rollouts that never finished (default: unscored)",
+    )
 
     parser.add_argument("--learning-rate", type=float, default=1e-6)
     parser.add_argument("--per-device-train-batch-size", type=int, default=4)
@@ -188,12 +204,19 @@ def grpo_config(args: argparse.Namespace):
         use_vllm=args.use_vllm,
         vllm_mode=args.vllm_mode,
     )
-    for option in ("vllm_server_base_url", "vllm_gpu_memory_utilization", "vllm_tensor_parallel_size", "vllm_max_model_length"):
+    for option in (
+        "vllm_server_base_url",
+        "vllm_gpu_memory_utilization",
+        "vllm_tensor_parallel_size",
+        "vllm_max_model_length",
+    ):
         if getattr(args, option) is not None:
             config[option] = getattr(args, option)
     checkpointing = not (args.no_gradient_checkpointing or args.tiny)
     fields = {field.name for field in dataclasses.fields(GRPOConfig)}
-    config["activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"] = checkpointing
+    config["activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"] = (
+        checkpointing
+    )
     if args.tiny:
         config.update(bf16=False, disable_tqdm=True, save_strategy="no")
     return GRPOConfig(**config)

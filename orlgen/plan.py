@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from . import names
 from .names import ClassName, PythonIdentifier
-from .runtime.adapter import EnvAdapter
+from .runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
 from .runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
 from .runtime.fingerprint import fingerprint
 from .schema import (
@@ -35,10 +35,7 @@ from .schema import (
 from .snapshot import Snapshot
 
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
-RESERVED_METHODS = frozenset(
-    {"reset", "get_reward", "reward", "rewards", "metadata", "finished", "last_output", "outcome", "error"}
-    | {name for name in dir(EnvAdapter)}
-)
+RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
 # Module-level names a generated model class may not take.
 RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel", "TaskSpec"})
 

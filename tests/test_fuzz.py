@@ -30,7 +30,7 @@ _modules = itertools.count()
 HOSTILE_TEXT = ['"""', "'''", "\\", "Args:", "Returns:", "Raises:", "(choices: x)", "{{ x }}", "{% if %}",
                 "\x00", "\n", "\t", "\u2028", "word:", "é", "ﬁ", "__import__('os')", "#", "self", "%s"]
 names = st.one_of(
-    st.sampled_from(keyword.kwlist + keyword.softkwlist + ["reset", "get_reward", "reward", "self", "_x", "__init__",
+    st.sampled_from(keyword.kwlist + keyword.softkwlist + ["reset", "get_reward", "reward", "self", "_x", "__init__", "tool_calls", "outcome",
                                                            "a-b", "1st", "ﬁle", "", "Any", "Literal", "UNSET", "None"]),
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
 )

@@ -97,7 +97,9 @@ def test_task_fields_of_both_environments_coexist_in_prefixed_columns():
         # The row's own fields are the task's fields, exactly as the member module builds them.
         member = MODULES[row["environment"]].build_dataset(indices=[row["task_index"]])[0]
         prefix = row["environment"] + "__"
-        assert {column: row[column] for column in own} == {prefix + key: member[key] for key in member if prefix + key in own}
+        assert {column: row[column] for column in own} == {
+            prefix + key: member[key] for key in member if prefix + key in own
+        }
     # Types survive the mix: a nested object, a JSON-text field of varying type, a bool.
     helpdesk_row = next(row for row in data if row["environment"] == "helpdesk")
     assert isinstance(helpdesk_row["helpdesk__customer"]["tier"], str)
@@ -175,7 +177,11 @@ def mixture_model_path(tmp_path_factory):
 
     from examples.helpdesk import POLICIES
 
-    schemas = [json.dumps(get_json_schema(tool)) for module in MODULES.values() for tool in tools_of(module.environment_factory)]
+    schemas = [
+        json.dumps(get_json_schema(tool))
+        for module in MODULES.values()
+        for tool in tools_of(module.environment_factory)
+    ]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(tiny_model, "_CORPUS", [*tiny_model._CORPUS, *schemas, POLICIES])
         tokenizer = tiny_model.build_tokenizer(vocab_size=2048)
@@ -215,7 +221,9 @@ def teach_until_learned(model, examples, *, min_prob=0.8, max_steps=400, lr=5e-3
             cache = DynamicCache()
             with torch.no_grad():
                 model(input_ids=torch.tensor([prompt[:-1]]), use_cache=True, logits_to_keep=1, **{cache_kwarg: cache})
-            logits = model(input_ids=torch.tensor([prompt[-1:] + completion[:-1]]), use_cache=True, **{cache_kwarg: cache}).logits[0]
+            logits = model(
+                input_ids=torch.tensor([prompt[-1:] + completion[:-1]]), use_cache=True, **{cache_kwarg: cache}
+            ).logits[0]
             target = torch.tensor(completion)
             probs = logits.detach().softmax(-1)
             right = probs.argmax(-1) == target
@@ -347,7 +355,9 @@ def test_grpo_step_on_the_mixture_routes_tools_per_environment(
 
     def recording_tokenize_prompts(prompts):
         out = tokenize_prompts(prompts)
-        rendered.extend(zip(list(trainer._batch_environments), [p[-1]["content"] for p in prompts], out[0], strict=True))
+        rendered.extend(
+            zip(list(trainer._batch_environments), [p[-1]["content"] for p in prompts], out[0], strict=True)
+        )
         return out
 
     trainer._tokenize_prompts = recording_tokenize_prompts
@@ -407,3 +417,25 @@ def test_grpo_step_on_the_mixture_routes_tools_per_environment(
     assert metrics["rewards/outcome_reward/mean"] == pytest.approx(0.5)
     assert metrics["orlgen/scored_fraction"] == 0.5 and metrics["orlgen/unfinished"] == 4.0
     assert metrics["orlgen/env_errors"] == 0.0
+
+
+def test_draw_is_independent_of_dict_order_and_num_tasks_alone_splits_evenly():
+    a = support_mix.build_dataset(counts={"echo": 2, "helpdesk": 3}, seed=5)
+    b = support_mix.build_dataset(counts={"helpdesk": 3, "echo": 2}, seed=5)
+    assert a.to_list() == b.to_list()
+    even = Counter(support_mix.build_dataset(num_tasks=10, seed=1)["environment"])
+    assert even == {"echo": 5, "helpdesk": 5}
+
+
+def test_only_contributing_environments_need_the_split():
+    rows = support_mix.build_dataset("test", counts={"helpdesk": 2})  # echo has no test split
+    assert rows["environment"] == ["helpdesk", "helpdesk"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"counts": {"echo": 1.9}}, "whole numbers"), ({"counts": {"echo": 0}}, "would be empty")],
+)
+def test_counts_are_checked(kwargs, message):
+    with pytest.raises(DatasetError, match=message):
+        support_mix.build_dataset(**kwargs)

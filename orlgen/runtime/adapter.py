@@ -26,6 +26,9 @@ from .connection import Connection, Target, on_exit
 logger = logging.getLogger("orlgen")
 
 Outcome = Literal["running", "finished", "env_error"]
+# The public instance attributes of an adapter: no tool method may take one of these names.
+STATE_ATTRIBUTES = ("reward", "rewards", "metadata", "finished", "last_output", "outcome", "error",
+                    "tool_calls", "tool_errors")
 DriftPolicy = Literal["warn", "raise", "ignore"]
 
 

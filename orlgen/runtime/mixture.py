@@ -27,8 +27,9 @@ def mix(
     total: int | None = None,
     seed: int = 0,
 ) -> Any:
-    """Draw `counts[env]` tasks from each environment (or `total` tasks split by `weights`, or
-    every task when neither is given), at random with `seed`, and shuffle them together."""
+    """Draw `counts[env]` tasks from each environment (or `total` tasks split by `weights`, equal
+    weights when only `total` is given, every task when nothing is), at random with `seed`, and
+    shuffle them together."""
     from datasets import Dataset
 
     wanted = _counts(num_tasks, split, counts, weights, total)
@@ -55,22 +56,33 @@ def _counts(
     weights: Mapping[str, float] | None,
     total: int | None,
 ) -> dict[str, int]:
-    missing = sorted(env for env, splits in num_tasks.items() if split not in splits)
-    if missing:
-        raise DatasetError(f"split {split!r} is missing from {missing}")
+    """Tasks to draw per environment, in name order (so the draw ignores the caller's dict order)."""
     if counts is not None and (weights is not None or total is not None):
         raise DatasetError("pass counts, or weights with num_tasks, not both")
-    if counts is None and weights is None:
-        return {env: splits[split] for env, splits in num_tasks.items()}
-    if counts is None:
+    if counts is None and weights is None and total is None:
+        counts = {env: splits.get(split, 0) for env, splits in num_tasks.items()}
+        _require_split(num_tasks, split, list(num_tasks))
+    elif counts is None:
         if total is None:
             raise DatasetError("weights need num_tasks: the size of the mixture")
-        counts = _allocate(total, _known(weights, num_tasks))
-    chosen = {env: int(counts.get(env, 0)) for env in _known(counts, num_tasks)}
+        counts = _allocate(total, _known(weights if weights is not None else dict.fromkeys(num_tasks, 1.0), num_tasks))
+    chosen = {env: counts.get(env, 0) for env in sorted(_known(counts, num_tasks))}
+    if any(not isinstance(count, int) or isinstance(count, bool) for count in chosen.values()):
+        raise DatasetError(f"counts must be whole numbers, not {dict(chosen)}")
+    _require_split(num_tasks, split, [env for env, count in chosen.items() if count])
     for env, count in chosen.items():
-        if not 0 <= count <= num_tasks[env][split]:
-            raise DatasetError(f"{env} has {num_tasks[env][split]} tasks in {split!r}, not {count}")
+        available = num_tasks[env].get(split, 0)
+        if not 0 <= count <= available:
+            raise DatasetError(f"{env} has {available} tasks in {split!r}, not {count}")
+    if not any(chosen.values()):
+        raise DatasetError("the mixture would be empty: ask for at least one task")
     return chosen
+
+
+def _require_split(num_tasks: Mapping[str, Mapping[str, int]], split: str, envs: list[str]) -> None:
+    missing = sorted(env for env in envs if split not in num_tasks[env])
+    if missing:
+        raise DatasetError(f"split {split!r} is missing from {missing}")
 
 
 def _known(by_env: Mapping[str, Any], num_tasks: Mapping[str, Any]) -> Mapping[str, Any]:
