@@ -56,13 +56,13 @@ def _compare(job: Job, full: bool) -> Drift | None:
     if not job.path.exists():
         return Drift(job.path, "missing: run `orlgen generate`", None, job.render().encode())
     actual = job.path.read_bytes()
-    hashes = _header_hashes(actual)
-    if not full and hashes == (_body_sha256(actual), job.inputs):
+    recorded, body = _header_hashes(actual), _body_sha256(actual)
+    if not full and recorded == (body, job.inputs):
         return None
     expected = job.render().encode()
     if actual == expected:
         return None
-    if hashes is None or hashes[0] != _body_sha256(actual):
+    if recorded is None or recorded[0] != body:
         return Drift(job.path, "hand-edited: the file no longer matches the hash in its header", actual, expected)
     return Drift(job.path, _stale_cause(actual, expected), actual, expected)
 

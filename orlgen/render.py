@@ -38,6 +38,7 @@ class RenderError(ValueError):
     """A snapshot cannot be turned into a module; the message names the tool or field."""
 
 
+@lru_cache(maxsize=1)
 def tool_versions() -> dict[str, str]:
     # From package metadata: importing black or dcg just to read their versions costs ~0.5 s.
     return {"datamodel-code-generator": version("datamodel-code-generator"), "black": version("black")}
