@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .schema import JSON, json_types, resolve
+from .schema import Node, Schema
 from .snapshot import Snapshot, Tool
 
 Category = Literal["CALL", "PROMPT", "DATA"]
@@ -31,6 +31,7 @@ RULES: dict[str, tuple[Category, bool]] = {
     "TOOL_ADDED": ("PROMPT", False),
     "TOOL_DESCRIPTION_CHANGED": ("PROMPT", False),
     "PARAM_DESCRIPTION_CHANGED": ("PROMPT", False),
+    "PARAM_ORDER_CHANGED": ("PROMPT", False),
     "OPTIONAL_PARAM_ADDED": ("PROMPT", False),
     "PARAM_BECAME_OPTIONAL": ("PROMPT", False),
     "TYPE_WIDENED": ("PROMPT", False),
@@ -100,8 +101,9 @@ def _tool(old: Tool, new: Tool) -> Iterator[Change]:
         yield Change("TOOL_DESCRIPTION_CHANGED", old.name, "description changed")
     if (old.shared, old.offered_on) != (new.shared, new.offered_on):
         yield Change("TASK_TOOLS_CHANGED", old.name, _offer(old) + " → " + _offer(new))
-    old_schema, new_schema = old.input_schema or {}, new.input_schema or {}
-    yield from _object(old.name, old_schema, old_schema, new_schema, new_schema, 0)
+    before = Schema.parse(old.input_schema, f"tool {old.name!r}", old.property_order)
+    after = Schema.parse(new.input_schema, f"tool {new.name!r}", new.property_order)
+    yield from _object(old.name, Side(before, before.root), Side(after, after.root), 0)
 
 
 def _offer(tool: Tool) -> str:
@@ -110,45 +112,60 @@ def _offer(tool: Tool) -> str:
     return "task-only on " + (", ".join(f"{r.split}[{r.index}]" for r in tool.offered_on) or "no probed task")
 
 
-def _object(path: str, old: Any, old_root: JSON, new: Any, new_root: JSON, depth: int) -> Iterator[Change]:
+@dataclass(frozen=True)
+class Side:
+    """A node and the schema its references resolve in."""
+
+    schema: Schema
+    node: Node
+
+    def resolved(self) -> Side:
+        return Side(self.schema, self.schema.resolve(self.node))
+
+    def at(self, node: Node) -> Side:
+        return Side(self.schema, node)
+
+    @property
+    def types(self) -> frozenset[str]:
+        return self.schema.json_types(self.node)
+
+
+def _object(path: str, old: Side, new: Side, depth: int) -> Iterator[Change]:
     """Compare the properties of two object schemas (a tool's parameters, or a nested object)."""
-    old, new = _deref(old, old_root), _deref(new, new_root)
-    before, after = old.get("properties") or {}, new.get("properties") or {}
-    old_required, new_required = set(old.get("required") or []), set(new.get("required") or [])
+    old, new = old.resolved(), new.resolved()
+    before, after = dict(old.node.properties), dict(new.node.properties)
+    old_required, new_required = set(old.node.required), set(new.node.required)
     for name in sorted(before.keys() - after.keys()):
         yield Change("PARAM_REMOVED", f"{path}.{name}", "no longer accepted")
     for name in sorted(after.keys() - before.keys()):
         rule = "REQUIRED_PARAM_ADDED" if name in new_required else "OPTIONAL_PARAM_ADDED"
         yield Change(rule, f"{path}.{name}", "new parameter")
+    kept_before = [name for name in before if name in after]
+    kept_after = [name for name in after if name in before]
+    if kept_before != kept_after:
+        yield Change("PARAM_ORDER_CHANGED", path, f"({', '.join(kept_before)}) → ({', '.join(kept_after)})")
     for name in sorted(before.keys() & after.keys()):
         where = f"{path}.{name}"
         if name in new_required and name not in old_required:
             yield Change("PARAM_BECAME_REQUIRED", where, "was optional")
         if name in old_required and name not in new_required:
             yield Change("PARAM_BECAME_OPTIONAL", where, "was required")
-        yield from _value(where, before[name], old_root, after[name], new_root, depth + 1)
+        yield from _value(where, old.at(before[name]), new.at(after[name]), depth + 1)
 
 
-def _deref(schema: Any, root: JSON) -> JSON:
-    seen = 0
-    while isinstance(schema, dict) and "$ref" in schema and seen < _MAX_DEPTH:
-        schema, seen = resolve(schema, root), seen + 1
-    return schema if isinstance(schema, dict) else {}
-
-
-def _value(path: str, old: Any, old_root: JSON, new: Any, new_root: JSON, depth: int) -> Iterator[Change]:
-    old, new = _deref(old, old_root), _deref(new, new_root)
-    if old.get("description") != new.get("description"):
+def _value(path: str, old: Side, new: Side, depth: int) -> Iterator[Change]:
+    old, new = old.resolved(), new.resolved()
+    if old.node.description != new.node.description:
         yield Change("PARAM_DESCRIPTION_CHANGED", path, "description changed")
-    if old.get("default") != new.get("default"):
-        yield Change("DEFAULT_CHANGED", path, f"{_json(old.get('default'))} → {_json(new.get('default'))}")
-    old_types, new_types = json_types(old, old_root), json_types(new, new_root)
+    if old.node.default_json != new.node.default_json:
+        yield Change("DEFAULT_CHANGED", path, f"{_default(old.node)} → {_default(new.node)}")
+    old_types, new_types = old.types, new.types
     if old_types != new_types:
         if new_types and (not old_types or not old_types <= new_types):
             yield Change("TYPE_CHANGED", path, f"{_types(old_types)} → {_types(new_types)}")
         else:
             yield Change("TYPE_WIDENED", path, f"{_types(old_types)} → {_types(new_types)}")
-    old_enum, new_enum = _enum(old, old_root), _enum(new, new_root)
+    old_enum, new_enum = _enum(old), _enum(new)
     if old_enum is not None and new_enum is not None:
         for value in [v for v in old_enum if v not in new_enum]:
             yield Change("ENUM_VALUE_REMOVED", path, _json(value))
@@ -156,45 +173,44 @@ def _value(path: str, old: Any, old_root: JSON, new: Any, new_root: JSON, depth:
             yield Change("ENUM_VALUE_ADDED", path, _json(value))
     elif new_enum is not None:
         yield Change("CONSTRAINT_TIGHTENED", path, f"now one of {_json(new_enum)}")
-    yield from _bounds(path, old, new)
+    yield from _bounds(path, old.node, new.node)
     if depth < _MAX_DEPTH:
         if "object" in old_types & new_types:
-            yield from _object(path, _branch(old, old_root, "object"), old_root,
-                               _branch(new, new_root, "object"), new_root, depth)
+            yield from _object(path, _branch(old, "object"), _branch(new, "object"), depth)
         if "array" in old_types & new_types:
-            old_items = _branch(old, old_root, "array").get("items")
-            new_items = _branch(new, new_root, "array").get("items")
-            if isinstance(old_items, dict) and isinstance(new_items, dict):
-                yield from _value(f"{path}[]", old_items, old_root, new_items, new_root, depth + 1)
+            old_items, new_items = _branch(old, "array").node.items, _branch(new, "array").node.items
+            if old_items is not None and new_items is not None:
+                yield from _value(f"{path}[]", old.at(old_items), new.at(new_items), depth + 1)
 
 
-def _branch(schema: JSON, root: JSON, kind: str) -> JSON:
+def _default(node: Node) -> str:
+    return node.default_json if node.default_json is not None else "none"
+
+
+def _branch(side: Side, kind: str) -> Side:
     """The part of a (possibly nullable or union) schema that describes `kind` values."""
-    for branch in schema.get("anyOf") or schema.get("oneOf") or []:
-        branch = _deref(branch, root)
-        if kind in json_types(branch, root):
-            return branch
-    return schema
+    for branch in side.schema.branches(side.node):
+        if kind in side.schema.json_types(branch):
+            return side.at(branch)
+    return side
 
 
-def _enum(schema: JSON, root: JSON) -> list[Any] | None:
-    if "const" in schema:
-        return [schema["const"]]
-    if isinstance(schema.get("enum"), list):
-        return schema["enum"]
+def _enum(side: Side) -> list[Any] | None:
     values: list[Any] = []
-    for branch in schema.get("anyOf") or schema.get("oneOf") or []:
-        branch = _deref(branch, root)
-        found = _enum(branch, root)
-        if found is None and json_types(branch, root) != {"null"}:
-            return None
-        values += found or []
+    for branch in side.schema.branches(side.node):
+        if branch.enum is None:
+            if side.schema.json_types(branch) != {"null"}:
+                return None
+            continue
+        values += [value for value in branch.enum if value not in values]
     return values or None
 
 
-def _bounds(path: str, old: JSON, new: JSON) -> Iterator[Change]:
+def _bounds(path: str, old: Node, new: Node) -> Iterator[Change]:
+    before_all = {**dict(old.constraints), "format": old.format}
+    after_all = {**dict(new.constraints), "format": new.format}
     for key in _LOWER_BOUNDS + _UPPER_BOUNDS + ("pattern", "format", "multipleOf"):
-        before, after = old.get(key), new.get(key)
+        before, after = before_all.get(key), after_all.get(key)
         if before == after:
             continue
         if key in _LOWER_BOUNDS and isinstance(before, (int, float)) and isinstance(after, (int, float)):
@@ -217,20 +233,21 @@ def _data(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     for name in sorted(before.keys() & after.keys()):
         if before[name] != after[name]:
             yield Change("TASK_COUNT_CHANGED", name, f"{before[name]} → {after[name]} tasks")
-    old_fields = old.task_schema.get("properties") or {}
-    new_fields = new.task_schema.get("properties") or {}
+    old_schema, new_schema = Schema.parse(old.task_schema, "task schema"), Schema.parse(new.task_schema, "task schema")
+    old_fields = dict(old_schema.resolve(old_schema.root).properties)
+    new_fields = dict(new_schema.resolve(new_schema.root).properties)
     for name in sorted(old_fields.keys() - new_fields.keys()):
         yield Change("TASK_FIELD_REMOVED", f"task.{name}", "no longer in task specs")
     for name in sorted(new_fields.keys() - old_fields.keys()):
         yield Change("TASK_FIELD_ADDED", f"task.{name}", "new task-spec field")
     for name in sorted(old_fields.keys() & new_fields.keys()):
-        old_types = json_types(old_fields[name], old.task_schema)
-        new_types = json_types(new_fields[name], new.task_schema)
+        old_types = old_schema.json_types(old_fields[name])
+        new_types = new_schema.json_types(new_fields[name])
         if old_types != new_types:
             yield Change("TASK_FIELD_RETYPED", f"task.{name}", f"{_types(old_types)} → {_types(new_types)}")
 
 
-def _types(types: set[str]) -> str:
+def _types(types: frozenset[str]) -> str:
     return " | ".join(sorted(types)) or "any"
 
 

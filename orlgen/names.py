@@ -87,3 +87,55 @@ def class_name(text: str, *, suffix: str = "", taken: Iterable[str] = ()) -> Cla
 def slug(text: str) -> PythonIdentifier:
     """Module name for an environment: `Eigent/SETA` → `eigent_seta`."""
     return identifier(text)
+
+
+_ENV_SUFFIXES = ("environment", "env")
+
+
+def env_slug(text: str) -> PythonIdentifier:
+    """Module name for an environment class or key: its words, less a trailing `Environment` or
+    `Env`: `IcuSepsisEnvironment` → `icu_sepsis`, `echoenvironment` → `echo`."""
+    words = [word.lower() for word in _ascii_words(text)]
+    while len(words) > 1 and words[-1] in _ENV_SUFFIXES:
+        words.pop()
+    if len(words) == 1:
+        for suffix in _ENV_SUFFIXES:
+            if words[0].endswith(suffix) and len(words[0]) > len(suffix):
+                words[0] = words[0][: -len(suffix)]
+                break
+    return identifier("_".join(words))
+
+
+class ParamName(str):
+    """A parameter name as Python reads it: an identifier that NFKC normalisation leaves alone
+    (Python would read `ﬁle` as `file`), no keyword, and all word characters (as the docstring
+    parser of `get_json_schema` requires)."""
+
+    def __new__(cls, value: str) -> ParamName:
+        if not _keepable(value):
+            raise ValueError(f"{value!r} is not a usable parameter name")
+        return super().__new__(cls, value)
+
+
+def _keepable(name: str) -> bool:
+    return (name.isidentifier() and not keyword.iskeyword(name) and unicodedata.normalize("NFKC", name) == name
+            and re.fullmatch(r"\w+", name) is not None)
+
+
+def param_names(wire_names: Iterable[str], *, taken: Iterable[str] = ()) -> list[ParamName]:
+    """Python names for a tool's parameters, in the given order: each wire name that Python can
+    use is kept as is; only the others are renamed (`from` → `from_`, `file-path` → `file_path`),
+    never onto a kept name."""
+    wire_names = list(wire_names)
+    used = set(taken)
+    kept = {wire for wire in wire_names if _keepable(wire) and wire not in used}
+    used |= kept
+    out = []
+    for wire in wire_names:
+        if wire in kept:
+            out.append(ParamName(wire))
+            continue
+        name = identifier(wire, taken=used)
+        used.add(name)
+        out.append(ParamName(name))
+    return out

@@ -1,46 +1,31 @@
 """Snapshot → ModulePlan: every name, type and docstring of a generated module, decided once.
 
-This is the boundary where untrusted text from the server becomes code. Names become
-`PythonIdentifier`/`ClassName`; strings become `Source` (a Python literal, escaped here); prose
-is made safe for the docstring parser TRL uses (`transformers.utils.get_json_schema`). Templates
-receive nothing else, so they never escape anything themselves.
+This is the boundary where untrusted text from the server becomes code. Schemas become
+`Schema`s (sanitised, see `orlgen.schema`); names become `PythonIdentifier`/`ParamName`/
+`ClassName`; strings become `Source` (a Python literal, escaped here); prose is made safe for
+the docstring parser TRL uses. Templates receive nothing else, so they never escape anything.
 """
 
 from __future__ import annotations
 
-import inspect
-import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Annotated, Any
+from typing import Any
 
-from . import names
-from .names import ClassName, PythonIdentifier
+from . import docstrings, names, prose
+from .bundle import Bundle
+from .hints import python_hint
+from .names import ClassName, ParamName, PythonIdentifier
 from .runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
 from .runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
 from .runtime.fingerprint import fingerprint
-from .schema import (
-    JSON,
-    SchemaError,
-    check_refs,
-    constraints,
-    json_types,
-    python_hint,
-    resolve,
-    shape,
-    strip_keywords,
-    subschemas,
-    without_titles,
-)
-from .snapshot import Snapshot
+from .schema import JSON, Dropped, Node, Schema, json_type
+from .snapshot import Snapshot, Tool
 
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
 RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
 # Module-level names a generated model class may not take.
 RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel", "TaskSpec"})
-
-_SECTION = re.compile(r"(Args|Returns|Raises):")
-_CHOICES = re.compile(r"\(choices:", re.IGNORECASE)
 
 
 class Source(str):
@@ -55,9 +40,9 @@ def literal(value: Any) -> Source:
 @dataclass(frozen=True)
 class Param:
     wire: Source  # the property name the server expects, as a literal
-    name: PythonIdentifier
+    name: ParamName
     hint: Source
-    required: bool
+    default: Source | None  # a literal, `UNSET` ("not given": nothing is sent), or None if required
 
 
 @dataclass(frozen=True)
@@ -67,6 +52,7 @@ class ToolPlan:
     renamed: bool  # the method's name differs from the wire name, which is set as __name__
     params_class: ClassName | None
     params: tuple[Param, ...]
+    aliases: Source | None  # {wire name: parameter name} for parameters Python had to rename
     docstring: Source
     shared: bool
     fingerprint: Source  # of the description and schema, for the runtime drift guard
@@ -80,20 +66,28 @@ class ColumnPlan:
 
 
 @dataclass(frozen=True)
+class TargetPlan:
+    kind: Source
+    value: Source
+    env: Source
+
+
+@dataclass(frozen=True)
 class ModulePlan:
     snapshot_file: Source
     sha256: Source
     env_class: ClassName
     env_var: Source
     env_var_name: str  # upper-case identifier characters only
-    target: tuple[Source, Source, Source]  # kind, value, env key
+    target: TargetPlan
     description: Source  # the module docstring
     tools: tuple[ToolPlan, ...]
     num_tasks: Source  # {split: count}
     default_split: Source
     columns: tuple[ColumnPlan, ...]
     models_schema: JSON  # one JSON Schema bundle: every params model and TaskSpec, for dcg
-    models_aliases: dict[str, str]  # non-ASCII property name → model field name, for dcg
+    models_aliases: dict[str, str]  # property name Python would misread → model field name, for dcg
+    dropped: tuple[Dropped, ...]  # what the sanitiser removed, for the CLI to report
 
 
 @dataclass(frozen=True)
@@ -130,8 +124,12 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     snapshot = snapshot.ordered().model_copy(update={"sha256": snapshot.sha256})
     env_class = names.class_name(snapshot.name, suffix="Env")
     env_var = f"ORLGEN_{names.slug(snapshot.name).upper()}_URL"
-    tools, bundle = _plan_tools(snapshot, taken_classes=RESERVED_CLASSES | {env_class})
-    bundle["TaskSpec"] = without_titles(snapshot.task_schema)
+    task_schema = Schema.parse(snapshot.task_schema, "task schema")
+    bundle = Bundle(taken=RESERVED_CLASSES | {env_class})
+    methods: set[str] = set(RESERVED_METHODS)
+    tools = tuple(_plan_tool(parsed, bundle, methods) for parsed in _parsed_tools(snapshot))
+    bundle.add(ClassName("TaskSpec"), task_schema)
+    definitions = bundle.definitions()
     split_names = [split.name for split in snapshot.splits]
     return ModulePlan(
         snapshot_file=literal(snapshot.file_name),
@@ -139,15 +137,21 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         env_class=env_class,
         env_var=literal(env_var),
         env_var_name=env_var,
-        target=(literal(snapshot.target.kind), literal(snapshot.target.value), literal(snapshot.target.env)),
+        target=TargetPlan(literal(snapshot.target.kind), literal(snapshot.target.value), literal(snapshot.target.env)),
         description=_docstring(_module_summary(snapshot), indent=""),
         tools=tools,
         num_tasks=literal({split.name: split.num_tasks for split in snapshot.splits}),
         default_split=literal("train" if "train" in split_names else (split_names or ["train"])[0]),
-        columns=_columns(snapshot.task_schema),
-        models_schema={"$defs": dict(sorted(bundle.items()))},
-        models_aliases=_unicode_aliases(bundle),
+        columns=_columns(task_schema),
+        models_schema={"$defs": definitions},
+        models_aliases=_aliases(definitions),
+        dropped=tuple(d for _, schema in _parsed_tools(snapshot) for d in schema.dropped) + task_schema.dropped,
     )
+
+
+def _parsed_tools(snapshot: Snapshot) -> Iterator[tuple[Tool, Schema]]:
+    for tool in sorted(snapshot.tools, key=lambda t: t.name):
+        yield tool, Schema.parse(tool.input_schema, f"tool {tool.name!r}", tool.property_order)
 
 
 def _module_summary(snapshot: Snapshot) -> str:
@@ -163,118 +167,100 @@ def _module_summary(snapshot: Snapshot) -> str:
     )
 
 
-def _plan_tools(snapshot: Snapshot, taken_classes: frozenset[str]) -> tuple[tuple[ToolPlan, ...], dict[str, JSON]]:
-    taken_methods: set[str] = set(RESERVED_METHODS)
-    classes: set[str] = set(taken_classes)
-    plans: list[ToolPlan] = []
-    bundle: dict[str, JSON] = {}
-    for tool in sorted(snapshot.tools, key=lambda t: t.name):
-        where = f"tool {tool.name!r}"
-        schema = tool.input_schema or {}
-        check_refs(schema, where)
-        method = names.identifier(tool.name, taken=taken_methods)
-        taken_methods.add(method)
-        params = _params(schema, where) if schema.get("properties") else ()
-        params_class = None
-        if params:
-            params_class = names.class_name(tool.name, suffix="Params", taken=classes)
-            classes.add(params_class)
-            bundle.update(_relocate(_for_models(schema), params_class))
-        plans.append(
-            ToolPlan(
-                wire=literal(tool.name),
-                method=method,
-                renamed=method != tool.name,
-                params_class=params_class,
-                params=tuple(param for param, _ in params),
-                docstring=_tool_docstring(tool.name, tool.description, params),
-                shared=tool.shared,
-                fingerprint=literal(fingerprint(tool.description, tool.input_schema)),
-            )
-        )
-    return tuple(plans), bundle
-
-
-def _for_models(schema: JSON) -> JSON:
-    """The schema handed to datamodel-code-generator: no titles, and no `pattern` that pydantic's
-    regex engine refuses (the model would fail at import). Such a pattern still reaches the
-    model in the parameter's description, and the server still enforces it."""
-    return strip_keywords(
-        schema, lambda key, value: key == "title" or (key == "pattern" and not _pattern_compiles(value))
+def _plan_tool(parsed: tuple[Tool, Schema], bundle: Bundle, methods: set[str]) -> ToolPlan:
+    tool, schema = parsed
+    method = names.identifier(tool.name, taken=methods)
+    methods.add(method)
+    root = schema.resolve(schema.root)
+    params_class = names.class_name(tool.name, suffix="Params", taken=bundle.taken) if root.properties else None
+    docs = docstrings.parse(tool.description)
+    params: tuple[tuple[Param, str], ...] = ()
+    if params_class is not None:
+        bundle.add(params_class, schema)
+        params = _params(root, schema, docs, taken={"self", params_class})
+    renamed = {param.wire: param.name for param, _ in params if literal(param.name) != param.wire}
+    return ToolPlan(
+        wire=literal(tool.name),
+        method=method,
+        renamed=method != tool.name,
+        params_class=params_class,
+        params=tuple(param for param, _ in params),
+        aliases=Source(_aliases_literal(renamed)) if renamed else None,
+        docstring=_tool_docstring(tool.name, docs, params),
+        shared=tool.shared,
+        fingerprint=literal(fingerprint(tool.description, tool.input_schema)),
     )
 
 
-@lru_cache(maxsize=1024)
-def _pattern_compiles(pattern: Any) -> bool:
-    from pydantic import StringConstraints, TypeAdapter
-
-    try:
-        TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
-    except Exception:  # noqa: BLE001 - pydantic reports bad patterns with several error types
-        return False
-    return True
+def _aliases_literal(renamed: dict[Source, ParamName]) -> str:
+    return "{" + ", ".join(f"{wire}: {literal(name)}" for wire, name in renamed.items()) + "}"
 
 
-def _params(schema: JSON, where: str) -> tuple[tuple[Param, str], ...]:
-    """Each property as a parameter and its one-line description, required ones first."""
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        raise SchemaError(f"{where}: 'properties' is not an object")
-    required = set(schema.get("required") or [])
-    taken: set[str] = {"self"}
+def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[str]) -> tuple[tuple[Param, str], ...]:
+    """Each property as a parameter and its one-line description, in the declared order."""
+    wires = [wire for wire, _ in root.properties]
     out = []
-    for wire in sorted(properties, key=lambda w: (w not in required, w)):
-        sub = properties[wire]
-        name = names.identifier(wire, taken=taken)
-        taken.add(name)
-        param = Param(literal(wire), name, Source(python_hint(sub, schema)), wire in required)
-        out.append((param, _param_doc(wire, name, sub, schema, param.required)))
+    for (wire, node), name in zip(root.properties, names.param_names(wires, taken=taken)):
+        required = wire in root.required
+        hint = python_hint(node, schema)
+        default = _default(node, schema, required)
+        if default not in (None, "UNSET") and schema.resolve(node).default is None and "None" not in hint.split(" | "):
+            hint = "None" if hint == "Any" else f"{hint} | None"  # pydantic's `x: T = None`
+        param = Param(literal(wire), name, Source(hint), default)
+        out.append((param, _param_doc(wire, name, node, schema, docs)))
     return tuple(out)
 
 
-def _param_doc(wire: str, name: str, sub: Any, root: JSON, required: bool) -> str:
-    sub = sub if isinstance(sub, dict) else {}
-    # A `$ref`'s own description describes this parameter; the referenced schema's, its type.
-    target = resolve(sub, root)
-    text = sub.get("description") or (target.get("description") if isinstance(target, dict) else None) or ""
-    parts = [text or f"The {wire} argument."]
-    if json_types(sub, root) & {"object", "array"} and "{" in (structure := shape(sub, root)):
-        parts.append(f"Structure: {structure}.")
-    found = constraints(sub, root)
-    if found:
+def _default(node: Node, schema: Schema, required: bool) -> Source | None:
+    """The parameter's Python default: the schema's default when it is one of the values the
+    parameter admits, else `UNSET` for an optional parameter (nothing is sent for it)."""
+    if required:
+        return None
+    resolved = schema.resolve(node)
+    if resolved.has_default and _admits(schema.json_types(node), resolved.default):
+        return literal(resolved.default)
+    return Source("UNSET")
+
+
+def _admits(types: frozenset[str], value: Any) -> bool:
+    kind = json_type(value)
+    return not types or kind in types or kind == "null" or (kind == "integer" and "number" in types)
+
+
+def _param_doc(wire: str, name: str, node: Node, schema: Schema, docs: docstrings.Docstring) -> str:
+    """One description per parameter: the schema's, else the docstring's, then what the hint
+    cannot show (structure, constraints, default, examples)."""
+    text = schema.resolve(node).description or docs.params.get(wire) or docs.params.get(name) or ""
+    parts = [text.strip()] if text.strip() else []
+    if schema.json_types(node) & {"object", "array"} and (shape := prose.structure(node, schema)):
+        parts.append(f"Structure: {shape}.")
+    if found := prose.constraints(node, schema):
         parts.append(f"Constraints: {', '.join(found)}.")
-    if "default" in sub:
-        parts.append(f"Default: {_json_text(sub['default'])}.")
-    elif not required:
-        parts.append("Optional.")
-    if wire != name:
-        parts.append(f"Sent as {wire!r}.")
-    return _safe(_one_line(" ".join(p.rstrip(".") + "." for p in parts)))
+    parts += [p for p in (prose.default(node, schema), prose.examples(node, schema)) if p]
+    if not parts:  # get_json_schema needs a description: the name in words is the least it can be
+        parts.append(_humanise(wire))
+    return docstrings.safe(docstrings.one_line(" ".join(_sentence(p) for p in parts)))
 
 
-def _json_text(value: Any) -> str:
-    import json
-
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+def _sentence(text: str) -> str:
+    return text if text.endswith((".", "!", "?", ":")) else f"{text}."
 
 
-def _tool_docstring(wire: str, description: str, params: tuple[tuple[Param, str], ...]) -> Source:
-    summary = _safe(inspect.cleandoc(description)) if description.strip() else f"Call the {_safe(wire)} tool."
-    lines = [line.rstrip() for line in summary.splitlines()]
-    lines = [line for i, line in enumerate(lines) if line or (i and lines[i - 1])]  # no double blanks
+def _humanise(name: str) -> str:
+    words = names.snake_case(name).replace("_", " ") or name
+    return words[:1].upper() + words[1:]
+
+
+def _tool_docstring(wire: str, docs: docstrings.Docstring, params: tuple[tuple[Param, str], ...]) -> Source:
+    summary = docstrings.safe(docs.prose) or _sentence(_humanise(wire))
+    if docs.raises:
+        summary += f"\n\nFails with {docstrings.safe(docs.raises)}"
+    lines = summary.splitlines()
     if params:
         lines += ["", "Args:"] + [f"    {param.name}: {doc}" for param, doc in params]
-    return _docstring("\n".join(lines).strip("\n"), indent="        ")
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _safe(text: str) -> str:
-    """Prose that the Google-docstring parser reads back as written: no section header that
-    would cut it short, no trailing `(choices: ...)` that it would parse as JSON, no tabs."""
-    return _CHOICES.sub("(choices :", _SECTION.sub(r"\1 :", text.expandtabs(4)))
+    if docs.returns:
+        lines += ["", "Returns:", f"    {docstrings.safe(docs.returns)}"]
+    return _docstring("\n".join(lines), indent="        ")
 
 
 def _docstring(text: str, indent: str) -> Source:
@@ -301,87 +287,67 @@ def _escape(text: str) -> str:
     return "".join(out)
 
 
-def _relocate(schema: JSON, class_name: str) -> dict[str, JSON]:
-    """A tool's schema as bundle entries: itself under `class_name`, each of its `$defs` under
-    `class_name` + def name, with every `$ref` rewritten to match."""
-    local_defs = {**(schema.get("definitions") or {}), **(schema.get("$defs") or {})}
-    moved = {name: f"{class_name}{names.class_name(name)}" for name in sorted(local_defs)}
-
-    def pointer(ref: str) -> str:
-        parts = ref.lstrip("#").split("/")[1:] if ref != "#" else []
-        if len(parts) >= 2 and parts[0] in ("$defs", "definitions") and parts[1] in moved:
-            return "/".join(["#/$defs", moved[parts[1]], *parts[2:]])
-        return "/".join(["#/$defs", class_name, *parts])
-
-    def rewrite(node: Any) -> Any:
-        if isinstance(node, list):
-            return [rewrite(item) for item in node]
-        if not isinstance(node, dict):
-            return node
-        return {
-            key: pointer(value) if key == "$ref" and isinstance(value, str) else rewrite(value)
-            for key, value in node.items()
-            if key not in ("$defs", "definitions")
-        }
-
-    out = {class_name: rewrite(schema)}
-    for name, sub in local_defs.items():
-        out[moved[name]] = rewrite(sub)
-    return out
-
-
-def _unicode_aliases(bundle: dict[str, JSON]) -> dict[str, str]:
-    """ASCII field names for non-ASCII property names. Python reads identifiers NFKC-normalised
+def _aliases(bundle: JSON) -> dict[str, str]:
+    """Field names for property names Python would misread: it reads identifiers NFKC-normalised
     (`ﬁle` is `file`), so a field named as the property would expect another key on the wire;
     with an explicit field name, datamodel-code-generator keeps the property as the alias."""
     found: set[str] = set()
 
-    def collect(schema: Any) -> None:
-        if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
-            found.update(schema["properties"])
-        for sub in subschemas(schema):
-            collect(sub)
+    def collect(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("properties"), dict):
+                found.update(node["properties"])
+            for value in node.values():
+                collect(value)
+        elif isinstance(node, list):
+            for item in node:
+                collect(item)
 
-    for schema in bundle.values():
-        collect(schema)
+    collect(bundle)
+    misread = sorted(name for name in found if not name.isascii() and not _stable(name))
     taken = {name for name in found if name.isascii()}
     aliases = {}
-    for name in sorted(n for n in found if not n.isascii()):
+    for name in misread:
         aliases[name] = names.identifier(name, taken=taken)
         taken.add(aliases[name])
     return aliases
 
 
-def _columns(task_schema: JSON) -> tuple[ColumnPlan, ...]:
-    fields = sorted((task_schema.get("properties") or {}).items())
+def _stable(name: str) -> bool:
+    try:
+        names.ParamName(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _columns(task_schema: Schema) -> tuple[ColumnPlan, ...]:
+    root = task_schema.resolve(task_schema.root)
     taken = set(RESERVED_COLUMNS)
     out = []
-    for field, sub in fields:
+    for field, node in sorted(root.properties):
         name = field
         while name in taken:
             name = f"{RESERVED_PREFIX}{name}"
         taken.add(name)
-        out.append(ColumnPlan(literal(name), literal(field), not _arrow_safe(sub, task_schema)))
+        out.append(ColumnPlan(literal(name), literal(field), not _arrow_safe(node, task_schema)))
     return tuple(out)
 
 
-def _arrow_safe(schema: Any, root: JSON) -> bool:
+def _arrow_safe(node: Node, schema: Schema) -> bool:
     """Whether every value the schema admits fits one Arrow type (nulls aside)."""
-    branches = schema.get("anyOf") or schema.get("oneOf") if isinstance(schema, dict) else None
-    if isinstance(branches, list):
-        concrete = [b for b in branches if json_types(b, root) != {"null"}]
-        if len(concrete) == 1:
-            return _arrow_safe(concrete[0], root)
-    types = json_types(schema, root) - {"null"}
+    concrete = [b for b in schema.branches(node) if schema.json_types(b) != {"null"}]
+    if len(concrete) == 1 and len(schema.branches(node)) > 1:
+        return _arrow_safe(concrete[0], schema)
+    types = schema.json_types(node) - {"null"}
     if types == {"integer", "number"}:
         return True
     if len(types) != 1:
         return False
     (kind,) = types
+    node = schema.resolve(node)
     if kind == "object":
-        properties = schema.get("properties") or {}
-        return bool(properties) and all(_arrow_safe(sub, root) for sub in properties.values())
+        return bool(node.properties) and all(_arrow_safe(sub, schema) for _, sub in node.properties)
     if kind == "array":
-        items = schema.get("items")
-        return not isinstance(items, dict) or _arrow_safe(items, root)
+        return node.items is None or _arrow_safe(node.items, schema)
     return True

@@ -1,96 +1,571 @@
-"""JSON Schema helpers: safety checks, canonical form, task-schema inference, Python hints.
+"""The schema model: every JSON Schema orlgen renders from, parsed once into typed `Node`s.
 
-Everything here is a pure function of its input. Schemas come from the server, so they are
-treated as hostile: remote `$ref`s are refused before any other tool sees them, and reference
-cycles end in `Any` instead of recursion.
+`Schema.parse` is the sanitising boundary. A schema comes from a server or from a file in a
+pull request, so it is hostile until parsed: only the keywords listed in `_KEYWORDS` survive,
+references resolve only inside the same schema, cycles and depth are bounded, numbers are
+finite, and every keyword that is dropped is recorded (`Schema.dropped`) so the CLI can say so.
+Everything downstream (type hints, the prose the model reads, dataset columns, the models handed
+to datamodel-code-generator, `orlgen diff`) reads `Node`s, never raw dicts, so they cannot
+disagree about what a schema means, and no keyword the generator does not understand (such as
+datamodel-code-generator's `customTypePath`, which becomes an import) can reach generated code.
+
+The snapshot keeps the raw schemas exactly as the server sent them; sanitising is part of
+rendering, so `check` and `diff` still see the truth.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Annotated, Any
+
+from .errors import OrlgenError
 
 JSON = dict[str, Any]
 
-# Keywords whose value is one subschema / a list of them / a name → subschema map.
-_ONE = ("additionalProperties", "items", "not", "contains", "if", "then", "else", "propertyNames",
-        "unevaluatedProperties", "unevaluatedItems", "additionalItems")
-_MANY = ("anyOf", "oneOf", "allOf", "prefixItems", "items")
-_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+MAX_DEPTH = 64  # nesting levels of one schema
+MAX_NODES = 100_000  # subschemas in one schema, references followed included
+MAX_COUNT = 2**31 - 1  # the largest length/count bound that can hold on a real value
+MAX_NUMBER = 10**30  # the largest magnitude of any number kept (bounds, enum values, defaults)
 
-_SCALAR_HINTS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
-
-
-class SchemaError(ValueError):
-    """A schema orlgen refuses to generate code from."""
-
-
-def subschemas(schema: Any) -> Iterator[Any]:
-    """Every direct subschema of `schema` (boolean schemas included)."""
-    if not isinstance(schema, dict):
-        return
-    for key in _ONE:
-        if isinstance(schema.get(key), (dict, bool)):
-            yield schema[key]
-    for key in _MANY:
-        if isinstance(schema.get(key), list):
-            yield from schema[key]
-    for key in _MAP:
-        if isinstance(schema.get(key), dict):
-            yield from schema[key].values()
+TYPES = ("string", "integer", "number", "boolean", "null", "array", "object")
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+# Constraint keywords in the order prose and the model generator list them.
+CONSTRAINTS = _BOUNDS + _COUNTS + ("pattern", "uniqueItems")
+# Annotations that only clutter: pydantic puts a title on every property.
+_QUIET = frozenset({"title", "$schema", "$comment", "discriminator"})
+_STRUCTURE = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum", "const",
+    "anyOf", "oneOf", "allOf", "$ref", "$defs", "definitions", "description", "default", "format",
+    "examples", *CONSTRAINTS,
+})
 
 
-def check_refs(schema: Any, where: str) -> None:
-    """Refuse every `$ref` that is not a local pointer: dcg would read files or URLs for them."""
-    if isinstance(schema, dict):
-        ref = schema.get("$ref")
-        if ref is not None and not (isinstance(ref, str) and ref.startswith("#")):
-            raise SchemaError(f"{where}: $ref {ref!r} is not a local reference (only '#/...' is allowed)")
-    for sub in subschemas(schema):
-        check_refs(sub, where)
+class SchemaError(OrlgenError):
+    """A schema orlgen refuses to generate code from; the message names where and why."""
 
 
-def strip_keywords(schema: Any, drop: Callable[[str, Any], bool]) -> Any:
-    """A copy of `schema` without the keywords for which `drop(keyword, value)` is true.
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
 
-    Only keywords are dropped: a property *named* like one (`title`, `pattern`) is kept.
+
+NO_DEFAULT: Any = _NoDefault()
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A keyword the sanitiser removed: where (`tool 'x'`), the JSON pointer, and why."""
+
+    where: str
+    path: str
+    keyword: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: dropped {self.keyword!r} at {self.path or '/'}: {self.why}"
+
+
+@dataclass(frozen=True, eq=True)
+class Node:
+    """One subschema, with only what orlgen understands. `Node()` admits anything.
+
+    `ref` names a definition of the enclosing `Schema` ("" is the root itself); other fields
+    are the keywords of the same name, typed: `types` in declared order, `properties` in the
+    server's declared order, `constraints` as (keyword, value) pairs in `CONSTRAINTS` order.
     """
-    if not isinstance(schema, dict):
-        return schema
-    out: JSON = {}
-    for key, value in schema.items():
-        if drop(key, value):
-            continue
-        if key in _MAP and isinstance(value, dict):
-            out[key] = {name: strip_keywords(sub, drop) for name, sub in value.items()}
-        elif key in _MANY and isinstance(value, list):
-            out[key] = [strip_keywords(sub, drop) for sub in value]
-        elif key in _ONE and isinstance(value, dict):
-            out[key] = strip_keywords(value, drop)
+
+    types: tuple[str, ...] = ()
+    properties: tuple[tuple[str, Node], ...] = ()
+    required: tuple[str, ...] = ()
+    additional: Node | bool | None = None
+    items: Node | None = None
+    prefix_items: tuple[Node, ...] = ()
+    items_closed: bool = False
+    any_of: tuple[Node, ...] = ()
+    all_of: tuple[Node, ...] = ()
+    enum: tuple[Any, ...] | None = None
+    ref: str | None = None
+    description: str | None = None
+    default: Any = field(default=NO_DEFAULT, compare=False)
+    default_json: str | None = None  # canonical JSON of `default`, so nodes compare by value
+    format: str | None = None
+    examples: tuple[Any, ...] = ()
+    constraints: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not NO_DEFAULT
+
+    def constraint(self, key: str) -> Any:
+        return dict(self.constraints).get(key)
+
+
+ANY = Node()
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A parsed, sanitised schema: its root, its definitions by name, and what was dropped."""
+
+    root: Node
+    defs: Mapping[str, Node]
+    dropped: tuple[Dropped, ...] = ()
+
+    @classmethod
+    def parse(cls, raw: Any, where: str, order: Mapping[str, Sequence[str]] | None = None) -> Schema:
+        """Sanitise and parse `raw`. `order` maps the JSON pointer of an object schema to its
+        properties' declared order (snapshots store it apart, their JSON being key-sorted)."""
+        return _Parser(raw, where, order or {}).run()
+
+    def resolve(self, node: Node) -> Node:
+        """`node` with its reference chain followed; a chain that loops admits anything."""
+        seen: set[str] = set()
+        while node.ref is not None:
+            if node.ref in seen:
+                return ANY
+            seen.add(node.ref)
+            target = self.root if node.ref == "" else self.defs[node.ref]
+            node = _overlay(target, node)
+        return node
+
+    def branches(self, node: Node) -> tuple[Node, ...]:
+        """The alternatives of a union, flattened and resolved; a non-union is its own one."""
+        node = self.resolve(node)
+        if node.any_of:
+            return tuple(b for branch in node.any_of for b in self.branches(branch))
+        if len(node.all_of) == 1:
+            return self.branches(_overlay(node.all_of[0], replace(node, all_of=())))
+        return (node,)
+
+    def json_types(self, node: Node) -> frozenset[str]:
+        """The JSON types `node` admits; empty means anything."""
+        found: set[str] = set()
+        for branch in self.branches(node):
+            types = _own_types(branch)
+            if not types:
+                return frozenset()
+            found |= types
+        return frozenset(found)
+
+    def admits_null(self, node: Node) -> bool:
+        types = self.json_types(node)
+        return not types or "null" in types
+
+    def to_json(self, node: Node, ref: Callable[[str], str]) -> JSON:
+        """`node` as plain JSON Schema for datamodel-code-generator: only understood keywords,
+        `$ref`s rewritten by `ref(name)`, `format` left out (each becomes a plain type, so no
+        generated model masks a password, imports an e-mail validator or parses a decimal), and
+        patterns pydantic cannot compile left out (the server still enforces them)."""
+        return _emit(node, ref, self)
+
+
+def _own_types(node: Node) -> frozenset[str]:
+    if node.enum is not None:
+        return frozenset(json_type(value) for value in node.enum)
+    if node.types:
+        return frozenset(node.types)
+    if node.properties or node.additional is not None:
+        return frozenset({"object"})
+    if node.items is not None or node.prefix_items:
+        return frozenset({"array"})
+    return frozenset()
+
+
+def _overlay(target: Node, referrer: Node) -> Node:
+    """A referenced schema seen through its referrer: the referrer's own description and
+    default describe this use of it (pydantic puts them beside `$ref`)."""
+    updates: dict[str, Any] = {}
+    if referrer.description is not None:
+        updates["description"] = referrer.description
+    if referrer.has_default:
+        updates["default"], updates["default_json"] = referrer.default, referrer.default_json
+    return replace(target, **updates) if updates else target
+
+
+def json_type(value: Any) -> str:
+    """The JSON type of a JSON value (`integer` for 1, `number` for 1.5)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+class _Parser:
+    """One pass over a raw schema: each subschema becomes a `Node`, each refusal a
+    `SchemaError`, each dropped keyword a `Dropped`."""
+
+    def __init__(self, raw: Any, where: str, order: Mapping[str, Sequence[str]]) -> None:
+        self.raw = raw
+        self.where = where
+        self.order = order
+        self.dropped: dict[tuple[str, str], Dropped] = {}
+        self.nodes = 0
+        self.defs: dict[str, Node] = {}
+        self.def_raw: dict[str, tuple[Any, str]] = {}
+        self.inlining: list[str] = []  # local pointers being inlined, to cut cycles
+
+    def run(self) -> Schema:
+        if self.raw is None:
+            return Schema(ANY, {})
+        if not isinstance(self.raw, dict):
+            if isinstance(self.raw, bool):
+                return Schema(ANY, {})
+            raise self.error("", "a schema must be an object")
+        for key in ("$defs", "definitions"):
+            found = self.raw.get(key)
+            if found is None:
+                continue
+            if not isinstance(found, dict):
+                raise self.error(f"/{key}", "must be an object of schemas")
+            for name, sub in found.items():
+                if name in self.def_raw:
+                    self.drop(f"/{key}/{_escape(name)}", key, f"{name!r} is also defined in $defs")
+                    continue
+                self.def_raw[_text(name, f"/{key}")] = (sub, f"/{key}/{_escape(name)}")
+        for name in sorted(self.def_raw):
+            sub, pointer = self.def_raw[name]
+            self.defs[name] = self.node(sub, pointer, 1)
+        root = self.node(self.raw, "", 0)
+        return Schema(root, dict(sorted(self.defs.items())), tuple(self.dropped.values()))
+
+    def error(self, path: str, why: str) -> SchemaError:
+        return SchemaError(f"{self.where}: {path or '/'}: {why}")
+
+    def drop(self, path: str, keyword: str, why: str) -> None:
+        self.dropped.setdefault((path, keyword), Dropped(self.where, path, keyword, why))
+
+    def node(self, raw: Any, path: str, depth: int) -> Node:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self.error(path, f"more than {MAX_NODES} subschemas")
+        if depth > MAX_DEPTH:
+            raise self.error(path, f"nested deeper than {MAX_DEPTH} levels")
+        if raw is True or raw == {}:
+            return ANY
+        if not isinstance(raw, dict):
+            self.drop(path, "(schema)", f"{_kind(raw)} is not a schema; anything is accepted there")
+            return ANY
+        fields: dict[str, Any] = {}
+        for key, value in raw.items():
+            if not isinstance(key, str) or key in _QUIET or key in ("$defs", "definitions"):
+                if key in ("$defs", "definitions") and path:
+                    self.drop(path, key, "definitions below the root are reachable only by a JSON pointer")
+                continue
+            if key not in _STRUCTURE:
+                self.drop(path, key, "not a keyword orlgen understands")
+                continue
+            self.keyword(fields, key, value, path, depth)
+        if "oneOf" in fields:
+            branches = fields.pop("oneOf")
+            if "any_of" in fields:
+                self.drop(path, "oneOf", "a schema with both anyOf and oneOf keeps anyOf")
+            else:
+                fields["any_of"] = branches
+        fields["constraints"] = self.constraints(fields, path)
+        return Node(**fields)
+
+    def keyword(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        here = f"{path}/{key}"
+        if key == "type":
+            declared = [value] if isinstance(value, str) else value
+            if not (isinstance(declared, list) and declared and all(t in TYPES for t in declared)):
+                self.drop(path, key, f"{_short(value)} is not a JSON type")
+                return
+            fields["types"] = tuple(dict.fromkeys(declared))
+        elif key == "properties":
+            fields["properties"] = self.properties(value, path, depth)
+        elif key == "required":
+            if not (isinstance(value, list) and all(isinstance(name, str) for name in value)):
+                raise self.error(here, "must be a list of property names")
+            fields["required"] = tuple(dict.fromkeys(_text(name, here) for name in value))
+        elif key == "additionalProperties":
+            fields["additional"] = value if isinstance(value, bool) else self.node(value, here, depth + 1)
+        elif key == "items":
+            if value is False:
+                fields["items_closed"] = True
+            elif isinstance(value, list):  # draft-04 tuple form
+                fields["prefix_items"] = self.many(value, here, depth)
+                fields["items_closed"] = True
+            elif value is not True:
+                fields["items"] = self.node(value, here, depth + 1)
+        elif key == "prefixItems":
+            fields["prefix_items"] = self.many(value, here, depth)
+        elif key == "enum":
+            if not isinstance(value, list) or not value:
+                self.drop(path, key, "an enum must be a non-empty list")
+                return
+            fields["enum"] = tuple(_unique(self.value(item, here) for item in value))
+        elif key == "const":
+            fields["enum"] = (self.value(value, here),)
+        elif key in ("anyOf", "oneOf", "allOf"):
+            if not isinstance(value, list) or not value:
+                self.drop(path, key, "must be a non-empty list of schemas")
+                return
+            fields[{"anyOf": "any_of", "oneOf": "oneOf", "allOf": "all_of"}[key]] = self.many(value, here, depth)
+        elif key == "$ref":
+            self.reference(fields, value, path, depth)
+        elif key in ("description", "format"):
+            if isinstance(value, str):
+                fields[key] = _text(value, here)
+            else:
+                self.drop(path, key, "must be a string")
+        elif key == "default":
+            fields["default"] = self.value(value, here)
+            fields["default_json"] = _canonical_json(fields["default"])
+        elif key == "examples":
+            if isinstance(value, list):
+                fields["examples"] = tuple(self.value(item, here) for item in value)
+            else:
+                self.drop(path, key, "must be a list")
         else:
+            fields.setdefault("_raw_constraints", {})[key] = value
+
+    def properties(self, value: Any, path: str, depth: int) -> tuple[tuple[str, Node], ...]:
+        here = f"{path}/properties"
+        if not isinstance(value, dict):
+            raise self.error(here, "must be an object of schemas")
+        names = [_text(name, here) for name in value]
+        declared = [name for name in self.order.get(path, ()) if name in value]
+        ordered = declared + sorted(name for name in names if name not in declared)
+        return tuple((name, self.node(value[name], f"{here}/{_escape(name)}", depth + 1)) for name in ordered)
+
+    def many(self, value: Any, path: str, depth: int) -> tuple[Node, ...]:
+        if not isinstance(value, list):
+            raise self.error(path, "must be a list of schemas")
+        return tuple(self.node(item, f"{path}/{i}", depth + 1) for i, item in enumerate(value))
+
+    def reference(self, fields: dict[str, Any], ref: Any, path: str, depth: int) -> None:
+        """Local references only: `#`, a definition, or any other pointer into this schema
+        (inlined). A file path or URL would make the model generator read it: refused."""
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise self.error(f"{path}/$ref", f"{_short(ref)} is not a local reference (only '#/...' is allowed)")
+        parts = [_unescape(part) for part in ref[1:].split("/")][1:] if ref != "#" else []
+        if not parts:
+            fields["ref"] = ""
+        elif len(parts) == 2 and parts[0] in ("$defs", "definitions") and parts[1] in self.def_raw:
+            fields["ref"] = parts[1]
+        else:
+            fields.update(self.inline(ref, parts, path, depth))
+
+    def inline(self, ref: str, parts: list[str], path: str, depth: int) -> dict[str, Any]:
+        target: Any = self.raw
+        for part in parts:
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                raise self.error(f"{path}/$ref", f"{_short(ref)} points nowhere")
+        if ref in self.inlining:
+            self.drop(path, "$ref", f"{_short(ref)} refers to itself through a JSON pointer; anything is accepted there")
+            return {}
+        self.inlining.append(ref)
+        try:
+            node = self.node(target, ref[1:], depth + 1)
+        finally:
+            self.inlining.pop()
+        return {name: getattr(node, name) for name in node.__dataclass_fields__ if getattr(node, name) != getattr(ANY, name)}
+
+    def value(self, value: Any, path: str) -> Any:
+        """A JSON value kept from the schema (enum member, const, default, example): finite
+        numbers of sane size, strings that can be written as UTF-8."""
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise self.error(path, f"{value} is not a finite number")
+            if abs(value) > MAX_NUMBER:
+                raise self.error(path, f"a number of magnitude above 1e30 is not supported")
+            return value
+        if isinstance(value, str):
+            return _text(value, path)
+        if isinstance(value, list):
+            return [self.value(item, path) for item in value]
+        if isinstance(value, dict):
+            return {_text(key, path): self.value(item, path) for key, item in value.items()}
+        raise self.error(path, f"{_kind(value)} is not a JSON value")
+
+    def constraints(self, fields: dict[str, Any], path: str) -> tuple[tuple[str, Any], ...]:
+        raw = fields.pop("_raw_constraints", {})
+        kept: dict[str, Any] = {}
+        for key in _BOUNDS:
+            value = raw.get(key)
+            if value is None:
+                continue
+            if key.startswith("exclusive") and isinstance(value, bool):  # draft-04: a flag on minimum/maximum
+                bound = raw.get("minimum" if key == "exclusiveMinimum" else "maximum")
+                if value and _number(bound):
+                    kept[key] = bound
+                    kept.pop("minimum" if key == "exclusiveMinimum" else "maximum", None)
+                continue
+            if not _number(value) or (key == "multipleOf" and value <= 0):
+                self.drop(path, key, f"{_short(value)} is not a usable bound")
+                continue
+            kept[key] = value
+        for key in _COUNTS:
+            value = raw.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+                self.drop(path, key, f"{_short(value)} is not a count that can hold")
+                continue
+            kept[key] = value
+        for low, high in (("minLength", "maxLength"), ("minItems", "maxItems"), ("minProperties", "maxProperties"),
+                          ("minimum", "maximum")):
+            if low in kept and high in kept and kept[low] > kept[high]:
+                self.drop(path, f"{low}/{high}", f"{kept[low]} > {kept[high]}: no value could satisfy both")
+                del kept[low], kept[high]
+        pattern = raw.get("pattern")
+        if pattern is not None:
+            if isinstance(pattern, str):
+                kept["pattern"] = _text(pattern, f"{path}/pattern")
+            else:
+                self.drop(path, "pattern", "must be a string")
+        if raw.get("uniqueItems") is True:
+            kept["uniqueItems"] = True
+        return tuple((key, kept[key]) for key in CONSTRAINTS if key in kept)
+
+
+def _number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and abs(value) <= MAX_NUMBER)
+
+
+def _text(value: Any, path: str) -> str:
+    """A string that can be written as UTF-8: lone surrogates cannot, and are refused."""
+    if not isinstance(value, str):
+        raise SchemaError(f"{path or '/'}: {_kind(value)} where a string belongs")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise SchemaError(f"{path or '/'}: a string holds a lone surrogate (position {exc.start})") from None
+    return value
+
+
+def _unique(values: Iterable[Any]) -> Iterator[Any]:
+    seen: set[str] = set()
+    for value in values:
+        key = _canonical_json(value)
+        if key not in seen:
+            seen.add(key)
+            yield value
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _unescape(part: str) -> str:
+    return part.replace("~1", "/").replace("~0", "~")
+
+
+# --- emission: Node → plain JSON Schema for datamodel-code-generator ------------------------
+
+
+def _emit(node: Node, ref: Callable[[str], str], schema: Schema) -> JSON:
+    node = _fold_null(node)
+    out: JSON = {}
+    if node.ref is not None:
+        out["$ref"] = ref(node.ref)
+    if node.types:
+        out["type"] = node.types[0] if len(node.types) == 1 else list(node.types)
+    if node.properties:
+        out["properties"] = {name: _emit(sub, ref, schema) for name, sub in node.properties}
+    if node.required:
+        out["required"] = list(node.required)
+    if isinstance(node.additional, bool):
+        out["additionalProperties"] = node.additional
+    elif node.additional is not None:
+        out["additionalProperties"] = _emit(node.additional, ref, schema)
+    if node.prefix_items:
+        out["prefixItems"] = [_emit(item, ref, schema) for item in node.prefix_items]
+    if node.items is not None:
+        out["items"] = _emit(node.items, ref, schema)
+    elif node.items_closed and node.prefix_items:
+        out["items"] = False
+    if node.enum is not None:
+        out["enum"] = list(node.enum)
+    if node.any_of:
+        out["anyOf"] = [_emit(branch, ref, schema) for branch in node.any_of]
+    if node.all_of:
+        out["allOf"] = [_emit(part, ref, schema) for part in node.all_of]
+    if node.description is not None:
+        out["description"] = node.description
+    for key, value in node.constraints:
+        if key != "pattern" or pattern_compiles(value):
             out[key] = value
+    if node.has_default:
+        out["default"] = node.default
+        if node.default is None and not schema.admits_null(node):
+            # pydantic's `x: T = None`: the model must accept the None it defaults to.
+            inner = {k: v for k, v in out.items() if k not in ("default", "description")}
+            out = {"anyOf": [inner, {"type": "null"}], "default": None}
+            if node.description is not None:
+                out["description"] = node.description
     return out
 
 
-def without_titles(schema: Any) -> Any:
-    """Drop `title` keywords: pydantic adds one to every property, and they only add noise."""
-    return strip_keywords(schema, lambda key, _: key == "title")
+def _fold_null(node: Node) -> Node:
+    """`anyOf: [S, {type: null}]` with an inline, typed S → S admitting null too. Same meaning,
+    and datamodel-code-generator renders it as `T | None` instead of a separate root model
+    (which it gives the field's default, breaking the model's typing)."""
+    if len(node.any_of) != 2 or node.types or node.enum is not None:
+        return node
+    nulls = [b for b in node.any_of if b == Node(types=("null",))]
+    others = [b for b in node.any_of if b != Node(types=("null",))]
+    if len(nulls) != 1 or len(others) != 1:
+        return node
+    other = others[0]
+    if other.ref is not None or other.any_of or other.all_of or other.enum is not None or not other.types \
+            or "object" in other.types:  # an object stays a model of its own, shareable with its twins
+        return node
+    return replace(
+        other,
+        types=(*other.types, "null"),
+        description=node.description if node.description is not None else other.description,
+        default=node.default if node.has_default else other.default,
+        default_json=node.default_json if node.has_default else other.default_json,
+    )
 
 
-def resolve(schema: Any, root: JSON) -> Any:
-    """Follow a local `$ref` (one step) against `root`; other schemas come back unchanged."""
-    if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
-        return schema
-    node: Any = root
-    for part in schema["$ref"].lstrip("#").split("/"):
-        if not part:
-            continue
-        part = part.replace("~1", "/").replace("~0", "~")
-        if not isinstance(node, dict) or part not in node:
-            raise SchemaError(f"$ref {schema['$ref']!r} points nowhere")
-        node = node[part]
-    return node
+@lru_cache(maxsize=1024)
+def pattern_compiles(pattern: str) -> bool:
+    """Whether pydantic's regex engine accepts `pattern` (a model using it must import)."""
+    from pydantic import StringConstraints, TypeAdapter
+
+    try:
+        TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
+    except Exception:  # noqa: BLE001 - pydantic reports bad patterns with several error types
+        return False
+    return True
+
+
+# --- task specs ---------------------------------------------------------------------------
 
 
 def infer_task_schema(specs: Iterable[JSON]) -> JSON:
@@ -122,196 +597,27 @@ def canonical(schema: Any) -> Any:
     return out
 
 
-def json_types(schema: Any, root: JSON, _seen: frozenset[str] = frozenset()) -> set[str]:
-    """The JSON types a schema admits (`string`, `object`, ...); empty means anything."""
-    if schema is True or schema == {}:
-        return set()
-    if not isinstance(schema, dict):
-        return set()
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        if ref in _seen:
-            return set()
-        return json_types(resolve(schema, root), root, _seen | {ref})
-    if "const" in schema:
-        return {_type_of(schema["const"])}
-    if isinstance(schema.get("enum"), list):
-        return {_type_of(value) for value in schema["enum"]}
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        return {declared}
-    if isinstance(declared, list):
-        return {t for t in declared if isinstance(t, str)}
-    branches = schema.get("anyOf") or schema.get("oneOf")
-    if isinstance(branches, list):
-        found: set[str] = set()
-        for branch in branches:
-            types = json_types(branch, root, _seen)
-            if not types:
-                return set()
-            found |= types
-        return found
-    if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
-        return json_types(schema["allOf"][0], root, _seen)
-    if "properties" in schema:
-        return {"object"}
-    if "items" in schema or "prefixItems" in schema:
-        return {"array"}
-    return set()
+def declared_order(schema: Any) -> dict[str, list[str]]:
+    """The declared order of properties of every object schema in a raw schema, by JSON pointer
+    (what `Schema.parse` takes as `order`). Read before the snapshot sorts the keys."""
+    found: dict[str, list[str]] = {}
 
+    def walk(node: Any, path: str, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            return
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{path}/{i}", depth + 1)
+            return
+        if not isinstance(node, dict):
+            return
+        properties = node.get("properties")
+        if isinstance(properties, dict) and len(properties) > 1 and all(isinstance(k, str) for k in properties):
+            found[path] = list(properties)
+        for key, value in node.items():
+            if isinstance(key, str) and isinstance(value, (dict, list)) and key not in ("enum", "const", "default",
+                                                                                       "examples"):
+                walk(value, f"{path}/{_escape(key)}", depth + 1)
 
-def _type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def python_hint(schema: Any, root: JSON) -> str:
-    """A type hint, as source text, that `transformers.utils.get_json_schema` can turn back into
-    JSON Schema: builtins, `Literal`, `Any`, `list[T]`, `tuple[A, B]`, `dict[str, V]`, unions.
-
-    Objects with named properties become `dict`: no hint it accepts can say more. Their
-    structure goes into the parameter description instead.
-    """
-    return _join(_members(schema, root, frozenset()))
-
-
-def _join(members: list[str]) -> str:
-    """Union members → hint text: `Any` absorbs everything, `None` goes last, no repeats."""
-    unique = list(dict.fromkeys(members))
-    if not unique or "Any" in unique or unique == ["None"]:  # `list[None]` is no hint get_json_schema reads
-        return "Any"
-    return " | ".join([m for m in unique if m != "None"] + (["None"] if "None" in unique else []))
-
-
-def _members(schema: Any, root: JSON, seen: frozenset[str]) -> list[str]:
-    """The union members of the hint for `schema` (one member for a non-union)."""
-    if not isinstance(schema, dict) or schema == {}:
-        return ["Any"]
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        if ref in seen:  # a recursive model: the cycle ends in a plain dict
-            return ["dict"] if json_types(resolve(schema, root), root) == {"object"} else ["Any"]
-        return _members(resolve(schema, root), root, seen | {ref})
-    if "const" in schema:
-        return _literal([schema["const"]])
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return _literal(schema["enum"])
-    branches = schema.get("anyOf") or schema.get("oneOf")
-    if isinstance(branches, list) and branches:
-        return [m for branch in branches for m in _members(branch, root, seen)]
-    all_of = schema.get("allOf")
-    if isinstance(all_of, list) and len(all_of) == 1:
-        return _members(all_of[0], root, seen)
-    declared = schema.get("type")
-    if isinstance(declared, list):
-        return [m for t in declared for m in _members({**schema, "type": t}, root, seen)]
-    if declared in _SCALAR_HINTS:
-        return [_SCALAR_HINTS[declared]]
-    if declared == "array" or "items" in schema or "prefixItems" in schema:
-        return [_array_hint(schema, root, seen)]
-    if declared == "object" or "properties" in schema or isinstance(all_of, list):
-        return [_object_hint(schema, root, seen)]
-    return ["Any"]
-
-
-def _literal(values: list[Any]) -> list[str]:
-    if not all(isinstance(v, (str, int, float, bool)) or v is None for v in values):
-        return ["Any"]
-    members = [v for v in dict.fromkeys(values) if v is not None]
-    literal = [f"Literal[{', '.join(repr(v) for v in members)}]"] if members else []
-    return literal + (["None"] if None in values else [])
-
-
-def _array_hint(schema: JSON, root: JSON, seen: frozenset[str]) -> str:
-    fixed = schema.get("prefixItems")
-    if fixed is None and isinstance(schema.get("items"), list):
-        fixed = schema["items"]  # draft-04 tuple form
-    if isinstance(fixed, list) and len(fixed) >= 2:
-        closed = schema.get("items") is False or schema.get("maxItems") == len(fixed) or "prefixItems" not in schema
-        if closed:
-            return f"tuple[{', '.join(_join(_members(item, root, seen)) for item in fixed)}]"
-    items = schema.get("items")
-    if isinstance(items, dict):
-        return f"list[{_join(_members(items, root, seen))}]"
-    return "list"
-
-
-def _object_hint(schema: JSON, root: JSON, seen: frozenset[str]) -> str:
-    extra = schema.get("additionalProperties")
-    if not schema.get("properties") and isinstance(extra, dict) and extra:
-        return f"dict[str, {_join(_members(extra, root, seen))}]"
-    return "dict"
-
-
-_CONSTRAINTS = (
-    ("minimum", ">= {}"), ("maximum", "<= {}"), ("exclusiveMinimum", "> {}"), ("exclusiveMaximum", "< {}"),
-    ("multipleOf", "multiple of {}"), ("minLength", "at least {} characters"),
-    ("maxLength", "at most {} characters"), ("pattern", "matching {}"), ("format", "format {}"),
-    ("minItems", "at least {} items"), ("maxItems", "at most {} items"), ("uniqueItems", "unique items"),
-    ("minProperties", "at least {} entries"), ("maxProperties", "at most {} entries"),
-)
-
-
-def constraints(schema: Any, root: JSON) -> list[str]:
-    """Human-readable constraints of one schema (`>= 1`, `at most 50 characters`, ...)."""
-    schema = resolve(schema, root)
-    if not isinstance(schema, dict):
-        return []
-    found = []
-    for key, template in _CONSTRAINTS:
-        value = schema.get(key)
-        if value is None or value is False or (key == "exclusiveMinimum" and value is True):
-            continue
-        found.append(template.format(f"`{value}`" if key == "pattern" else value))
-    for branch in schema.get("anyOf") or schema.get("oneOf") or []:
-        found += [c for c in constraints(branch, root) if c not in found]
+    walk(schema, "", 0)
     return found
-
-
-def shape(schema: Any, root: JSON, depth: int = 0, _seen: frozenset[str] = frozenset()) -> str:
-    """A compact, one-line description of a value's structure, for objects a hint cannot show.
-
-    `{street: str, country: "US" | "DE", lines?: [str]}`: `?` marks an optional field.
-    """
-    if isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
-        ref = schema["$ref"]
-        if ref in _seen:
-            return f"<{ref.rsplit('/', 1)[-1]}>"
-        return shape(resolve(schema, root), root, depth, _seen | {ref})
-    if not isinstance(schema, dict):
-        return "any"
-    branches = schema.get("anyOf") or schema.get("oneOf")
-    if isinstance(branches, list) and branches:
-        return " | ".join(dict.fromkeys(shape(b, root, depth, _seen) for b in branches))
-    if isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
-        return shape(schema["allOf"][0], root, depth, _seen)
-    if "const" in schema:
-        return json.dumps(schema["const"], ensure_ascii=False)
-    if isinstance(schema.get("enum"), list):
-        return " | ".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
-    properties = schema.get("properties")
-    if isinstance(properties, dict) and properties:
-        if depth >= 4:
-            return "{...}"
-        required = set(schema.get("required") or [])
-        fields = [
-            f"{name}{'' if name in required else '?'}: {shape(sub, root, depth + 1, _seen)}"
-            for name, sub in properties.items()
-        ]
-        return "{" + ", ".join(fields) + "}"
-    items = schema.get("items")
-    if isinstance(items, dict):
-        return f"[{shape(items, root, depth + 1, _seen)}]"
-    hint = python_hint(schema, root)
-    return {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "None": "null"}.get(hint, hint)

@@ -54,7 +54,9 @@ class Tool(_Model):
     """One tool as the server describes it.
 
     `shared` tools are listed by `/tools`; task-only tools appear in a session's tool list on
-    some tasks, recorded in `offered_on` (among the probed tasks).
+    some tasks, recorded in `offered_on` (among the probed tasks). `property_order` keeps the
+    order in which the server declared each object's properties (by JSON pointer), which the
+    canonical, key-sorted JSON would lose: the generated signatures follow it.
     """
 
     name: str
@@ -62,6 +64,17 @@ class Tool(_Model):
     input_schema: dict[str, Any] | None
     shared: bool
     offered_on: list[TaskRef] = Field(default_factory=list)
+    property_order: dict[str, list[str]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _declared_order(cls, data: Any) -> Any:
+        """A tool built from a server's answer records its order; one loaded from a file has it."""
+        if isinstance(data, dict) and "property_order" not in data:
+            from .schema import declared_order
+
+            return {**data, "property_order": declared_order(data.get("input_schema"))}
+        return data
 
 
 class TerminalTool(_Model):

@@ -55,9 +55,18 @@ def test_only_given_arguments_are_sent_under_wire_names(recording_module, record
     env = recording_module.RecordingEnv(base_url=recording_url)
     env.reset(task_index=0)
     assert env.record(query="x") == "[('query', 'x')]"
-    sent = env.record(query="x", limit=3, from_="a", file_path="b", mode=None)
-    assert sent == "[('file-path', 'b'), ('from', 'a'), ('limit', 3), ('mode', None), ('query', 'x')]"
+    sent = env.record(query="x", limit=3, from_="a", file_path="b", mode="fast")
+    assert sent == "[('file-path', 'b'), ('from', 'a'), ('limit', 3), ('mode', 'fast'), ('query', 'x')]"
     assert env.reward == 0.5
+
+
+def test_the_wire_name_is_accepted_and_defaults_are_left_to_the_server(recording_module, recording_url):
+    """A model trained on the raw schema calls with `from=`; a value equal to the schema's
+    default (`limit=10`, `mode=None`) is not sent, so the server applies its own default."""
+    env = recording_module.RecordingEnv(base_url=recording_url)
+    env.reset(task_index=0)
+    assert env.record(**{"query": "x", "from": "a", "file-path": "b"}) == "[('file-path', 'b'), ('from', 'a'), ('query', 'x')]"
+    assert env.record(query="x", limit=10, mode=None) == "[('query', 'x')]"
 
 
 def test_constraint_violation_is_caught_before_the_wire(recording_module, recording_url):

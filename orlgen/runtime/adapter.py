@@ -56,14 +56,24 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-def tool_method(method: Callable[..., str]) -> Callable[..., str]:
-    """Decorates every generated tool method: a call whose arguments do not fit the signature
-    (a missing required argument, an unknown one) returns an error the model can read, as a
-    wrong value does, instead of raising a TypeError into TRL's tool loop."""
+def tool_method(
+    method: Callable[..., str] | None = None, *, aliases: dict[str, str] | None = None
+) -> Any:
+    """Decorates every generated tool method. A call whose arguments do not fit the signature (a
+    missing required argument, an unknown one) returns an error the model can read, as a wrong
+    value does, instead of raising a TypeError into TRL's tool loop. `aliases` maps a parameter's
+    wire name to the Python name it had to take (`from` → `from_`): a model that calls with the
+    wire name, as the server's own schema spells it, is understood too."""
+    if method is None:
+        return functools.partial(tool_method, aliases=aliases)
     signature = inspect.signature(method)
+    renamed = dict(aliases or {})
 
     @functools.wraps(method)
     def checked(self: EnvAdapter, *args: Any, **kwargs: Any) -> str:
+        for wire, name in renamed.items():
+            if wire in kwargs and name not in kwargs:
+                kwargs[name] = kwargs.pop(wire)
         try:
             signature.bind(self, *args, **kwargs)
         except TypeError as exc:
@@ -185,7 +195,9 @@ class EnvAdapter:
             from pydantic import ValidationError
 
             try:
-                payload = params_model.model_validate(given).model_dump(mode="json", by_alias=True, exclude_unset=True)
+                # A value equal to the schema's default is not sent: the server applies its own default.
+                model = params_model.model_validate(given)
+                payload = model.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude_defaults=True)
             except ValidationError as exc:
                 return self._model_error(f"invalid arguments for {name}: {_validation_text(exc)}")
         from openreward.api.errors import ToolCallError

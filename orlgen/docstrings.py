@@ -1,0 +1,174 @@
+"""Tool descriptions read as the docstrings they usually are, and prose made safe to write into one.
+
+Published environments document parameters in the tool function's docstring (Google `Args:`
+blocks, sometimes NumPy or reST), and the server sends that docstring as the tool's description.
+`parse` splits it into prose, per-parameter text, and the `Returns`/`Raises` text, so the plan
+can give each parameter one description and the method a real `Returns:` section.
+
+`safe` is the other direction: TRL reads generated docstrings back with
+`transformers.utils.get_json_schema`, which cuts a description at the first `Args:`, `Returns:`
+or `Raises:` (even mid-line) and parses a trailing `(choices: ...)` as JSON. Text that would
+trip it is changed minimally, here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+
+_ARG_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments",
+                           "Other Parameters"})
+_RETURN_SECTIONS = frozenset({"Returns", "Return", "Yields"})
+_RAISE_SECTIONS = frozenset({"Raises", "Raise", "Exceptions"})
+_PARSED = _ARG_SECTIONS | _RETURN_SECTIONS | _RAISE_SECTIONS
+_GOOGLE_HEADER = re.compile(r"^(?P<indent>[ \t]*)(?P<name>[A-Z][A-Za-z ]*?):[ \t]*$")
+_NUMPY_RULE = re.compile(r"^[ \t]*-{3,}[ \t]*$")
+_GOOGLE_ENTRY = re.compile(r"^(?P<name>\*{0,2}\w[\w-]*)[ \t]*(?:\((?P<type>[^()\n]*)\))?[ \t]*:[ \t]*(?P<text>.*)$")
+_NUMPY_ENTRY = re.compile(r"^(?P<name>\*{0,2}\w[\w-]*)[ \t]*(?::[ \t]*(?P<type>.*))?$")
+_REST_FIELD = re.compile(r"^:(?P<kind>param|parameter|arg|argument|returns?|raises?)(?:[ \t]+(?P<name>[^:]+))?:[ \t]*(?P<text>.*)$")
+
+_SECTION_WORD = re.compile(r"\b(Args|Returns|Raises):")
+_CHOICES = re.compile(r"\(choices:", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Docstring:
+    prose: str  # summary and body, without the parsed sections
+    params: dict[str, str] = field(default_factory=dict)  # parameter name → its text, one line
+    returns: str = ""
+    raises: str = ""
+
+
+def parse(text: str) -> Docstring:
+    """Split a docstring into prose, parameter descriptions, and `Returns`/`Raises` text."""
+    lines = inspect.cleandoc(text.expandtabs(4)).splitlines()
+    prose: list[str] = []
+    params: dict[str, str] = {}
+    returns: list[str] = []
+    raises: list[str] = []
+    i = 0
+    while i < len(lines):
+        section, numpy, body, i = _section(lines, i)
+        if section is None:
+            prose.append(lines[i])
+            i += 1
+        elif section in _ARG_SECTIONS:
+            params.update(_entries(body, numpy))
+        elif section in _RETURN_SECTIONS:
+            # NumPy puts the type on a line of its own, the text indented below it.
+            returns.append(_join(body[1:] if numpy and len(body) > 1 and _indent(body[1]) else body))
+        else:
+            raises.extend(f"{name}: {text}" if text else name for name, text in _entries(body, numpy).items())
+    prose, rest = _rest_fields(prose)
+    params.update(rest.params)
+    return Docstring(
+        prose=_tidy(prose),
+        params={name: text for name, text in params.items() if text},
+        returns=" ".join(filter(None, returns + [rest.returns])),
+        raises="; ".join(filter(None, raises + [rest.raises])),
+    )
+
+
+def _section(lines: list[str], i: int) -> tuple[str | None, bool, list[str], int]:
+    """The section starting at line `i` (Google `Args:` or NumPy `Parameters` + rule): its name,
+    whether it is NumPy style, its body lines dedented, and the index after it; `None` when no
+    parsed section starts here."""
+    google = _GOOGLE_HEADER.match(lines[i])
+    numpy = i + 1 < len(lines) and _NUMPY_RULE.match(lines[i + 1]) and lines[i].strip() in _PARSED
+    if numpy:
+        name, indent, start = lines[i].strip(), _indent(lines[i]), i + 2
+    elif google and google.group("name") in _PARSED:
+        name, indent, start = google.group("name"), len(google.group("indent")), i + 1
+    else:
+        return None, False, [], i
+    end = start
+    while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > indent
+                                or (numpy and not _GOOGLE_HEADER.match(lines[end])
+                                    and not (end + 1 < len(lines) and _NUMPY_RULE.match(lines[end + 1])))):
+        end += 1
+    return name, bool(numpy), _dedent(lines[start:end]), end
+
+
+def _entries(body: list[str], numpy: bool) -> dict[str, str]:
+    """`name (type): text` entries (Google) or `name : type` + indented text (NumPy)."""
+    entries: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in body:
+        if not line.strip():
+            continue
+        if _indent(line) == 0:
+            google = None if numpy else _GOOGLE_ENTRY.match(line)
+            match = google or (_NUMPY_ENTRY.match(line) if numpy else None)
+            if match:
+                current = entries.setdefault(match.group("name").lstrip("*"), [])
+                if google and google.group("text"):
+                    current.append(google.group("text"))
+                continue
+        if current is not None:
+            current.append(line.strip())
+    return {name: " ".join(" ".join(text).split()) for name, text in entries.items()}
+
+
+def _rest_fields(prose: list[str]) -> tuple[list[str], Docstring]:
+    """reST field lists (`:param name: text`, `:returns: text`) taken out of the prose."""
+    kept: list[str] = []
+    params: dict[str, list[str]] = {}
+    returns: list[str] = []
+    raises: list[str] = []
+    current: list[str] | None = None
+    for line in prose:
+        match = _REST_FIELD.match(line.strip()) if not line.startswith((" ", "\t")) or current is None else None
+        if match:
+            kind, name = match.group("kind"), (match.group("name") or "").strip()
+            if kind.startswith("return"):
+                current = returns
+            elif kind.startswith("raise"):
+                current = raises
+                raises.append(f"{name}:" if name else "")
+            else:
+                current = params.setdefault(name.split()[-1] if name else "", [])
+            current.append(match.group("text"))
+        elif current is not None and line.startswith((" ", "\t")) and line.strip():
+            current.append(line.strip())
+        else:
+            current = None
+            kept.append(line)
+    return kept, Docstring(
+        prose="",
+        params={name: " ".join(" ".join(text).split()) for name, text in params.items() if name},
+        returns=" ".join(" ".join(returns).split()),
+        raises=" ".join(" ".join(raises).split()),
+    )
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _dedent(lines: list[str]) -> list[str]:
+    depth = min((_indent(line) for line in lines if line.strip()), default=0)
+    return [line[depth:] for line in lines]
+
+
+def _join(lines: list[str]) -> str:
+    return " ".join(" ".join(lines).split())
+
+
+def _tidy(lines: list[str]) -> str:
+    """Trailing spaces off, no runs of blank lines, none at either end."""
+    out: list[str] = []
+    for line in (line.rstrip() for line in lines):
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip("\n")
+
+
+def safe(text: str) -> str:
+    """Prose that `get_json_schema` reads back as written: no section word that would cut it
+    short (`Returns:` becomes `Returns :`), no trailing `(choices: ...)` it would parse as JSON."""
+    return _CHOICES.sub("(choices :", _SECTION_WORD.sub(r"\1 :", text))
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,113 @@
+"""What the model reads about a parameter beyond its type hint: structure, constraints, defaults.
+
+`get_json_schema` can show neither nested object fields nor constraints nor defaults, so the
+plan writes them into the parameter's description, in short English the model can use:
+`{street: string, lines?: [string] = []}`, `at least 1 character`, `Default: 10.`
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .schema import Node, Schema
+
+_MAX_DEPTH = 4  # nested objects shown in a structure text before `{...}`
+_COUNTED = {"Length": ("character", "characters"), "Items": ("item", "items"),
+            "Properties": ("entry", "entries")}
+_SCALARS = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "null": "null"}
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def structure(node: Node, schema: Schema) -> str | None:
+    """A one-line structure text for a value a hint cannot describe (objects with named
+    fields, arrays of them), or None when the hint says it all."""
+    text = _shape(node, schema, 0, frozenset())
+    return text if "{" in text else None
+
+
+def _shape(node: Node, schema: Schema, depth: int, seen: frozenset[str]) -> str:
+    if node.ref is not None:
+        if node.ref in seen:
+            return f"<{node.ref or 'itself'}>"
+        seen = seen | {node.ref}
+    branches = schema.branches(node)
+    if len(branches) > 1:
+        return " | ".join(dict.fromkeys(_shape(branch, schema, depth, seen) for branch in branches))
+    node = branches[0]
+    if node.enum is not None:
+        return " | ".join(json_text(value) for value in node.enum)
+    if node.properties:
+        if depth >= _MAX_DEPTH:
+            return "{...}"
+        return "{" + ", ".join(_field(name, sub, node, schema, depth, seen) for name, sub in node.properties) + "}"
+    if isinstance(node.additional, Node) and node.additional != Node():
+        return "{string: " + _shape(node.additional, schema, depth + 1, seen) + "}"
+    if node.prefix_items:
+        return "[" + ", ".join(_shape(item, schema, depth + 1, seen) for item in node.prefix_items) + "]"
+    if node.items is not None:
+        return f"[{_shape(node.items, schema, depth + 1, seen)}]"
+    types = [_SCALARS.get(t, t) for t in node.types]
+    return " | ".join(types) if types else "any"
+
+
+def _field(name: str, sub: Node, parent: Node, schema: Schema, depth: int, seen: frozenset[str]) -> str:
+    optional = "" if name in parent.required else "?"
+    resolved = schema.resolve(sub)
+    default = f" = {json_text(resolved.default)}" if resolved.has_default else ""
+    return f"{name}{optional}: {_shape(sub, schema, depth + 1, seen)}{default}"
+
+
+def constraints(node: Node, schema: Schema) -> list[str]:
+    """Human-readable constraints of a value, its union branches' included."""
+    found: list[str] = []
+    for branch in schema.branches(node):
+        for phrase in _constraints(branch):
+            if phrase not in found:
+                found.append(phrase)
+    return found
+
+
+def _constraints(node: Node) -> list[str]:
+    values = dict(node.constraints)
+    phrases = []
+    for key, template in (("minimum", ">= {}"), ("maximum", "<= {}"), ("exclusiveMinimum", "> {}"),
+                          ("exclusiveMaximum", "< {}"), ("multipleOf", "a multiple of {}")):
+        if key in values:
+            phrases.append(template.format(values[key]))
+    for suffix, (one, many) in _COUNTED.items():
+        low, high = values.get(f"min{suffix}"), values.get(f"max{suffix}")
+        if low is not None and low == high:
+            phrases.append(f"exactly {low} {one if low == 1 else many}")
+            continue
+        if low is not None and low > 0:
+            phrases.append(f"at least {low} {one if low == 1 else many}")
+        if high is not None:
+            phrases.append(f"at most {high} {one if high == 1 else many}")
+    if "pattern" in values:
+        phrases.append(f"matching `{values['pattern']}`")
+    if node.format:
+        phrases.append(f"format {node.format}")
+    if values.get("uniqueItems"):
+        phrases.append("unique items")
+    return phrases
+
+
+def default(node: Node, schema: Schema) -> str | None:
+    """`Default: 10.` for a default the model cannot see in the schema; null needs no words
+    (the parameter is optional and nullable)."""
+    node = schema.resolve(node)
+    if not node.has_default or node.default is None:
+        return None
+    return f"Default: {json_text(node.default)}."
+
+
+def examples(node: Node, schema: Schema) -> str | None:
+    node = schema.resolve(node)
+    if not node.examples:
+        return None
+    label = "Example" if len(node.examples) == 1 else "Examples"
+    return f"{label}: {', '.join(json_text(value) for value in node.examples)}."
