@@ -233,7 +233,7 @@ class _Parser:
                 if name in self.def_raw:
                     self.drop(f"/{key}/{_escape(name)}", key, f"{name!r} is also defined in $defs")
                     continue
-                self.def_raw[_text(name, f"/{key}")] = (sub, f"/{key}/{_escape(name)}")
+                self.def_raw[self.text(name, f"/{key}")] = (sub, f"/{key}/{_escape(name)}")
         for name in sorted(self.def_raw):
             sub, pointer = self.def_raw[name]
             self.defs[name] = self.node(sub, pointer, 1)
@@ -242,6 +242,16 @@ class _Parser:
 
     def error(self, path: str, why: str) -> SchemaError:
         return SchemaError(f"{self.where}: {path or '/'}: {why}")
+
+    def text(self, value: Any, path: str) -> str:
+        """A string that can be written as UTF-8: lone surrogates cannot, and are refused."""
+        if not isinstance(value, str):
+            raise self.error(path, f"{_kind(value)} where a string belongs")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise self.error(path, f"a string holds a lone surrogate (position {exc.start})") from None
+        return value
 
     def drop(self, path: str, keyword: str, why: str) -> None:
         self.dropped.setdefault((path, keyword), Dropped(self.where, path, keyword, why))
@@ -289,7 +299,7 @@ class _Parser:
         elif key == "required":
             if not (isinstance(value, list) and all(isinstance(name, str) for name in value)):
                 raise self.error(here, "must be a list of property names")
-            fields["required"] = tuple(dict.fromkeys(_text(name, here) for name in value))
+            fields["required"] = tuple(dict.fromkeys(self.text(name, here) for name in value))
         elif key == "additionalProperties":
             fields["additional"] = value if isinstance(value, bool) else self.node(value, here, depth + 1)
         elif key == "items":
@@ -318,7 +328,7 @@ class _Parser:
             self.reference(fields, value, path, depth)
         elif key in ("description", "format"):
             if isinstance(value, str):
-                fields[key] = _text(value, here)
+                fields[key] = self.text(value, here)
             else:
                 self.drop(path, key, "must be a string")
         elif key == "default":
@@ -336,7 +346,7 @@ class _Parser:
         here = f"{path}/properties"
         if not isinstance(value, dict):
             raise self.error(here, "must be an object of schemas")
-        names = [_text(name, here) for name in value]
+        names = [self.text(name, here) for name in value]
         declared = [name for name in self.order.get(path, ()) if name in value]
         ordered = declared + sorted(name for name in names if name not in declared)
         return tuple((name, self.node(value[name], f"{here}/{_escape(name)}", depth + 1)) for name in ordered)
@@ -390,11 +400,11 @@ class _Parser:
                 raise self.error(path, f"a number of magnitude above 1e30 is not supported")
             return value
         if isinstance(value, str):
-            return _text(value, path)
+            return self.text(value, path)
         if isinstance(value, list):
             return [self.value(item, path) for item in value]
         if isinstance(value, dict):
-            return {_text(key, path): self.value(item, path) for key, item in value.items()}
+            return {self.text(key, path): self.value(item, path) for key, item in value.items()}
         raise self.error(path, f"{_kind(value)} is not a JSON value")
 
     def constraints(self, fields: dict[str, Any], path: str) -> tuple[tuple[str, Any], ...]:
@@ -430,7 +440,7 @@ class _Parser:
         pattern = raw.get("pattern")
         if pattern is not None:
             if isinstance(pattern, str):
-                kept["pattern"] = _text(pattern, f"{path}/pattern")
+                kept["pattern"] = self.text(pattern, f"{path}/pattern")
             else:
                 self.drop(path, "pattern", "must be a string")
         if raw.get("uniqueItems") is True:
@@ -441,17 +451,6 @@ class _Parser:
 def _number(value: Any) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
             and abs(value) <= MAX_NUMBER)
-
-
-def _text(value: Any, path: str) -> str:
-    """A string that can be written as UTF-8: lone surrogates cannot, and are refused."""
-    if not isinstance(value, str):
-        raise SchemaError(f"{path or '/'}: {_kind(value)} where a string belongs")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise SchemaError(f"{path or '/'}: a string holds a lone surrogate (position {exc.start})") from None
-    return value
 
 
 def _unique(values: Iterable[Any]) -> Iterator[Any]:

@@ -1,0 +1,158 @@
+"""The plan, decision by decision: parameter names, order, defaults and descriptions, the tool
+docstring, and the shared models. Each row's expected value was written by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from orlgen import docstrings, names
+from orlgen.plan import plan
+from orlgen.snapshot import Snapshot, Split, Target, Tool
+
+
+def snapshot(*tools: Tool, task_schema: dict | None = None) -> Snapshot:
+    return Snapshot(
+        name="demo",
+        target=Target(kind="url", value="http://127.0.0.1:1", env="demo"),
+        splits=[Split(name="train", num_tasks=0)],
+        tools=list(tools),
+        terminal_tool=None,
+        probed_tasks=[],
+        tasks={},
+        task_schema=task_schema or {"type": "object"},
+    )
+
+
+def tool(schema: dict | None, description: str = "Do it.", name: str = "act") -> Tool:
+    return Tool(name=name, description=description, input_schema=schema, shared=True)
+
+
+def only_tool(*args, **kwargs):
+    return plan(snapshot(tool(*args, **kwargs))).tools[0]
+
+
+@pytest.mark.parametrize(
+    ("wire", "expected"),
+    [
+        (["row", "column", "letter"], ["row", "column", "letter"]),
+        (["from", "from_"], ["from_2", "from_"]),  # the valid name is kept; the keyword renamed around it
+        (["名前"], ["名前"]),
+        (["ﬁle"], ["file"]),  # Python would read `ﬁle` as `file`: renamed to what it reads
+        (["file-path", "file_path"], ["file_path_", "file_path"]),
+        (["type", "match", "_x"], ["type", "match", "_x"]),  # soft keywords are fine parameter names
+        (["self"], ["self_"]),
+        (["class", "2d"], ["class_", "n2d"]),
+    ],
+)
+def test_parameter_names(wire, expected):
+    assert names.param_names(wire, taken={"self"}) == expected
+
+
+def test_parameters_keep_the_declared_order_and_defaults():
+    schema = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "limit": {"type": "integer", "default": 10},
+            "status": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+            "point": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}], "minItems": 2,
+                      "maxItems": 2, "default": None},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["query"],
+    }
+    planned = plan(snapshot(Tool(name="find", description="Find.", input_schema=schema, shared=True,
+                                 property_order={"": ["query", "limit", "status", "point", "tags"]})))
+    params = [(p.name, p.hint, p.default) for p in planned.tools[0].params]
+    assert params == [
+        ("query", "str", None),
+        ("limit", "int", "10"),
+        ("status", "str | None", "None"),
+        ("point", "tuple[int, int] | None", "None"),
+        ("tags", "list[str]", "UNSET"),
+    ]
+
+
+GOOGLE = """Place a letter on the grid.
+
+    The grid is 5x5.
+
+    Args:
+        row: Row index, from 0.
+        column (int): Column index,
+            from 0.
+        letter: One upper-case letter.
+
+    Returns:
+        The grid after the move.
+
+    Raises:
+        ValueError: when the cell is taken.
+    """
+
+
+def test_a_google_docstring_becomes_one_description_per_parameter():
+    schema = {"type": "object", "properties": {"row": {"type": "integer"}, "column": {"type": "integer"},
+                                               "letter": {"type": "string", "description": "The letter to place."}}}
+    planned = plan(snapshot(Tool(name="place_letter", description=GOOGLE, input_schema=schema, shared=True,
+                                 property_order={"": ["row", "column", "letter"]})))
+    doc = planned.tools[0].docstring
+    assert doc.count("Args:") == 1 and "Args :" not in doc
+    assert "row: Row index, from 0." in doc
+    assert "column: Column index, from 0." in doc
+    assert "letter: The letter to place." in doc and "One upper-case" not in doc  # the schema's words win
+    assert "Returns:\n            The grid after the move." in doc
+    assert "Fails with ValueError: when the cell is taken." in doc
+    assert doc.index("row:") < doc.index("column:") < doc.index("letter:")
+
+
+@pytest.mark.parametrize(
+    ("text", "prose", "params", "returns"),
+    [
+        ("Echo.\n\nArgs:\n    text: The string to echo back.", "Echo.", {"text": "The string to echo back."}, ""),
+        ("Edit.\n\nParameters\n----------\nfile_path : str\n    The file.\n", "Edit.", {"file_path": "The file."}, ""),
+        ("Go.\n\n:param speed: How fast.\n:returns: Where.", "Go.", {"speed": "How fast."}, "Where."),
+        ("No sections: Args are described elsewhere.", "No sections: Args are described elsewhere.", {}, ""),
+    ],
+)
+def test_docstring_styles(text, prose, params, returns):
+    parsed = docstrings.parse(text)
+    assert (parsed.prose, parsed.params, parsed.returns) == (prose, params, returns)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("See Returns: below", "See Returns : below"),
+        ("pick one (choices: a, b)", "pick one (choices : a, b)"),
+        ("plain text", "plain text"),
+    ],
+)
+def test_prose_is_made_safe_for_get_json_schema(text, expected):
+    assert docstrings.safe(text) == expected
+
+
+def test_no_filler_for_a_parameter_without_words():
+    planned = only_tool({"type": "object", "properties": {"file_path": {"type": "string"}}}, description="")
+    assert "file_path: File path." in planned.docstring
+    assert "argument" not in planned.docstring and "Optional." not in planned.docstring
+    assert planned.docstring.startswith('"""Act.')
+
+
+def test_identical_shapes_become_one_model():
+    address = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    task = {"type": "object", "properties": {"home": address, "work": {**address, "description": "Office."}}}
+    defs = plan(snapshot(task_schema=task)).models_schema["$defs"]
+    assert sorted(defs) == ["TaskSpec", "TaskSpecHome"]
+    assert defs["TaskSpec"]["properties"]["work"] == {"$ref": "#/$defs/TaskSpecHome", "description": "Office."}
+
+
+def test_definition_names_of_two_tools_cannot_collide():
+    """Tool `a_b` with def `C` and tool `a` with def `BC` would both be `ABC...`: numbered."""
+    one = tool({"$defs": {"C": {"type": "integer"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/C"}}}, name="a_b")
+    two = tool({"$defs": {"BC": {"type": "string"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/BC"}}}, name="a")
+    defs = plan(snapshot(one, two)).models_schema["$defs"]
+    int_def = defs["ABParams"]["properties"]["x"]["$ref"].rsplit("/", 1)[1]
+    str_def = defs["AParams"]["properties"]["x"]["$ref"].rsplit("/", 1)[1]
+    assert int_def != str_def
+    assert defs[int_def]["type"] == "integer" and defs[str_def]["type"] == "string"
