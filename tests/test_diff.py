@@ -159,3 +159,16 @@ def test_diff_against_a_live_target(helpdesk_url):
     result = CliRunner().invoke(main, ["diff", str(HELPDESK), "--against", helpdesk_url])
     assert result.exit_code == 0, result.output
     assert result.stdout == ""  # the live env is the env the snapshot was taken from
+
+
+def test_a_parameter_reorder_is_a_prompt_change():
+    """The model reads parameters in the declared order: a reorder changes its prompt, no call."""
+    old = load(HELPDESK)
+
+    def edit(data):
+        order = tool(data, "issue_refund")["property_order"][""]
+        order.reverse()
+
+    changes = [c for c in diff(old, edited(old, edit)) if c.rule == "PARAM_ORDER_CHANGED"]
+    assert [(c.subject, c.category, c.breaking) for c in changes] == [("issue_refund", "PROMPT", False)]
+    assert changes[0].detail == "(order_id, items, reason, note) → (note, reason, items, order_id)"
