@@ -431,6 +431,22 @@ def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
     return facts
 
 
+# ── prompt size ──────────────────────────────────────────────────────────────
+
+
+def prompt_chars(functions: list[JSON]) -> int:
+    """Characters of the tools JSON the model is shown: each `get_json_schema(...)["function"]`
+    wrapped and dumped as the chat template's `tojson` does (`json.dumps`, non-ASCII kept)."""
+    return sum(len(json.dumps({"type": "function", "function": f}, ensure_ascii=False)) for f in functions)
+
+
+def raw_prompt_chars(tools: list[Any]) -> int:
+    """The same measure for the server's raw schemas, shown as they are: name, description,
+    `input_schema` as the parameters (an empty object schema for a tool without parameters)."""
+    return prompt_chars([{"name": t.name, "description": t.description,
+                          "parameters": t.input_schema or {"type": "object", "properties": {}}} for t in tools])
+
+
 # ── the model's view ─────────────────────────────────────────────────────────
 
 
