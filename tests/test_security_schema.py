@@ -166,6 +166,36 @@ def test_generator_extensions_import_nothing(workdir, canary, where):
     assert failures == []
 
 
+@pytest.mark.xfail(strict=True, reason="issue 10: a server's dcg extensions become imports in the module")
+def test_hostile_server_extensions_import_nothing(workdir, tmp_path, monkeypatch):
+    """The same attack through the front door: `orlgen snapshot` of a real server that declares them."""
+    from tests.schema_envs import SERVER_CANARY
+
+    site = tmp_path / "site"
+    site.mkdir()
+    written = tmp_path / "server-canary-was-imported"
+    (site / f"{SERVER_CANARY}.py").write_text(f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
+                                              "from pydantic import BaseModel\nclass Base(BaseModel): pass\n")
+    monkeypatch.syspath_prepend(str(site))
+    result = CliRunner().invoke(main, ["snapshot", "tests.schema_envs:Extensions", "--out", "generated"])
+    assert result.exit_code in (0, 2), result.output
+    for path in (workdir / "generated").glob("*.py"):
+        assert SERVER_CANARY not in path.read_text()
+        load_module(path)
+    sys.modules.pop(SERVER_CANARY, None)
+    assert not written.exists()
+
+
+def test_generate_imports_nothing_from_the_working_directory(workdir):
+    """Verifying a module before writing it must not run files of the project being generated
+    into: a `pydantic.py` in the working directory is never imported (issue 10 item 2)."""
+    written = workdir / "shadow-was-imported"
+    (workdir / "pydantic.py").write_text(f"open({str(written)!r}, 'w').close()\n")
+    outcome = generate(workdir, sealed([tool("t", params(a={"type": "string"}))]))
+    assert outcome.exit_code == 0, outcome.stderr
+    assert not written.exists()
+
+
 # ── no local file reaches the module ─────────────────────────────────────────
 
 
