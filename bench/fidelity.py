@@ -1,9 +1,10 @@
 """Schema fidelity: how many facts of a tool's input JSON Schema reach the model.
 
-For every tool of three schema sets (the repo's example envs, the openreward SDK's built-in
-toolsets, hand-built hostile schemas) this extracts *schema facts* from the tool's input JSON
-Schema and looks each one up in what the model is shown: the JSON that
-`transformers.utils.get_json_schema(method)` produces for
+For every tool of three schema sets (the repo's example envs, those captured in `generated/` and
+those written the way published envs are, `examples/wordgrid.py` and `examples/icu_sepsis.py`; the
+openreward SDK's built-in toolsets; hand-built hostile schemas) this extracts *schema facts* from
+the tool's description and input JSON Schema and looks each one up in what the model is shown:
+the JSON that `transformers.utils.get_json_schema(method)` produces for
 
 - orlgen: the method of the module `orlgen.render.render_module` generates for a snapshot of the
   tools (imported from a temp file; methods = public functions of the env class, keyed by
@@ -11,14 +12,19 @@ Schema and looks each one up in what the model is shown: the JSON that
 - TRL: the function `trl.experimental.openreward.environment._bind_tool_method` binds on a fresh
   `_RolloutEnvironment` subclass (binder or `get_json_schema` exceptions are caught and counted).
 
-The SDK set lists each toolset's tools as `Environment.list_tools` would; a tool identical to one
-of an earlier toolset (BackSearch and Web share `web_fetch`/`web_search`) is counted once.
+Only that JSON is read, never orlgen's internals, so the measure holds across rewrites of the
+generator. The SDK set and the published-style envs list each tool as `Environment.list_tools`
+would; a tool identical to one of an earlier toolset (BackSearch and Web share
+`web_fetch`/`web_search`) is counted once.
 
 Each fact is found **structurally** (a JSON Schema keyword says it: `type`, `enum`, `items`,
 `prefixItems`, `additionalProperties`, `required`, `nullable`, `default`, `properties`, the
 param's/tool's own `description`), **as text** (only a description string says it), or **lost**.
 
-Facts (per tool): tool present (1); tool description (if non-empty). Per top-level parameter:
+Facts (per tool): tool present (1). The description is read as the Google-style docstring it
+usually is: its prose is the tool-description fact, its `Returns:` block a `returns` fact, and an
+`Args:` entry is the description of a parameter whose schema has none. Per top-level parameter:
+its name (`param-name`);
 each non-null JSON type it admits; each enum/const value, of the param or of its array items
 (null excluded: that is nullability);
 item type(s) of arrays (per position for tuples), value type of maps; required-ness (always one
@@ -47,6 +53,12 @@ Matching rules (documented, applied identically to both sides):
   `<name>?: <type>` where `<type>` starts with a type word or a sign of one (`"..."` for
   string, a digit for numbers, `{` or `<Ref>` for objects, `[` for arrays). The position of a
   nested name inside the structure is not checked.
+
+Besides found/lost, a shown fact is **altered** when its text changed on the way: a description or
+Returns text not shown verbatim (runs of whitespace aside), or a parameter shown under another
+name although Python allows its own (a keyword or a non-identifier must be renamed: not counted).
+**Prompt size** per module: characters of the tools JSON the model sees, each function dumped as
+the chat template's `tojson` does, for orlgen, TRL, and the server's raw schemas shown as they are.
 
 Run: `python -m bench.fidelity [--json PATH]`.
 """
