@@ -1,9 +1,10 @@
 """Schema fidelity: how many facts of a tool's input JSON Schema reach the model.
 
-For every tool of three schema sets (the repo's example envs, the openreward SDK's built-in
-toolsets, hand-built hostile schemas) this extracts *schema facts* from the tool's input JSON
-Schema and looks each one up in what the model is shown: the JSON that
-`transformers.utils.get_json_schema(method)` produces for
+For every tool of three schema sets (the repo's example envs, those captured in `generated/` and
+those written the way published envs are, `examples/wordgrid.py` and `examples/icu_sepsis.py`; the
+openreward SDK's built-in toolsets; hand-built hostile schemas) this extracts *schema facts* from
+the tool's description and input JSON Schema and looks each one up in what the model is shown:
+the JSON that `transformers.utils.get_json_schema(method)` produces for
 
 - orlgen: the method of the module `orlgen.render.render_module` generates for a snapshot of the
   tools (imported from a temp file; methods = public functions of the env class, keyed by
@@ -11,14 +12,19 @@ Schema and looks each one up in what the model is shown: the JSON that
 - TRL: the function `trl.experimental.openreward.environment._bind_tool_method` binds on a fresh
   `_RolloutEnvironment` subclass (binder or `get_json_schema` exceptions are caught and counted).
 
-The SDK set lists each toolset's tools as `Environment.list_tools` would; a tool identical to one
-of an earlier toolset (BackSearch and Web share `web_fetch`/`web_search`) is counted once.
+Only that JSON is read, never orlgen's internals, so the measure holds across rewrites of the
+generator. The SDK set and the published-style envs list each tool as `Environment.list_tools`
+would; a tool identical to one of an earlier toolset (BackSearch and Web share
+`web_fetch`/`web_search`) is counted once.
 
 Each fact is found **structurally** (a JSON Schema keyword says it: `type`, `enum`, `items`,
 `prefixItems`, `additionalProperties`, `required`, `nullable`, `default`, `properties`, the
 param's/tool's own `description`), **as text** (only a description string says it), or **lost**.
 
-Facts (per tool): tool present (1); tool description (if non-empty). Per top-level parameter:
+Facts (per tool): tool present (1). The description is read as the Google-style docstring it
+usually is: its prose is the tool-description fact, its `Returns:` block a `returns` fact, and an
+`Args:` entry is the description of a parameter whose schema has none. Per top-level parameter:
+its name (`param-name`);
 each non-null JSON type it admits; each enum/const value, of the param or of its array items
 (null excluded: that is nullability);
 item type(s) of arrays (per position for tuples), value type of maps; required-ness (always one
@@ -48,6 +54,12 @@ Matching rules (documented, applied identically to both sides):
   string, a digit for numbers, `{` or `<Ref>` for objects, `[` for arrays). The position of a
   nested name inside the structure is not checked.
 
+Besides found/lost, a shown fact is **altered** when its text changed on the way: a description or
+Returns text not shown verbatim (runs of whitespace aside), or a parameter shown under another
+name although Python allows its own (a keyword or a non-identifier must be renamed: not counted).
+**Prompt size** per module: characters of the tools JSON the model sees, each function dumped as
+the chat template's `tojson` does, for orlgen, TRL, and the server's raw schemas shown as they are.
+
 Run: `python -m bench.fidelity [--json PATH]`.
 """
 
@@ -55,10 +67,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import importlib.util
 import inspect
 import itertools
 import json
+import keyword
 import logging
 import math
 import re
@@ -77,7 +91,7 @@ from pydantic import BaseModel, ConfigDict, Field, conint
 REPO = Path(__file__).resolve().parent.parent
 SETS = ("examples", "sdk-toolsets", "hostile")
 KINDS = ("type", "enum", "items", "required", "nullable", "default", "constraint", "nested", "description",
-         "tool-present")
+         "returns", "param-name", "tool-present")
 STATUSES = ("structural", "text", "lost")
 NESTED_DEPTH = 3
 CONSTRAINT_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
@@ -119,26 +133,46 @@ def example_groups() -> list[Group]:
     return groups
 
 
+#: Example envs written the way published ORS envs are (Google docstrings, no Field descriptions).
+PUBLISHED = (("wordgrid", "examples.wordgrid", "WordGrid"), ("icu_sepsis", "examples.icu_sepsis", "IcuSepsisEnvironment"))
+
+
+def _class_tools(cls: type) -> list[ToolSchema]:
+    """The shared tools of an `Environment` class, as `Environment.list_tools` lists them: name =
+    attribute name, description = stripped docstring, schema = the params model's JSON Schema."""
+    from openreward.environments.environment import Environment, _introspect_tool
+
+    tools = []
+    for name in dir(cls):
+        fn = getattr(cls, name)
+        if not Environment._is_tool(fn) or not getattr(fn, "_env_tool_shared", True):
+            continue
+        _, hints, params = _introspect_tool(fn)
+        schema = hints[params[0].name].model_json_schema() if params else None
+        tools.append(ToolSchema(name, (fn.__doc__ or "").strip(), schema))
+    return tools
+
+
+def published_groups() -> list[Group]:
+    groups = []
+    for name, module, cls_name in PUBLISHED:
+        cls = getattr(importlib.import_module(module), cls_name)
+        groups.append(Group("examples", name, _class_tools(cls)))
+    return groups
+
+
 def sdk_groups() -> list[Group]:
     """One group per toolset exported by `openreward.toolsets`, its tools listed exactly as
     `Environment.list_tools` lists a declared toolset's tools (name = attribute name,
     description = stripped docstring, schema = the param model's `model_json_schema()`).
     A tool identical (name, description, schema) to one of an earlier toolset is counted once."""
     import openreward.toolsets as toolsets
-    from openreward.environments.environment import Environment, _introspect_tool
 
     seen: set[str] = set()
     groups = []
     for cls_name in sorted(n for n in toolsets.__all__ if n != "BUILTIN_TOOLSETS"):
-        cls = getattr(toolsets, cls_name)
         tools = []
-        for name in dir(cls):
-            fn = getattr(cls, name)
-            if not Environment._is_tool(fn) or not getattr(fn, "_env_tool_shared", True):
-                continue
-            _, hints, params = _introspect_tool(fn)
-            schema = hints[params[0].name].model_json_schema() if params else None
-            tool = ToolSchema(name, (fn.__doc__ or "").strip(), schema)
+        for tool in _class_tools(getattr(toolsets, cls_name)):
             key = json.dumps([tool.name, tool.description, tool.input_schema], sort_keys=True)
             if key not in seen:
                 seen.add(key)
@@ -246,7 +280,7 @@ def hostile_groups() -> list[Group]:
 
 
 def all_groups() -> list[Group]:
-    return example_groups() + sdk_groups() + hostile_groups()
+    return example_groups() + published_groups() + sdk_groups() + hostile_groups()
 
 
 # ── schema facts ─────────────────────────────────────────────────────────────
@@ -380,16 +414,58 @@ def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[st
     return out
 
 
+_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises)\s*:\s*$")
+_ARG = re.compile(r"^(\S+?)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def parse_docstring(text: str) -> tuple[str, dict[str, str], str]:
+    """The Google-style parts of a tool description: prose, `Args:` entries by name, `Returns:`.
+
+    A section starts at a line that is only its header (`Args:`); an entry starts at the section's
+    first indentation, and deeper lines continue it. Text without sections is all prose."""
+    prose: list[str] = []
+    args: dict[str, list[str]] = {}
+    returns: list[str] = []
+    section, indent, current = None, None, None
+    for line in text.splitlines():
+        header = _SECTION.match(line)
+        if header:
+            section, indent, current = header[1], None, None
+            continue
+        if section is None:
+            prose.append(line)
+            continue
+        if not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip())
+        indent = depth if indent is None else indent
+        if section in ("Args", "Arguments", "Parameters"):
+            entry = _ARG.match(line.strip()) if depth <= indent else None
+            if entry:
+                current = entry[1]
+                args[current] = [entry[2]]
+            elif current is not None:
+                args[current].append(line.strip())
+        elif section == "Returns":
+            returns.append(line.strip())
+    squash = lambda parts: " ".join(" ".join(parts).split())  # noqa: E731
+    return "\n".join(prose).strip(), {name: squash(words) for name, words in args.items()}, squash(returns)
+
+
 def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
     def fact(kind: str, path: str, value: Any) -> Fact:
         return Fact(set_name, group, tool.name, kind, path, value)
 
     facts = [fact("tool-present", "", tool.name)]
-    if tool.description.strip():
-        facts.append(fact("description", "", tool.description.strip()))
+    prose, documented, returns = parse_docstring(tool.description.strip())
+    if prose:
+        facts.append(fact("description", "", prose))
+    if returns:
+        facts.append(fact("returns", "", returns))
     root = tool.input_schema or {}
     required = set(root.get("required") or [])
     for param, sub in (root.get("properties") or {}).items():
+        facts.append(fact("param-name", param, param))
         branches = _branches(sub, root)
         types = _types(sub, root)
         facts += [fact("type", param, t) for t in sorted(types - {"null"})]
@@ -426,9 +502,27 @@ def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
         description = sub.get("description") if isinstance(sub, dict) else None
         if not description and isinstance(sub, dict) and "$ref" in sub:
             description = (_resolve(sub, root) or {}).get("description")
+        if not (isinstance(description, str) and description.strip()):
+            description = documented.get(param)  # the author documented it in the docstring instead
         if isinstance(description, str) and description.strip():
             facts.append(fact("description", param, description.strip()))
     return facts
+
+
+# ── prompt size ──────────────────────────────────────────────────────────────
+
+
+def prompt_chars(functions: list[JSON]) -> int:
+    """Characters of the tools JSON the model is shown: each `get_json_schema(...)["function"]`
+    wrapped and dumped as the chat template's `tojson` does (`json.dumps`, non-ASCII kept)."""
+    return sum(len(json.dumps({"type": "function", "function": f}, ensure_ascii=False)) for f in functions)
+
+
+def raw_prompt_chars(tools: list[Any]) -> int:
+    """The same measure for the server's raw schemas, shown as they are: name, description,
+    `input_schema` as the parameters (an empty object schema for a tool without parameters)."""
+    return prompt_chars([{"name": t.name, "description": t.description,
+                          "parameters": t.input_schema or {"type": "object", "properties": {}}} for t in tools])
 
 
 # ── the model's view ─────────────────────────────────────────────────────────
@@ -557,6 +651,7 @@ class Outcome:
     fact: Fact
     status: str
     reason: str = ""
+    altered: bool = False  # shown, but not as written (text changed, or a parameter renamed)
 
 
 _TYPE_WORDS = {
@@ -667,10 +762,33 @@ def _texts(fn: JSON) -> list[str]:
                 walk(v)
 
     walk(fn.get("parameters"))
+    walk(fn.get("return"))
     return found
 
 
 def classify(fact: Fact, view: View) -> Outcome:
+    """`_classify`, plus whether a shown fact was altered on the way: a description or Returns
+    text that is not shown verbatim (whitespace runs aside), a parameter shown under another name
+    although Python allows its own (keywords and non-identifiers must be renamed: not counted)."""
+    outcome = _classify(fact, view)
+    if outcome.status == "lost":
+        return outcome
+    fn = view.functions[fact.tool]
+    if fact.kind == "param-name":  # Python forces a rename only of keywords and non-identifiers
+        allowed = fact.value.isidentifier() and not keyword.iskeyword(fact.value)
+        altered = allowed and fact.value not in ((fn.get("parameters") or {}).get("properties") or {})
+    elif fact.kind in ("description", "returns"):
+        altered = not any(_spaced(fact.value) in _spaced(text) for text in _texts(fn))
+    else:
+        return outcome
+    return Outcome(fact, outcome.status, outcome.reason, altered)
+
+
+def _spaced(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _classify(fact: Fact, view: View) -> Outcome:
     def lost(reason: str) -> Outcome:
         return Outcome(fact, "lost", reason)
 
@@ -681,6 +799,8 @@ def classify(fact: Fact, view: View) -> Outcome:
         return Outcome(fact, "structural")
     if fact.kind == "description" and not fact.path:
         return _classify_description(fact, str(fn.get("description") or ""), _texts(fn))
+    if fact.kind == "returns":
+        return _classify_description(fact, str((fn.get("return") or {}).get("description") or ""), _texts(fn))
     parameters = fn.get("parameters") or {}
     properties = parameters.get("properties") or {}
     wire = re.split(r"[.\[{]", fact.path, maxsplit=1)[0]
@@ -696,6 +816,8 @@ def classify(fact: Fact, view: View) -> Outcome:
             return Outcome(fact, "text")
         return lost(what or f"model sees {_brief(out)}")
 
+    if fact.kind == "param-name":
+        return Outcome(fact, "structural")
     if fact.kind == "description":
         return _classify_description(fact, desc, _texts(fn))
     if fact.kind == "type":
@@ -810,7 +932,12 @@ class Result:
     outcomes: dict[str, list[Outcome]]  # binder ("orlgen" / "trl") → one outcome per fact
     tools: Counter  # set → number of tools
     extra: dict[str, list[str]]  # binder → functions shown that are no tool
+    prompt: dict[str, dict[str, int]] = field(default_factory=dict)  # "set/group" → raw/orlgen/trl chars
     seconds: float = 0.0
+
+    def altered(self, binder: str, set_name: str | None = None, kind: str | None = None) -> list[Outcome]:
+        return [o for o in self.outcomes[binder] if o.altered
+                and (set_name is None or o.fact.set_name == set_name) and (kind is None or o.fact.kind == kind)]
 
     def counts(self, binder: str, set_name: str | None = None, kind: str | None = None) -> dict[str, int]:
         found = Counter(o.status for o in self.outcomes[binder]
@@ -827,7 +954,8 @@ class Result:
     def to_json(self) -> JSON:
         def block(set_name: str | None = None, kind: str | None = None) -> JSON:
             return {"facts": self.facts(set_name, kind), "orlgen": self.counts("orlgen", set_name, kind),
-                    "trl": self.counts("trl", set_name, kind)}
+                    "trl": self.counts("trl", set_name, kind),
+                    "altered": {b: len(self.altered(b, set_name, kind)) for b in ("orlgen", "trl")}}
 
         return {
             "sets": {s: {"tools": self.tools[s], **block(s)} for s in SETS},
@@ -840,6 +968,7 @@ class Result:
                 for binder in ("orlgen", "trl")
             },
             "extra_functions": self.extra,
+            "prompt_chars": self.prompt,
         }
 
 
@@ -849,9 +978,13 @@ def measure(groups: list[Group] | None = None) -> Result:
     outcomes: dict[str, list[Outcome]] = {"orlgen": [], "trl": []}
     extra: dict[str, list[str]] = {"orlgen": [], "trl": []}
     tools: Counter = Counter()
+    prompt: dict[str, dict[str, int]] = {}
     with tempfile.TemporaryDirectory(prefix="orlgen-fidelity-") as tmp:
         for group in groups:
             views = {"orlgen": orlgen_view(group, Path(tmp)), "trl": trl_view(group)}
+            prompt[f"{group.set_name}/{group.name}"] = {
+                "raw": raw_prompt_chars(group.tools),
+                **{binder: prompt_chars(list(view.functions.values())) for binder, view in views.items()}}
             for binder, view in views.items():
                 extra[binder] += [f"{group.name}:{name}" for name in view.extra]
             for tool in sorted(group.tools, key=lambda t: t.name):
@@ -859,7 +992,7 @@ def measure(groups: list[Group] | None = None) -> Result:
                 for fact in tool_facts(group.set_name, group.name, tool):
                     for binder, view in views.items():
                         outcomes[binder].append(classify(fact, view))
-    return Result(outcomes, tools, extra, time.perf_counter() - started)
+    return Result(outcomes, tools, extra, prompt, time.perf_counter() - started)
 
 
 # ── report ───────────────────────────────────────────────────────────────────
@@ -882,6 +1015,17 @@ def report(result: Result) -> str:
     lines += ["", "By fact kind (all sets)", header.replace("schema set", "fact kind ").replace("tools", "     ")]
     for k in KINDS:
         lines.append(_row(k, "", result.facts(kind=k), result.counts("orlgen", kind=k), result.counts("trl", kind=k)))
+    lines += ["", "Facts altered on the way (shown, but not as written: text changed, parameter renamed)",
+              f"{'schema set':<14}{'orlgen':>8}{'TRL':>8}"]
+    for s in SETS:
+        lines.append(f"{s:<14}{len(result.altered('orlgen', s)):>8}{len(result.altered('trl', s)):>8}")
+    lines.append(f"{'total':<14}{len(result.altered('orlgen')):>8}{len(result.altered('trl')):>8}")
+    lines += [f"  [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}" for o in result.altered("orlgen")]
+    lines += ["", "Prompt size: characters of the tools JSON the model sees (chat template `tojson`), per module",
+              f"{'module':<34}{'raw':>8}{'orlgen':>8}{'TRL':>8}{'orlgen/raw':>12}{'orlgen/TRL':>12}"]
+    for name, sizes in result.prompt.items():
+        lines.append(f"{name:<34}{sizes['raw']:>8}{sizes['orlgen']:>8}{sizes['trl']:>8}"
+                     f"{_ratio(sizes['orlgen'], sizes['raw']):>12}{_ratio(sizes['orlgen'], sizes['trl']):>12}")
     for binder, title in (("orlgen", "orlgen"), ("trl", "TRL")):
         lost = result.lost(binder)
         lines += ["", f"Facts {title} loses: {len(lost)}"]
@@ -896,6 +1040,10 @@ def report(result: Result) -> str:
         if names:
             lines.append(f"\nFunctions {binder} shows that are no tool: {names}")
     return "\n".join(lines)
+
+
+def _ratio(a: int, b: int) -> str:
+    return f"{a / b:.2f}" if b else "-"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,7 @@ def _lost(result: fidelity.Result, binder: str, set_name: str) -> set[tuple[str,
 
 
 def test_every_set_is_measured(result):
-    assert result.tools["examples"] == 11  # echo: 2, helpdesk: 9 (task-only tools included)
+    assert result.tools["examples"] == 20  # echo 2, helpdesk 9 (task-only included), wordgrid 3, icu_sepsis 6
     assert result.tools["sdk-toolsets"] >= 80  # every tool of every toolset in openreward.toolsets
     assert result.tools["hostile"] == 8
     for kind in fidelity.KINDS:
@@ -73,8 +73,44 @@ def test_facts_of_an_optional_pair():
     facts = {(f.kind, f.path, json.dumps(f.value)) for f in fidelity.tool_facts("s", "g", fidelity.ToolSchema(
         "draw", "", schema)) if f.path == "point" or f.path.startswith("point[")}
     assert facts == {
-        ("type", "point", '"array"'), ("items", "point[0]", '"integer"'), ("items", "point[1]", '"integer"'),
+        ("param-name", "point", '"point"'), ("type", "point", '"array"'), ("items", "point[0]", '"integer"'), ("items", "point[1]", '"integer"'),
         ("required", "point", '"optional"'), ("nullable", "point", "true"), ("default", "point", "null"),
         ("constraint", "point", '{"minItems": 2}'), ("constraint", "point", '{"maxItems": 2}'),
         ("description", "point", '"An optional pair."'),
     }
+
+
+def test_docstring_sections_become_their_own_facts():
+    """A published tool's docstring: the prose is the tool's description fact, each `Args:` entry
+    describes its parameter (the params model has no descriptions), `Returns:` is a fact of its own."""
+    from examples.wordgrid import PlaceLetterParams
+
+    tool = fidelity.ToolSchema("place_letter", "Write a letter.\n\nMore prose.\n\nArgs:\n    row: Row of the\n"
+                               "        cell.\n    column (int): Column.\n    letter: Letter.\n\nReturns:\n"
+                               "    The grid.", PlaceLetterParams.model_json_schema())
+    facts = {(f.kind, f.path): f.value for f in fidelity.tool_facts("s", "g", tool)
+             if f.kind in ("description", "returns")}
+    assert facts == {("description", ""): "Write a letter.\n\nMore prose.", ("returns", ""): "The grid.",
+                     ("description", "row"): "Row of the cell.", ("description", "column"): "Column.",
+                     ("description", "letter"): "Letter."}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 11: the valid identifier 名前 is renamed 'unnamed'")
+def test_only_needless_renames_count_as_altered(result):
+    altered = {(o.fact.group, o.fact.tool, o.fact.path) for o in result.altered("orlgen", "examples")
+               if o.fact.kind == "param-name"}
+    assert ("icu_sepsis", "register_patient", "名前") not in altered
+    assert ("icu_sepsis", "transfer", "from") not in altered  # a keyword must be renamed: not counted
+    assert result.altered("trl", "examples", kind="param-name") == []  # TRL skips such tools: lost, not altered
+
+
+@pytest.mark.xfail(strict=True, reason="issue 11: 名前 and from are renamed; docstring text is escaped")
+def test_orlgen_alters_nothing_on_example_envs(result):
+    assert [o.fact.label() for o in result.altered("orlgen", "examples")] == []
+
+
+def test_prompt_size_is_measured_per_module(result):
+    sizes = result.prompt["examples/helpdesk"]
+    assert set(sizes) == {"raw", "orlgen", "trl"} and all(v > 0 for v in sizes.values())
+    assert sizes["orlgen"] <= sizes["raw"]  # issue 11's done-when; true today, kept by the rewrite
+    assert len(result.prompt) == sum(1 for _ in fidelity.all_groups())

@@ -1,0 +1,362 @@
+"""Hostile schemas (issue 10, items 1 and 2), played for real.
+
+The attacker controls a tool's or the task's JSON Schema, through a hostile server or a PR that
+edits a checked-in snapshot. Snapshots here are sealed exactly as orlgen seals them
+(`Snapshot(...).to_json()`), then `orlgen generate` runs in-process through its CLI. What a user
+needs, whatever the schema:
+
+- generate ends with exit 0 and a module that imports, shows every tool to TRL and runs no code the
+  schema chose; or with exit 2, one line on stderr (naming the tool when one tool is at fault), and
+  nothing written;
+- the module names no module the schema chose, holds no content of a local file, and sends what
+  the caller passed (a password is not masked, a decimal goes as a number, `from` and `from_` each
+  under its own name) to a real server.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from transformers.utils import get_json_schema
+
+from conftest import load_module
+from orlgen.cli import main
+from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
+
+SECRET_TEXT = "SECRET-FILE-CONTENT-7f3a"
+TASK_SCHEMA = {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}
+
+
+def sealed(tools: list[Tool], task_schema: dict | None = None, target: str = "http://127.0.0.1:9",
+           env: str = "attacked") -> str:
+    """A snapshot file's text, sealed the way `orlgen snapshot` seals it."""
+    return Snapshot(
+        name="attacked",
+        target=Target(kind="url", value=target, env=env),
+        splits=[Split(name="train", num_tasks=1)],
+        tools=tools,
+        terminal_tool=None,
+        probed_tasks=[],
+        tasks={"train": SplitTasks(coverage="all", tasks=[Task(index=0, spec={"prompt": "record"})])},
+        task_schema=TASK_SCHEMA if task_schema is None else task_schema,
+    ).to_json()
+
+
+def tool(name: str, schema: dict | None, description: str = "A tool.") -> Tool:
+    return Tool(name=name, description=description, input_schema=schema, shared=True)
+
+
+def params(**properties: Any) -> dict:
+    return {"type": "object", "properties": properties}
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    stderr: str
+    module_path: Path | None  # the generated module, when generate wrote one
+    traceback: BaseException | None  # an exception that escaped the CLI
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch) -> Path:
+    """An empty project directory, the working directory of `orlgen generate`."""
+    (tmp_path / "generated").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def generate(workdir: Path, snapshot_text: str) -> Outcome:
+    snapshot = workdir / "generated" / "attacked.snapshot.json"
+    snapshot.write_text(snapshot_text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["generate", str(snapshot)])
+    escaped = result.exception if not isinstance(result.exception, (SystemExit, type(None))) else None
+    modules = sorted((workdir / "generated").glob("*.py"))
+    return Outcome(result.exit_code, result.stderr, modules[0] if modules else None, escaped)
+
+
+def assert_sound(outcome: Outcome, tool_names: list[str]) -> Any:
+    """Exit 0 with a working module (returned), or exit 2 with one line and nothing written."""
+    assert outcome.traceback is None, f"traceback: {outcome.traceback!r}"
+    assert outcome.exit_code in (0, 2), outcome.stderr
+    if outcome.exit_code == 2:
+        assert len(outcome.stderr.strip().splitlines()) == 1, outcome.stderr
+        assert outcome.module_path is None, "a module was written although generate failed"
+        return None
+    assert outcome.module_path is not None
+    module = load_module(outcome.module_path)
+    assert sorted(module.TOOLS) == sorted(tool_names)
+    for fn in methods(module).values():
+        get_json_schema(fn)
+    return module
+
+
+def methods(module: Any) -> dict[str, Any]:
+    from orlgen.runtime.adapter import EnvAdapter
+
+    (cls,) = {v for v in vars(module).values() if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter}
+    return {fn.__name__: fn for name, fn in inspect.getmembers(cls, inspect.isfunction)
+            if not name.startswith("_") and name not in ("reset", "get_reward")}
+
+
+# ── code the schema chose never runs ──────────────────────────────────────────
+
+
+def _extension_schemas(target: str) -> dict[str, dict]:
+    """Every datamodel-code-generator key that names Python code, pointing at `target` (module.Name)."""
+    module, name = target.rsplit(".", 1)
+    return {
+        "customTypePath": params(a={"type": "string", "customTypePath": target}),
+        "customBasePath": {**params(a={"type": "string"}), "customBasePath": target},
+        "customBasePath-nested": params(a={**params(b={"type": "string"}), "customBasePath": target}),
+        "x-python-type": params(a={"type": "string", "x-python-type": target}),
+        "x-python-import": {**params(a={"$ref": "#/$defs/Thing"}),
+                            "$defs": {"Thing": {"type": "object", "x-python-import": {"module": module, "name": name}}}},
+        "x-is-base-class": {**params(a={"$ref": "#/$defs/Thing"}),
+                            "$defs": {"Thing": {**params(b={"type": "string"}), "x-is-base-class": True,
+                                                "customBasePath": target}}},
+    }
+
+
+@pytest.fixture
+def canary(tmp_path, monkeypatch) -> tuple[str, Path]:
+    """A module on the trainer's path that writes a file when imported: (module name, that file)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    name = f"orlgen_canary_{abs(hash(str(tmp_path))) % 10**8}"
+    written = tmp_path / "canary-was-imported"
+    (site / f"{name}.py").write_text(f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
+                                     "from pydantic import BaseModel\nclass Base(BaseModel): pass\n")
+    monkeypatch.syspath_prepend(str(site))
+    return name, written
+
+
+EXTENSIONS = sorted(_extension_schemas("m.T"))
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: dcg extensions become imports of the schema's module")
+@pytest.mark.parametrize("where", ["tool", "task"])
+def test_generator_extensions_import_nothing(workdir, canary, where):
+    name, written = canary
+    failures = []
+    for key, schema in _extension_schemas(f"{name}.Thing").items():
+        if where == "tool":
+            text = sealed([tool("t", schema)])
+        else:
+            text = sealed([tool("t", None)], task_schema={**schema, "required": ["prompt"]} if "a" in schema.get(
+                "properties", {}) else schema)
+        outcome = generate(workdir, text)
+        module = assert_sound(outcome, ["t"])
+        source = outcome.module_path.read_text() if outcome.module_path else ""
+        if written.exists() or name in source:
+            failures.append(key)
+        written.unlink(missing_ok=True)
+        sys.modules.pop(name, None)
+        if outcome.module_path:
+            outcome.module_path.unlink()
+        del module
+    assert failures == []
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: a server's dcg extensions become imports in the module")
+def test_hostile_server_extensions_import_nothing(workdir, tmp_path, monkeypatch):
+    """The same attack through the front door: `orlgen snapshot` of a real server that declares them."""
+    from tests.schema_envs import SERVER_CANARY
+
+    site = tmp_path / "site"
+    site.mkdir()
+    written = tmp_path / "server-canary-was-imported"
+    (site / f"{SERVER_CANARY}.py").write_text(f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
+                                              "from pydantic import BaseModel\nclass Base(BaseModel): pass\n")
+    monkeypatch.syspath_prepend(str(site))
+    result = CliRunner().invoke(main, ["snapshot", "tests.schema_envs:Extensions", "--out", "generated"])
+    assert result.exit_code in (0, 2), result.output
+    for path in (workdir / "generated").glob("*.py"):
+        assert SERVER_CANARY not in path.read_text()
+        load_module(path)
+    sys.modules.pop(SERVER_CANARY, None)
+    assert not written.exists()
+
+
+def test_generate_imports_nothing_from_the_working_directory(workdir):
+    """Verifying a module before writing it must not run files of the project being generated
+    into: a `pydantic.py` in the working directory is never imported (issue 10 item 2)."""
+    written = workdir / "shadow-was-imported"
+    (workdir / "pydantic.py").write_text(f"open({str(written)!r}, 'w').close()\n")
+    outcome = generate(workdir, sealed([tool("t", params(a={"type": "string"}))]))
+    assert outcome.exit_code == 0, outcome.stderr
+    assert not written.exists()
+
+
+# ── no local file reaches the module ─────────────────────────────────────────
+
+
+def _leaks(secret: Path) -> dict[str, tuple[list[Tool], dict | None]]:
+    """Ways a schema can name a local file, in a tool schema or in the task schema."""
+    relative, uri = f"{secret.name}#/$defs/Leak", f"{secret.as_uri()}#/$defs/Leak"
+    absolute = f"{secret}#/$defs/Leak"
+    leaks: dict[str, tuple[list[Tool], dict | None]] = {}
+    for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+        for label, ref in (("relative", relative), ("./relative", f"./{relative}"), ("absolute", absolute),
+                           ("file uri", uri)):
+            leaks[f"tool {keyword} {label}"] = ([tool("t", params(a={keyword: ref}))], None)
+            leaks[f"task {keyword} {label}"] = ([tool("t", None)], {
+                **TASK_SCHEMA, "properties": {"prompt": {"type": "string"}, "x": {keyword: ref}}})
+    leaks["tool $id + local $ref"] = ([tool("t", {**params(a={"$ref": "#/$defs/Leak"}), "$id": secret.as_uri()})], None)
+    leaks["task root $ref"] = ([tool("t", None)], {"$ref": uri})
+    return leaks
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: $dynamicRef reads a local file into the module")
+def test_no_local_file_content_reaches_the_module(workdir):
+    secret = workdir / "secret.json"
+    leak = {"type": "object", "description": SECRET_TEXT, "properties": {SECRET_TEXT.replace("-", "_"): {"type": "string"}}}
+    secret.write_text(json.dumps({**leak, "$defs": {"Leak": leak}}))
+    leaked = []
+    for label, (tools, task_schema) in _leaks(secret).items():
+        outcome = generate(workdir, sealed(tools, task_schema))
+        assert_sound(outcome, ["t"])
+        written = b"".join(p.read_bytes() for p in (workdir / "generated").glob("*.py"))
+        if SECRET_TEXT.encode() in written or SECRET_TEXT.replace("-", "_").encode() in written:
+            leaked.append(label)
+        for path in (workdir / "generated").glob("*.py"):
+            path.unlink()
+    assert leaked == []
+
+
+# ── formats and impossible constraints ───────────────────────────────────────
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: format email/ulid need packages the trainer lacks")
+@pytest.mark.parametrize("fmt", ["email", "idn-email", "ulid"])
+def test_formats_need_no_extra_package(workdir, fmt):
+    outcome = generate(workdir, sealed([tool("t", params(a={"type": "string", "format": fmt}))]))
+    assert outcome.exit_code == 0, outcome.stderr  # a format is a hint to the model, never a reason to fail
+    assert_sound(outcome, ["t"])
+
+
+def _nest(kind: str, depth: int) -> dict:
+    node: dict = {"type": "string"}
+    for _ in range(depth):
+        node = {"array": {"type": "array", "items": node}, "object": params(x=node),
+                "anyOf": {"anyOf": [node, {"type": "null"}]}}[kind]
+    return node
+
+
+HOSTILE_SCHEMAS: dict[str, dict] = {
+    "negative minLength": params(a={"type": "string", "minLength": -1}),
+    "huge maxItems": params(a={"type": "array", "items": {"type": "string"}, "maxItems": 10**30}),
+    "huge minLength": params(a={"type": "string", "minLength": 10**20}),
+    "minimum above maximum": params(a={"type": "integer", "minimum": 5, "maximum": 1}),
+    "non-finite enum": params(a={"enum": [1.5, math.nan, math.inf]}),
+    "non-finite bound": params(a={"type": "number", "maximum": math.inf}),
+    "root $ref to itself": {"$ref": "#", **params(a={"type": "string"})},
+    "property $ref to the root": params(a={"$ref": "#"}),
+    "unresolvable local $ref": params(a={"$ref": "#/$defs/Missing"}),
+    "huge int default": params(a={"type": "integer", "default": 10**400}),
+    "huge int enum": params(a={"enum": [10**400, 1]}),
+    "lone surrogate in a description": params(a={"type": "string", "description": "x\ud800y"}),
+    "lone surrogate in an enum": params(a={"enum": ["\udfff", "ok"]}),
+    "lone surrogate in a property name": params(**{"a\ud800": {"type": "string"}}),
+    "300 levels of arrays": params(a=_nest("array", 300)),
+    "300 levels of objects": params(a=_nest("object", 300)),
+    "300 levels of anyOf": params(a=_nest("anyOf", 300)),
+}
+
+
+# Cases that already end soundly on main at 4f702c4 (found by running them): they guard the rewrite.
+TODAY_SOUND = {"minimum above maximum", "non-finite enum", "non-finite bound", "root $ref to itself",
+               "property $ref to the root", "huge int default", "huge int enum"}
+
+
+@pytest.mark.parametrize("label", sorted(HOSTILE_SCHEMAS))
+def test_hostile_schema_gives_a_working_module_or_one_line(workdir, label, request):
+    if label not in TODAY_SOUND:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"issue 10: {label} is not handled soundly"))
+    outcome = generate(workdir, sealed([tool("attack_tool", HOSTILE_SCHEMAS[label])]))
+    assert_sound(outcome, ["attack_tool"])
+    if outcome.exit_code == 2:
+        assert "attack_tool" in outcome.stderr, outcome.stderr  # the one line names the tool at fault
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: a deep task schema gives a traceback")
+def test_deep_task_schema_gives_a_working_module_or_one_line(workdir):
+    outcome = generate(workdir, sealed([tool("t", None)], task_schema={**TASK_SCHEMA, "properties": {
+        "prompt": {"type": "string"}, "deep": _nest("object", 300)}}))
+    assert_sound(outcome, ["t"])
+
+
+def test_a_failed_generate_keeps_the_previous_module(workdir):
+    good = generate(workdir, sealed([tool("t", params(a={"type": "string"}))]))
+    assert good.exit_code == 0 and good.module_path is not None
+    before = good.module_path.read_bytes()
+    bad = generate(workdir, sealed([tool("t", params(a={"$ref": "#/$defs/Missing"}))]))
+    assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert good.module_path.read_bytes() == before
+
+
+# ── values reach a real server as the caller passed them ─────────────────────
+
+
+@pytest.fixture(scope="module")
+def recorder_url():
+    from orlgen.serve import ServerProcess
+
+    with ServerProcess("tests.schema_envs:RawRecorder") as server:
+        yield server.url
+
+
+def _episode(workdir: Path, url: str, tools: list[Tool]) -> tuple[Any, dict[str, Any]]:
+    outcome = generate(workdir, sealed(tools, target=url, env="rawrecorder"))
+    module = assert_sound(outcome, [t.name for t in tools])
+    assert module is not None, outcome.stderr
+    found = methods(module)
+    env = module.environment_factory(base_url=url, on_drift="ignore")  # the snapshot is forged: no drift check
+    env.reset(**module.build_dataset(num_tasks=1)[0])
+    return env, found
+
+
+def _sent(output: str) -> Any:
+    assert not output.startswith("Error"), output
+    return json.loads(output)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: format password masks the value as **********")
+def test_password_reaches_the_server_unmasked(workdir, recorder_url):
+    env, found = _episode(workdir, recorder_url, [tool("record", {
+        **params(token={"type": "string", "format": "password", "writeOnly": True}), "required": ["token"]})])
+    assert _sent(found["record"](env, token="hunter2")) == {"token": "hunter2"}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: format decimal is sent as a string")
+def test_decimal_is_sent_as_a_number(workdir, recorder_url):
+    env, found = _episode(workdir, recorder_url, [tool("record", {
+        **params(amount={"type": "number", "format": "decimal"}), "required": ["amount"]})])
+    assert _sent(found["record"](env, amount=12.5)) == {"amount": 12.5}
+
+
+def test_colliding_defs_names_each_validate_against_their_own(workdir, recorder_url):
+    def with_item(item: dict) -> dict:
+        return {**params(item={"$ref": "#/$defs/Item"}), "required": ["item"], "$defs": {"Item": item}}
+
+    env, found = _episode(workdir, recorder_url, [
+        tool("record", with_item({**params(x={"type": "integer"}), "required": ["x"]})),
+        tool("record_too", with_item({**params(y={"type": "string"}), "required": ["y"]})),
+    ])
+    assert _sent(found["record"](env, item={"x": 1})) == {"item": {"x": 1}}
+    assert _sent(found["record_too"](env, item={"y": "b"})) == {"item": {"y": "b"}}
+
+
+@pytest.mark.xfail(strict=True, reason="issue 10: with `from` and `from_`, one value is sent under both names")
+def test_from_and_from_underscore_each_sent_under_its_own_name(workdir, recorder_url):
+    env, found = _episode(workdir, recorder_url, [tool("record", {
+        **params(**{"from": {"type": "string"}, "from_": {"type": "string"}}), "required": ["from", "from_"]})])
+    assert _sent(found["record"](env, **{"from": "a", "from_": "b"})) == {"from": "a", "from_": "b"}
