@@ -133,7 +133,10 @@ class _Capture:
         ).canonical()
 
     def _default_name(self) -> str:
-        return names.slug(self.target.value if self.target.kind == "catalog" else self.target.env)
+        if self.target.kind == "catalog":
+            return names.slug(self.target.value)
+        # A module target names the class (`IcuSepsisEnvironment`), whose words survive; a URL only its key.
+        return names.env_slug(self.target.value.rsplit(":", 1)[-1] if self.target.kind == "module" else self.target.env)
 
     def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """`await call(environment)`, bounded; any failure is a one-line CaptureError."""

@@ -28,7 +28,7 @@ _GOOGLE_ENTRY = re.compile(r"^(?P<name>\*{0,2}\w[\w-]*)[ \t]*(?:\((?P<type>[^()\
 _NUMPY_ENTRY = re.compile(r"^(?P<name>\*{0,2}\w[\w-]*)[ \t]*(?::[ \t]*(?P<type>.*))?$")
 _REST_FIELD = re.compile(r"^:(?P<kind>param|parameter|arg|argument|returns?|raises?)(?:[ \t]+(?P<name>[^:]+))?:[ \t]*(?P<text>.*)$")
 
-_SECTION_WORD = re.compile(r"\b(Args|Returns|Raises):")
+_SECTION_WORD = re.compile(r"(Args|Returns|Raises):")  # the parser cuts even mid-word
 _CHOICES = re.compile(r"\(choices:", re.IGNORECASE)
 
 

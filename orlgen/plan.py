@@ -212,12 +212,14 @@ def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[s
 
 
 def _default(node: Node, schema: Schema, required: bool) -> Source | None:
-    """The parameter's Python default: the schema's default when it is one of the values the
-    parameter admits, else `UNSET` for an optional parameter (nothing is sent for it)."""
+    """The parameter's Python default: the schema's default when it is an immutable value the
+    parameter admits, else `UNSET` for an optional parameter (nothing is sent for it, so the
+    server applies its own default, which the description states)."""
     if required:
         return None
     resolved = schema.resolve(node)
-    if resolved.has_default and _admits(schema.json_types(node), resolved.default):
+    immutable = not isinstance(resolved.default, (dict, list))
+    if resolved.has_default and immutable and _admits(schema.json_types(node), resolved.default):
         return literal(resolved.default)
     return Source("UNSET")
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import jinja2
 
 from . import __version__
+from .errors import OrlgenError
 from .files import FileMap
 from .models import IMPORT_MARKER, models, with_imports
 from .plan import plan, plan_mixture
@@ -32,7 +33,7 @@ LINE_LENGTH = 100
 TEMPLATE_CONTEXT_VERSION = 1
 
 
-class RenderError(ValueError):
+class RenderError(OrlgenError):
     """A snapshot cannot be turned into a module; the message names the tool or field."""
 
 

@@ -27,6 +27,7 @@ from .errors import OrlgenError
 JSON = dict[str, Any]
 
 MAX_DEPTH = 64  # nesting levels of one schema
+MAX_JSON_DEPTH = 200  # nested JSON containers a snapshot may hold in one schema (it stays serialisable)
 MAX_NODES = 100_000  # subschemas in one schema, references followed included
 MAX_COUNT = 2**31 - 1  # the largest length/count bound that can hold on a real value
 MAX_NUMBER = 10**30  # the largest magnitude of any number kept (bounds, enum values, defaults)
@@ -518,7 +519,9 @@ def _emit(node: Node, ref: Callable[[str], str], schema: Schema) -> JSON:
     for key, value in node.constraints:
         if key != "pattern" or pattern_compiles(value):
             out[key] = value
-    if node.has_default:
+    if node.has_default and not (isinstance(node.default, dict) and (node.ref is not None or node.properties)):
+        # A model's default stays with the server: datamodel-code-generator would write the dict
+        # itself as the default of a model-typed field (a type error); unset, nothing is sent.
         out["default"] = node.default
         if node.default is None and not schema.admits_null(node):
             # pydantic's `x: T = None`: the model must accept the None it defaults to.
@@ -594,6 +597,22 @@ def canonical(schema: Any) -> Any:
         if isinstance(out.get(key), list):
             out[key] = sorted(out[key], key=lambda s: json.dumps(s, sort_keys=True))
     return out
+
+
+def json_problem(value: Any) -> str | None:
+    """Why a JSON value cannot be stored in a snapshot (nested deeper than `MAX_JSON_DEPTH`, or a
+    non-finite number, which JSON cannot hold), checked without recursion: a hostile value may
+    be nested deeper than Python's recursion limit."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return f"holds the non-finite number {node}"
+        if isinstance(node, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                return f"is nested deeper than {MAX_JSON_DEPTH} levels"
+            stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return None
 
 
 def declared_order(schema: Any) -> dict[str, list[str]]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 FORMAT_VERSION = 1
 SUFFIX = ".snapshot.json"
@@ -70,9 +71,11 @@ class Tool(_Model):
     @classmethod
     def _declared_order(cls, data: Any) -> Any:
         """A tool built from a server's answer records its order; one loaded from a file has it."""
-        if isinstance(data, dict) and "property_order" not in data:
-            from .schema import declared_order
+        from .schema import declared_order, json_problem
 
+        if isinstance(data, dict) and (problem := json_problem(data.get("input_schema"))):
+            raise ValueError(f"input_schema {problem}")
+        if isinstance(data, dict) and "property_order" not in data:
             return {**data, "property_order": declared_order(data.get("input_schema"))}
         return data
 
@@ -106,6 +109,15 @@ class Snapshot(_Model):
     tasks: dict[str, SplitTasks]
     task_schema: dict[str, Any]
     sha256: str = ""
+
+    @field_validator("task_schema", mode="before")
+    @classmethod
+    def _bounded(cls, value: Any) -> Any:
+        from .schema import json_problem
+
+        if problem := json_problem(value):
+            raise ValueError(f"task_schema {problem}")
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> Snapshot:
@@ -144,7 +156,7 @@ class Snapshot(_Model):
         return ordered.model_copy(update={"sha256": _content_hash(ordered)})
 
     def to_json(self) -> str:
-        return _dumps(self.canonical().model_dump(mode="json"))
+        return _dumps(self.canonical().model_dump())
 
     @property
     def file_name(self) -> str:
@@ -165,12 +177,18 @@ def _ref_key(ref: TaskRef) -> tuple[str, int]:
     return (ref.split, ref.index)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _dumps(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    """Canonical JSON text. A lone surrogate (which a server can send as `\\ud800`) cannot be
+    written as UTF-8: it stays a `\\uXXXX` escape, so the record is faithful and the file valid."""
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def _content_hash(snapshot: Snapshot) -> str:
-    body = snapshot.model_dump(mode="json", exclude={"sha256"})
+    body = snapshot.model_dump(exclude={"sha256"})  # every field is JSON already; python mode keeps any string
     return hashlib.sha256(_dumps(body).encode()).hexdigest()
 
 

@@ -142,7 +142,6 @@ def canary(tmp_path, monkeypatch) -> tuple[str, Path]:
 EXTENSIONS = sorted(_extension_schemas("m.T"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: dcg extensions become imports of the schema's module")
 @pytest.mark.parametrize("where", ["tool", "task"])
 def test_generator_extensions_import_nothing(workdir, canary, where):
     name, written = canary
@@ -166,7 +165,6 @@ def test_generator_extensions_import_nothing(workdir, canary, where):
     assert failures == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: a server's dcg extensions become imports in the module")
 def test_hostile_server_extensions_import_nothing(workdir, tmp_path, monkeypatch):
     """The same attack through the front door: `orlgen snapshot` of a real server that declares them."""
     from tests.schema_envs import SERVER_CANARY
@@ -215,7 +213,6 @@ def _leaks(secret: Path) -> dict[str, tuple[list[Tool], dict | None]]:
     return leaks
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: $dynamicRef reads a local file into the module")
 def test_no_local_file_content_reaches_the_module(workdir):
     secret = workdir / "secret.json"
     leak = {"type": "object", "description": SECRET_TEXT, "properties": {SECRET_TEXT.replace("-", "_"): {"type": "string"}}}
@@ -235,7 +232,6 @@ def test_no_local_file_content_reaches_the_module(workdir):
 # ── formats and impossible constraints ───────────────────────────────────────
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: format email/ulid need packages the trainer lacks")
 @pytest.mark.parametrize("fmt", ["email", "idn-email", "ulid"])
 def test_formats_need_no_extra_package(workdir, fmt):
     outcome = generate(workdir, sealed([tool("t", params(a={"type": "string", "format": fmt}))]))
@@ -256,8 +252,6 @@ HOSTILE_SCHEMAS: dict[str, dict] = {
     "huge maxItems": params(a={"type": "array", "items": {"type": "string"}, "maxItems": 10**30}),
     "huge minLength": params(a={"type": "string", "minLength": 10**20}),
     "minimum above maximum": params(a={"type": "integer", "minimum": 5, "maximum": 1}),
-    "non-finite enum": params(a={"enum": [1.5, math.nan, math.inf]}),
-    "non-finite bound": params(a={"type": "number", "maximum": math.inf}),
     "root $ref to itself": {"$ref": "#", **params(a={"type": "string"})},
     "property $ref to the root": params(a={"$ref": "#"}),
     "unresolvable local $ref": params(a={"$ref": "#/$defs/Missing"}),
@@ -266,32 +260,53 @@ HOSTILE_SCHEMAS: dict[str, dict] = {
     "lone surrogate in a description": params(a={"type": "string", "description": "x\ud800y"}),
     "lone surrogate in an enum": params(a={"enum": ["\udfff", "ok"]}),
     "lone surrogate in a property name": params(**{"a\ud800": {"type": "string"}}),
-    "300 levels of arrays": params(a=_nest("array", 300)),
-    "300 levels of objects": params(a=_nest("object", 300)),
-    "300 levels of anyOf": params(a=_nest("anyOf", 300)),
+    "70 levels of arrays": params(a=_nest("array", 70)),  # past the generator's bound of 64 levels
+    "70 levels of objects": params(a=_nest("object", 70)),
+    "70 levels of anyOf": params(a=_nest("anyOf", 50)),
 }
 
 
-# Cases that already end soundly on main at 4f702c4 (found by running them): they guard the rewrite.
-TODAY_SOUND = {"minimum above maximum", "non-finite enum", "non-finite bound", "root $ref to itself",
-               "property $ref to the root", "huge int default", "huge int enum"}
+@pytest.mark.parametrize("value", [math.nan, math.inf])
+def test_a_non_finite_number_cannot_be_recorded(value):
+    """JSON has no NaN: a snapshot refuses it (pydantic would write null in its place)."""
+    with pytest.raises(ValueError, match="non-finite"):
+        sealed([tool("attack_tool", params(a={"enum": [1.5, value]}))])
+    with pytest.raises(ValueError, match="non-finite"):
+        sealed([tool("attack_tool", params(a={"type": "number", "maximum": value}))])
+
+
+@pytest.mark.parametrize("kind", ["array", "object", "anyOf"])
+def test_a_300_level_schema_is_refused_in_one_line(workdir, kind):
+    """Too deep to seal as a snapshot (capture refuses it the same way), so the attacker writes
+    the file by hand: generate answers with one line, whatever the recorded hash."""
+    text = sealed([tool("attack_tool", params(a={"type": "string"}))])
+    data = json.loads(text)
+    data["tools"][0]["input_schema"] = params(a=_nest(kind, 300))
+    with pytest.raises(ValueError, match="nested deeper than"):
+        Snapshot.model_validate(data)
+    outcome = generate(workdir, json.dumps(data))
+    assert_sound(outcome, ["attack_tool"])
+    assert outcome.exit_code == 2 and "nested deeper than" in outcome.stderr
 
 
 @pytest.mark.parametrize("label", sorted(HOSTILE_SCHEMAS))
-def test_hostile_schema_gives_a_working_module_or_one_line(workdir, label, request):
-    if label not in TODAY_SOUND:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"issue 10: {label} is not handled soundly"))
+def test_hostile_schema_gives_a_working_module_or_one_line(workdir, label):
     outcome = generate(workdir, sealed([tool("attack_tool", HOSTILE_SCHEMAS[label])]))
     assert_sound(outcome, ["attack_tool"])
     if outcome.exit_code == 2:
         assert "attack_tool" in outcome.stderr, outcome.stderr  # the one line names the tool at fault
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: a deep task schema gives a traceback")
 def test_deep_task_schema_gives_a_working_module_or_one_line(workdir):
     outcome = generate(workdir, sealed([tool("t", None)], task_schema={**TASK_SCHEMA, "properties": {
-        "prompt": {"type": "string"}, "deep": _nest("object", 300)}}))
+        "prompt": {"type": "string"}, "deep": _nest("object", 70)}}))
     assert_sound(outcome, ["t"])
+    text = sealed([tool("t", None)])
+    data = json.loads(text)
+    data["task_schema"]["properties"]["deep"] = _nest("object", 300)
+    outcome = generate(workdir, json.dumps(data))
+    assert_sound(outcome, ["t"])
+    assert outcome.exit_code == 2 and "nested deeper than" in outcome.stderr
 
 
 def test_a_failed_generate_keeps_the_previous_module(workdir):
@@ -329,14 +344,12 @@ def _sent(output: str) -> Any:
     return json.loads(output)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: format password masks the value as **********")
 def test_password_reaches_the_server_unmasked(workdir, recorder_url):
     env, found = _episode(workdir, recorder_url, [tool("record", {
         **params(token={"type": "string", "format": "password", "writeOnly": True}), "required": ["token"]})])
     assert _sent(found["record"](env, token="hunter2")) == {"token": "hunter2"}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: format decimal is sent as a string")
 def test_decimal_is_sent_as_a_number(workdir, recorder_url):
     env, found = _episode(workdir, recorder_url, [tool("record", {
         **params(amount={"type": "number", "format": "decimal"}), "required": ["amount"]})])
@@ -355,7 +368,6 @@ def test_colliding_defs_names_each_validate_against_their_own(workdir, recorder_
     assert _sent(found["record_too"](env, item={"y": "b"})) == {"item": {"y": "b"}}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10: with `from` and `from_`, one value is sent under both names")
 def test_from_and_from_underscore_each_sent_under_its_own_name(workdir, recorder_url):
     env, found = _episode(workdir, recorder_url, [tool("record", {
         **params(**{"from": {"type": "string"}, "from_": {"type": "string"}}), "required": ["from", "from_"]})])
