@@ -97,10 +97,9 @@ def _constraints(node: Node) -> list[str]:
 
 
 def default(node: Node, schema: Schema) -> str | None:
-    """`Default: 10.` for a default the model cannot see in the schema; null needs no words
-    (the parameter is optional and nullable)."""
+    """`Default: 10.`: `get_json_schema` has no place for a default."""
     node = schema.resolve(node)
-    if not node.has_default or node.default is None:
+    if not node.has_default:
         return None
     return f"Default: {json_text(node.default)}."
 

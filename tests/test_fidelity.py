@@ -95,7 +95,6 @@ def test_docstring_sections_become_their_own_facts():
                      ("description", "letter"): "Letter."}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: the valid identifier 名前 is renamed 'unnamed'")
 def test_only_needless_renames_count_as_altered(result):
     altered = {(o.fact.group, o.fact.tool, o.fact.path) for o in result.altered("orlgen", "examples")
                if o.fact.kind == "param-name"}
@@ -104,7 +103,6 @@ def test_only_needless_renames_count_as_altered(result):
     assert result.altered("trl", "examples", kind="param-name") == []  # TRL skips such tools: lost, not altered
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: 名前 and from are renamed; docstring text is escaped")
 def test_orlgen_alters_nothing_on_example_envs(result):
     assert [o.fact.label() for o in result.altered("orlgen", "examples")] == []
 
