@@ -11,6 +11,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from .errors import OrlgenError
+
 JSON = dict[str, Any]
 
 # Keywords whose value is one subschema / a list of them / a name → subschema map.
@@ -22,7 +24,7 @@ _MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSch
 _SCALAR_HINTS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
 
 
-class SchemaError(ValueError):
+class SchemaError(OrlgenError, ValueError):
     """A schema orlgen refuses to generate code from."""
 
 
