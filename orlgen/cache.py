@@ -35,7 +35,7 @@ def default_directory() -> Path:
 
 
 class Verdicts:
-    """"Current" verdicts of `check`, one empty file per verdict, named by its key."""
+    """ "Current" verdicts of `check`, one empty file per verdict, named by its key."""
 
     def __init__(self, directory: Path, templates: Path | None) -> None:
         self._directory = directory

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
@@ -66,8 +66,10 @@ def main() -> None:
 
 
 def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Tasks:
-    if value is None or value in ("all", "none"):
-        return value
+    if value is None:
+        return None
+    if value in ("all", "none"):
+        return "all" if value == "all" else "none"
     if value.isdigit():
         return int(value)
     raise click.BadParameter("expected all, none or a number")
@@ -159,7 +161,7 @@ def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
         raise SystemExit(1)
 
 
-def _project(paths: tuple[Path, ...] | list[Path] = ()) -> Project:
+def _project(paths: Sequence[Path] = ()) -> Project:
     from .project import Project
 
     return Project.find(list(paths))

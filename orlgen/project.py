@@ -175,8 +175,6 @@ class Project:
         return self.capture_like(against, like, progress)
 
 
-
-
 def _refuse_other_env(path: Path, captured: Snapshot) -> None:
     """A capture never replaces the snapshot of another environment that took the same name."""
     if not path.exists():
@@ -191,4 +189,3 @@ def _refuse_other_env(path: Path, captured: Snapshot) -> None:
             f"{path}: refused to overwrite: it is the snapshot of {previous.value!r} (env {previous.env!r}), "
             f"not of {captured.target.value!r}; choose another --name"
         )
-

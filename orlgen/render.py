@@ -42,7 +42,7 @@ def module_path(snapshot_path: Path, snapshot: Snapshot) -> Path:
     a package file such as `__init__.py`."""
     check_name(snapshot.name, f"{snapshot_path}: module name")
     if snapshot_path.name != snapshot.file_name:
-        raise RefusedWrite(f"{snapshot_path}: records the name {snapshot.name!r}, so its file must be {snapshot.file_name}")
+        raise RefusedWrite(f"{snapshot_path}: records the name {snapshot.name!r}: rename the file {snapshot.file_name}")
     return snapshot_path.with_name(f"{snapshot.name}.py")
 
 

@@ -26,7 +26,14 @@ import pytest
 from orlgen import files
 from orlgen.serve import ServerProcess
 from orlgen.snapshot import Snapshot
-from test_check import GENERATED, REPO, Result, gen, hand_edit, orlgen, orlgen_process, problems  # noqa: F401 (gen: a fixture)
+from test_check import GENERATED, REPO, Result, hand_edit, orlgen, orlgen_process, problems
+
+
+@pytest.fixture
+def gen(tmp_path: Path) -> Path:
+    """A private copy of the checked-in `generated/` directory."""
+    return Path(shutil.copytree(GENERATED, tmp_path / "generated", ignore=shutil.ignore_patterns("__pycache__")))
+
 
 # --------------------------------------------------------------------------------------------
 # check: the tampering table
@@ -86,7 +93,9 @@ def nan_for_null_in_snapshot(gen: Path) -> Path:
 
     def poison(data: dict[str, Any]) -> None:
         found = [
-            prop for tool in data["tools"] for prop in ((tool["input_schema"] or {}).get("properties") or {}).values()
+            prop
+            for tool in data["tools"]
+            for prop in ((tool["input_schema"] or {}).get("properties") or {}).values()
             if isinstance(prop, dict) and "default" in prop and prop["default"] is None
         ]
         assert found, "the hostile snapshot has a null default to poison"
@@ -145,7 +154,9 @@ def assert_refused(result: Result, *fragments: str) -> None:
 
 
 def files_under(directory: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(directory)): path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(directory)): path.read_bytes() for path in sorted(directory.rglob("*")) if path.is_file()
+    }
 
 
 @pytest.mark.parametrize("name", ["../escaped", "<absolute>", "__init__", "class"])
@@ -164,14 +175,18 @@ def write_project(directory: Path, table: str) -> Path:
 
 
 def test_a_config_env_name_outside_out_is_refused(tmp_path: Path, echo_url: str, monkeypatch: pytest.MonkeyPatch):
-    project = write_project(tmp_path / "project", f'[[tool.orlgen.envs]]\ntarget = "{echo_url}"\nname = "../../escaped"\n')
+    project = write_project(
+        tmp_path / "project", f'[[tool.orlgen.envs]]\ntarget = "{echo_url}"\nname = "../../escaped"\n'
+    )
     monkeypatch.chdir(project)
     assert_refused(orlgen("sync"), "'../../escaped'", "refused")
     assert files_under(tmp_path) == {"project/pyproject.toml": (project / "pyproject.toml").read_bytes()}
 
 
 @pytest.mark.parametrize("name", ["../evil", "__init__", "echo"])
-def test_a_mixture_name_outside_out_or_over_an_env_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str):
+def test_a_mixture_name_outside_out_or_over_an_env_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+):
     project = write_project(
         tmp_path / "project", f'[[tool.orlgen.mixtures]]\nname = "{name}"\nenvs = ["echo", "helpdesk"]\n'
     )
@@ -197,7 +212,7 @@ def test_a_capture_never_clobbers_the_environments_own_module(tmp_path: Path):
     which is the environment's own hand-written file."""
     source = (REPO / "tests" / "stalling_env.py").read_text()
     own = source.replace("class Stalling(", "class Greeter(").replace(
-        "        Path(os.environ[\"ORLGEN_STALL_FILE\"]).touch()\n        time.sleep(600)\n", ""
+        '        Path(os.environ["ORLGEN_STALL_FILE"]).touch()\n        time.sleep(600)\n', ""
     )
     (tmp_path / "greeter.py").write_text(own)
     result = orlgen_process("snapshot", "greeter:Greeter", "--out", ".", cwd=tmp_path)
@@ -210,8 +225,11 @@ def test_a_capture_never_replaces_another_envs_snapshot(tmp_path: Path, echo_url
     out = tmp_path / "out"
     assert orlgen("snapshot", echo_url, "--name", "shared", "--out", out, "--no-generate").returncode == 0
     before = files_under(out)
-    assert_refused(orlgen("snapshot", helpdesk_url, "--name", "shared", "--out", out), "shared.snapshot.json",
-                   "choose another --name")
+    assert_refused(
+        orlgen("snapshot", helpdesk_url, "--name", "shared", "--out", out),
+        "shared.snapshot.json",
+        "choose another --name",
+    )
     assert files_under(out) == before
 
 
@@ -240,7 +258,10 @@ def test_ctrl_c_during_a_capture_exits_130_and_writes_nothing(tmp_path: Path, mo
     with ServerProcess("tests.stalling_env:Stalling") as server:
         process = subprocess.Popen(
             [str(REPO / ".venv" / "bin" / "orlgen"), "snapshot", server.url, "--out", str(out)],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         deadline = time.monotonic() + 60
         while not stalled.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -268,7 +289,10 @@ def test_ctrl_c_while_writing_finishes_the_batch_first(tmp_path: Path, monkeypat
         real_write(path, data)
 
     monkeypatch.setattr(files, "write_atomic", interrupted_write)
-    batch = {tmp_path / "env.snapshot.json": b'{"format_version": 1, "sha256": ""}\n', tmp_path / "env.py": b"# module\n"}
+    batch = {
+        tmp_path / "env.snapshot.json": b'{"format_version": 1, "sha256": ""}\n',
+        tmp_path / "env.py": b"# module\n",
+    }
     with pytest.raises(KeyboardInterrupt):
         files.write_files(batch)
     assert calls == [tmp_path / "env.py", tmp_path / "env.snapshot.json"]
