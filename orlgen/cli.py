@@ -171,7 +171,7 @@ def _capture_one(project: Project, target: str, options: CaptureOptions, out: Pa
                  check_only: bool = False) -> None:
     captured = project.capture(target, options, progress=_progress)
     if check_only:
-        _print_live_changes(out / captured.file_name, project.live_changes(out / captured.file_name, captured))
+        _print_live_changes(*project.live_changes(out, captured))
         return
     path, written = project.save(captured, out, generate)
     summary = f"{len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks"

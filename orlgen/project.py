@@ -51,17 +51,16 @@ class Written:
 
 @dataclass(frozen=True)
 class Project:
-    root: Path
     config: Config
 
     @classmethod
     def find(cls, paths: Sequence[Path] = ()) -> Project:
         """The project the first of `paths` belongs to, else the working directory's."""
         start = paths[0].resolve() if paths else None
-        for directory in ([start, *start.parents] if start is not None else []):
+        for directory in [start, *start.parents] if start is not None else []:
             if (directory / PYPROJECT).is_file():
-                return cls(directory, load_config(directory))
-        return cls(Path("."), load_config(Path(".")))
+                return cls(load_config(directory))
+        return cls(load_config(Path(".")))
 
     @property
     def out(self) -> Path:
@@ -162,11 +161,13 @@ class Project:
             files |= render.generate(snapshots.items(), self.config.templates, self.mixtures())
         return path, self.write(Generation(files))
 
-    def live_changes(self, path: Path, captured: Snapshot) -> list[Change]:
-        """`snapshot --check`: how the live capture differs from the checked-in snapshot."""
+    def live_changes(self, out: Path, captured: Snapshot) -> tuple[Path, list[Change]]:
+        """`snapshot --check`: the checked-in snapshot in `out`, and how the live capture
+        differs from it."""
+        path = out / captured.file_name
         if not path.exists():
             raise UsageError(f"{path}: no checked-in snapshot to compare with")
-        return diff(load(path), captured)
+        return path, diff(load(path), captured)
 
     def snapshot_or_live(self, against: str, like: Snapshot, progress: Progress | None = None) -> Snapshot:
         """`diff --against`: a snapshot file, or a live target captured like `like`."""
