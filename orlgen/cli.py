@@ -146,13 +146,10 @@ def check(paths: tuple[Path, ...], cache: bool) -> None:
 @click.option("--format", "style", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
     """Classify every change from OLD to NEW; exit 1 if any change is breaking."""
-    from .diff import diff as classify
     from .diff import render
-    from .snapshot import load
 
     with failures():
-        before = load(old)
-        changes = classify(before, _project([old]).snapshot_or_live(new, before, _progress))
+        changes = _project([old]).diff(old, new, _progress)
     sys.stdout.write(render(changes, style))
     if style == "text":
         breaking = sum(change.breaking for change in changes)

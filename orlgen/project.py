@@ -169,11 +169,12 @@ class Project:
             raise UsageError(f"{path}: no checked-in snapshot to compare with")
         return path, diff(load(path), captured)
 
-    def snapshot_or_live(self, against: str, like: Snapshot, progress: Progress | None = None) -> Snapshot:
-        """`diff --against`: a snapshot file, or a live target captured like `like`."""
-        if against.endswith(SUFFIX):
-            return load(Path(against))
-        return self.capture_like(against, like, progress)
+    def diff(self, old: Path, against: str, progress: Progress | None = None) -> list[Change]:
+        """`diff OLD --against NEW`: every change from a snapshot file to another snapshot file,
+        or to a live target captured the way OLD was."""
+        before = load(old)
+        after = load(Path(against)) if against.endswith(SUFFIX) else self.capture_like(against, before, progress)
+        return diff(before, after)
 
 
 def _refuse_other_env(path: Path, captured: Snapshot) -> None:
