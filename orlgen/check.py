@@ -14,6 +14,7 @@ from pathlib import Path
 from . import header
 from .cache import Verdicts
 from .render import Job
+from .snapshot import SUFFIX
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,16 @@ def _compare(job: Job, cache: Verdicts | None) -> Drift | None:
         if cache is not None:
             cache.remember(job, actual)
         return None
+    if job.path.name.endswith(SUFFIX):
+        return Drift(job.path, _NOT_CANONICAL, actual, expected)
     return Drift(job.path, cause(actual, expected), actual, expected)
+
+
+# A snapshot's content is sealed by its hash, but not its bytes: a reviewer reads the bytes.
+_NOT_CANONICAL = (
+    "not canonical: its content matches its sha256, but its bytes are not what orlgen writes "
+    "(key order, spacing or escapes were edited); `orlgen generate` rewrites it"
+)
 
 
 def cause(actual: bytes, expected: bytes) -> str:

@@ -92,8 +92,17 @@ class Project:
         in a directory, generated modules that no snapshot renders any more are orphans."""
         paths = list(paths) or [self.out]
         snapshots = {path: load(path) for path in self.snapshot_paths(paths)}
-        files = render.generate(snapshots.items(), self.config.templates, self.mixtures())
+        files = {job.path: job.render().encode() for job in self._jobs(snapshots)}
         return Generation(files, orphans([path for path in paths if path.is_dir()], files))
+
+    def _jobs(self, snapshots: dict[Path, Snapshot]) -> list[render.Job]:
+        """Every file orlgen owns for these snapshots: each snapshot in canonical form (a file
+        with the right hash but other bytes — key order, escapes, spacing — is rewritten, so a
+        reviewer reads exactly what orlgen reads) and every module they render."""
+        canonical = [
+            render.Job(path, ("snapshot", snapshot.sha256), snapshot.to_json) for path, snapshot in snapshots.items()
+        ]
+        return canonical + render.jobs(snapshots.items(), self.config.templates, self.mixtures())
 
     def write(self, generation: Generation) -> Written:
         written = write_files(generation.files)
@@ -113,7 +122,7 @@ class Project:
             except (SnapshotError, RefusedWrite) as exc:
                 snapshots.pop(path, None)
                 broken.append(Drift(path, "invalid snapshot: " + str(exc).removeprefix(f"{path}: ")))
-        expected = render.jobs(snapshots.items(), self.config.templates, self.mixtures())
+        expected = self._jobs(snapshots)
         verdicts = Verdicts(default_directory(), self.config.templates) if cache else None
         keep = [job.path for job in expected] + [path for drift in broken for path in self._modules_of(drift.path)]
         orphaned = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -172,7 +173,7 @@ def load(path: Path) -> Snapshot:
     except UnicodeDecodeError as exc:
         raise SnapshotError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise SnapshotError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
     except _NonStandardJSON as exc:
@@ -202,3 +203,24 @@ def _refuse_constant(name: str) -> Any:
     """NaN, Infinity and -Infinity are not JSON, and the content hash cannot see them: pydantic
     dumps them as null, so a NaN edited in where the snapshot had null would keep its seal."""
     raise _NonStandardJSON(f"{name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    """A number too large for a float (`1e400`) would read as infinity: refused like Infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NonStandardJSON(f"{text[:40]} is out of range for a float")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A key given twice shows a reviewer one value while orlgen reads the other: refused."""
+    found = dict(pairs)
+    if len(found) == len(pairs):
+        return found
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _NonStandardJSON(f"the key {key[:80]!r} appears twice in one object")
+        seen.add(key)
+    raise AssertionError("unreachable: fewer keys than pairs means a repeated key")

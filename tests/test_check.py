@@ -7,6 +7,7 @@ error, as one `orlgen: error:` line on stderr. `orlgen generate` repairs drift.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -173,6 +174,21 @@ def test_every_problem_is_reported_in_one_run(gen: Path):
     assert "4 generated file(s) out of date" in result.stderr
 
 
+def test_a_snapshot_with_its_hash_intact_but_other_bytes_is_not_canonical(gen: Path):
+    """Same content, other bytes (keys reordered, one line): a reviewer reads bytes, so check
+    reports them with a diff, and generate rewrites the canonical form."""
+    path = gen / "echo.snapshot.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(reversed(list(data.items())))), encoding="utf-8")
+    result = orlgen("check", gen)
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{path}: not canonical: its content matches its sha256"), result.stdout
+    assert f"+++ {path} (generated)" in result.stdout
+    assert orlgen("generate", gen).returncode == 0
+    assert path.read_bytes() == (GENERATED / "echo.snapshot.json").read_bytes()
+    assert orlgen("check", gen).returncode == 0
+
+
 def test_check_of_one_snapshot_file_looks_at_its_module_only(gen: Path):
     hand_edit(gen / "helpdesk.py")
     assert orlgen("check", gen / "echo.snapshot.json").returncode == 0
@@ -295,7 +311,7 @@ def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_the_cache_lives_outside_the_repository_and_remembers_current_files(gen: Path, cache_home: Path):
     assert orlgen("check", "--cache", gen).stdout == "generated files are current\n"
-    assert len(list(cache_home.iterdir())) == 4  # echo, helpdesk, hostile, support_mix
+    assert len(list(cache_home.iterdir())) == 7  # 4 modules (echo, helpdesk, hostile, support_mix), 3 snapshots
     assert not any("cache" in path.name for path in gen.iterdir())
 
 

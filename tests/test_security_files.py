@@ -107,6 +107,16 @@ def nan_for_null_in_snapshot(gen: Path) -> Path:
     return path
 
 
+def snapshot_text_escaped(gen: Path) -> Path:
+    """The same content spelt with JSON escapes: the seal holds, but the diff a reviewer reads
+    no longer shows the words a description sends to the model."""
+    path = gen / "echo.snapshot.json"
+    text = path.read_text()
+    assert '"description": "Echo' in text
+    path.write_text(text.replace('"description": "Echo', '"description": "\\u0045cho', 1))
+    return path
+
+
 def coding_cookie(gen: Path) -> Path:
     """Line 2 turned into a utf-7 coding cookie: `+AAo-` in any docstring becomes a newline, and
     text a server wrote becomes code."""
@@ -125,6 +135,7 @@ def coding_cookie(gen: Path) -> Path:
         pytest.param(snapshot_hash_forged, "hand-edited", id="hash-forged"),
         pytest.param(nan_for_null_in_snapshot, "invalid snapshot: not valid JSON: NaN", id="nan-for-null"),
         pytest.param(coding_cookie, "hand-edited: header line 2", id="coding-cookie"),
+        pytest.param(snapshot_text_escaped, "not canonical", id="snapshot-escaped"),
     ],
 )
 def test_check_catches_every_tampering(gen: Path, tamper: Callable[[Path], Path], cause: str):

@@ -291,3 +291,14 @@ def test_load_refuses_a_lone_surrogate(tmp_path: Path):
     """`\\ud800` is valid JSON syntax but no UTF-8 text: one line, not a traceback."""
     text = ECHO.read_text().replace('"target": "hello"', '"target": "\\ud800"')
     assert "lone surrogate" in _load_error(_write(tmp_path, text))
+
+
+def test_load_refuses_a_number_that_overflows_to_infinity(tmp_path: Path):
+    text = ECHO.read_text().replace('"input_schema": null', '"input_schema": {"maximum": 1e400}', 1)
+    assert "1e400 is out of range for a float" in _load_error(_write(tmp_path, text))
+
+
+def test_load_refuses_a_key_given_twice(tmp_path: Path):
+    """JSON readers keep the last of two equal keys; a reviewer may read the first."""
+    text = ECHO.read_text().replace('"name": "echo",', '"name": "echo",\n  "name": "echo",', 1)
+    assert "the key 'name' appears twice in one object" in _load_error(_write(tmp_path, text))
