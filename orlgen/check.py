@@ -35,8 +35,10 @@ def compare(expected: Sequence[Job], cache: Verdicts | None = None) -> list[Drif
 
 
 def _compare(job: Job, cache: Verdicts | None) -> Drift | None:
-    if not job.path.exists():
+    if not job.path.exists() and not job.path.is_symlink():
         return Drift(job.path, "missing: run `orlgen generate`", None, job.render().encode())
+    if not is_regular(job.path):
+        return Drift(job.path, NOT_REGULAR)
     actual = job.path.read_bytes()
     if cache is not None and cache.current(job, actual):
         return None
@@ -90,6 +92,16 @@ def _first_different_line(actual: bytes, expected: bytes, limit: int) -> int:
     return next((number for number, (a, b) in enumerate(pairs, 1) if a != b), limit)
 
 
+def is_regular(path: Path) -> bool:
+    """A regular file, not a symbolic link: a link committed in place of a generated file could
+    make `check` read (and print in its diff) any file on the machine running it, or never
+    finish reading (`/dev/zero`)."""
+    return not path.is_symlink() and path.is_file()
+
+
+NOT_REGULAR = "hand-edited: not a regular file (a symbolic link or a special file); orlgen writes regular files"
+
+
 def orphans(directories: Iterable[Path], expected: Iterable[Path]) -> list[Path]:
     """Modules orlgen generated in `directories` that no snapshot renders any more."""
     keep = set(expected)
@@ -97,4 +109,4 @@ def orphans(directories: Iterable[Path], expected: Iterable[Path]) -> list[Path]
 
 
 def _generated_files(directory: Path) -> list[Path]:
-    return [path for path in sorted(directory.glob("*.py")) if path.is_file() and header.is_generated(path)]
+    return [path for path in sorted(directory.glob("*.py")) if is_regular(path) and header.is_generated(path)]

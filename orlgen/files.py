@@ -56,7 +56,10 @@ def check_name(name: str, what: str) -> str:
 
 def is_own(path: Path) -> bool:
     """Whether orlgen may replace the existing file at `path`: a module that starts with the
-    generated header, or a snapshot (a JSON object with a format version and a hash)."""
+    generated header, or a snapshot (a JSON object with a format version and a hash). Never a
+    symbolic link or special file: orlgen only writes regular files."""
+    if path.is_symlink() or not path.is_file():
+        return False
     if path.name.endswith(SUFFIX):
         return _is_snapshot(path)
     return path.suffix == ".py" and header.is_generated(path)
@@ -119,6 +122,8 @@ def remove_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def _not_own(path: Path) -> str:
+    if path.is_symlink() or not path.is_file():
+        return "it is not a regular file (a symbolic link or a special file)"
     if path.name.endswith(SUFFIX):
         return "it is not an orlgen snapshot"
     return f"it does not start with orlgen's header ({header.PREFIX!r}), so orlgen did not write it"

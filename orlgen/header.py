@@ -80,4 +80,4 @@ def is_generated(path: Path) -> bool:
     """Whether the file at `path` starts the way every file orlgen writes does: only such files
     may be overwritten or removed by orlgen."""
     with path.open("rb") as handle:
-        return handle.readline().startswith(PREFIX.encode())
+        return handle.read(len(PREFIX.encode())) == PREFIX.encode()

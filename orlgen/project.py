@@ -17,7 +17,7 @@ from pathlib import Path
 from . import render
 from .cache import Verdicts, default_directory
 from .capture import CaptureOptions, capture, target_kind
-from .check import Drift, compare, orphans
+from .check import NOT_REGULAR, Drift, compare, is_regular, orphans
 from .config import Config, load_config, mixture_members
 from .diff import Change, diff
 from .errors import OrlgenError
@@ -91,7 +91,7 @@ class Project:
         """Render every module of the snapshots under `paths` (default: the output directory);
         in a directory, generated modules that no snapshot renders any more are orphans."""
         paths = list(paths) or [self.out]
-        snapshots = {path: load(path) for path in self.snapshot_paths(paths)}
+        snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
         files = {job.path: job.render().encode() for job in self._jobs(snapshots)}
         return Generation(files, orphans([path for path in paths if path.is_dir()], files))
 
@@ -116,6 +116,9 @@ class Project:
         snapshots: dict[Path, Snapshot] = {}
         broken: list[Drift] = []
         for path in self.snapshot_paths(paths):
+            if not is_regular(path):
+                broken.append(Drift(path, NOT_REGULAR))
+                continue
             try:
                 snapshots[path] = load(path)
                 render.module_path(path, snapshots[path])
@@ -184,6 +187,12 @@ class Project:
         before = load(old)
         after = load(Path(against)) if against.endswith(SUFFIX) else self.capture_like(against, before, progress)
         return diff(before, after)
+
+
+def _regular(path: Path) -> Path:
+    if not is_regular(path):
+        raise RefusedWrite(f"{path}: refused to read: not a regular file (a symbolic link or a special file)")
+    return path
 
 
 def _refuse_other_env(path: Path, captured: Snapshot) -> None:

@@ -127,6 +127,23 @@ def coding_cookie(gen: Path) -> Path:
     return module
 
 
+def module_replaced_by_a_link(gen: Path) -> Path:
+    secret = gen.parent / "ci-secret.txt"
+    secret.write_text("TOP-SECRET-TOKEN\n")
+    module = gen / "echo.py"
+    module.unlink()
+    module.symlink_to(secret)
+    return module
+
+
+def snapshot_replaced_by_a_link(gen: Path) -> Path:
+    elsewhere = gen.parent / "elsewhere.snapshot.json"
+    path = gen / "echo.snapshot.json"
+    shutil.move(path, elsewhere)
+    path.symlink_to(elsewhere)
+    return path
+
+
 @pytest.mark.parametrize(
     ("tamper", "cause"),
     [
@@ -136,6 +153,8 @@ def coding_cookie(gen: Path) -> Path:
         pytest.param(nan_for_null_in_snapshot, "invalid snapshot: not valid JSON: NaN", id="nan-for-null"),
         pytest.param(coding_cookie, "hand-edited: header line 2", id="coding-cookie"),
         pytest.param(snapshot_text_escaped, "not canonical", id="snapshot-escaped"),
+        pytest.param(module_replaced_by_a_link, "hand-edited: not a regular file", id="module-symlink"),
+        pytest.param(snapshot_replaced_by_a_link, "hand-edited: not a regular file", id="snapshot-symlink"),
     ],
 )
 def test_check_catches_every_tampering(gen: Path, tamper: Callable[[Path], Path], cause: str):
@@ -143,6 +162,15 @@ def test_check_catches_every_tampering(gen: Path, tamper: Callable[[Path], Path]
     result = orlgen("check", gen)
     assert result.returncode == 1, result.stdout
     assert any(line.startswith(f"{tampered}: {cause}") for line in result.stdout.splitlines()), result.stdout
+
+
+def test_check_never_prints_a_file_a_link_points_to(gen: Path):
+    """A link committed in place of a module would make CI print, say, a credentials file in
+    check's diff: check reports the link and reads nothing through it."""
+    module_replaced_by_a_link(gen)
+    result = orlgen("check", gen)
+    assert result.returncode == 1
+    assert "TOP-SECRET" not in result.stdout + result.stderr
 
 
 def test_a_tampered_file_fails_check_with_a_warm_cache_too(gen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
