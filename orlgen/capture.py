@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from . import names
+from .errors import OrlgenError
 from .runtime.connection import Connection
 from .schema import infer_task_schema
 from .snapshot import Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
@@ -33,7 +34,7 @@ _MODULE = re.compile(r"^[\w.]+:\w+$")
 TaskMode = Literal["all", "none"] | int | None
 
 
-class CaptureError(RuntimeError):
+class CaptureError(OrlgenError, RuntimeError):
     """The target cannot be captured; the message says why in one line."""
 
 

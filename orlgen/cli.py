@@ -1,21 +1,31 @@
-"""The `orlgen` command: parse arguments, run the pipeline, map failures to exit codes.
+"""The `orlgen` command: parse arguments, call the project layer, print what it did.
 
-Exit codes: 0 ok; 1 drift found (`check`); 2 usage or runtime error, with one line on stderr.
+Exit codes: 0 ok; 1 drift found (`check`, `diff`, `snapshot --check`); 2 usage or runtime error,
+with one line on stderr; 130 interrupted (Ctrl-C). No pipeline logic lives here: every step is a
+call into `orlgen.project`.
 """
 
 from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Literal
 
 import click
 
 from . import __version__
-from .files import write_files
+from .errors import OrlgenError
+from .runtime.errors import OrlgenRuntimeError
+
+if TYPE_CHECKING:
+    from .capture import CaptureOptions
+    from .diff import Change
+    from .project import Project, Written
+
+Tasks = Literal["all", "none"] | int | None
 
 
 class Failure(click.ClickException):
@@ -23,35 +33,43 @@ class Failure(click.ClickException):
 
     exit_code = 2
 
-    def show(self, file: Any = None) -> None:
+    def show(self, file: IO[str] | None = None) -> None:
         click.echo(f"orlgen: error: {self.format_message()}", err=True)
 
 
 @contextmanager
 def failures() -> Iterator[None]:
-    """Turn the pipeline's own errors into a one-line message and exit code 2."""
-    from .capture import CaptureError
-    from .config import ConfigFileError
-    from .render import RenderError
-    from .runtime.connection import ConfigError
-    from .schema import SchemaError
-    from .snapshot import SnapshotError
-
+    """Turn the pipeline's errors (one root each for the generator and the runtime, plus the
+    file system's) into a one-line message and exit code 2."""
     try:
         yield
-    except (CaptureError, ConfigFileError, RenderError, SchemaError, SnapshotError, ConfigError, OSError) as exc:
+    except (OrlgenError, OrlgenRuntimeError, OSError) as exc:
         raise Failure(str(exc)) from exc
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Ctrl-C exits 130, as shells expect of an interrupted command, instead of click's 1
+    (which `check` uses for drift)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("orlgen: interrupted", err=True)
+            ctx.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="orlgen")
 def main() -> None:
     """Generate typed, reviewable TRL adapters from Open Reward Standard environments."""
 
 
-def _parse_tasks(_: Any, __: Any, value: str | None) -> Any:
-    if value is None or value in ("all", "none"):
-        return value
+def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Tasks:
+    if value is None:
+        return None
+    if value in ("all", "none"):
+        return "all" if value == "all" else "none"
     if value.isdigit():
         return int(value)
     raise click.BadParameter("expected all, none or a number")
@@ -69,15 +87,15 @@ def _parse_tasks(_: Any, __: Any, value: str | None) -> Any:
 @click.option("--no-generate", is_flag=True, help="Write the snapshot only.")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing: compare the live capture with the checked-in snapshot; exit 1 on drift.")
-def snapshot(target: str, env: str | None, name: str | None, splits: tuple[str, ...], tasks: Any,
+def snapshot(target: str, env: str | None, name: str | None, splits: tuple[str, ...], tasks: Tasks,
              probes: int, out: Path | None, no_generate: bool, check_only: bool) -> None:
     """Capture TARGET (Owner/Env, a URL, or module:EnvClass) into a snapshot and a module."""
     from .capture import CaptureOptions
 
     with failures():
-        config = _config()
+        project = _project([out] if out else [])
         options = CaptureOptions(env=env, name=name, splits=splits, tasks=tasks, probes=probes)
-        _capture_one(target, options, out or config.out, config, generate=not no_generate,
+        _capture_one(project, target, options, out or project.out, generate=not no_generate,
                      check_only=check_only)
 
 
@@ -85,11 +103,11 @@ def snapshot(target: str, env: str | None, name: str | None, splits: tuple[str, 
 def sync() -> None:
     """Snapshot and generate every environment listed in [tool.orlgen] envs."""
     with failures():
-        config = _config()
-        if not config.envs:
+        project = _project()
+        if not project.config.envs:
             raise Failure("pyproject.toml lists no [[tool.orlgen.envs]]")
-        for env in config.envs:
-            _capture_one(env.target, env.capture_options(), config.out, config, generate=True)
+        for env in project.config.envs:
+            _capture_one(project, env.target, env.capture_options(), project.out, generate=True)
 
 
 @main.command()
@@ -99,22 +117,19 @@ def generate(snapshots: tuple[Path, ...]) -> None:
 
     In a directory, generated modules whose snapshot is gone are removed."""
     with failures():
-        config = _config()
-        paths = snapshots or (config.out,)
-        _write_generated(_snapshot_paths(paths), config, prune=[p for p in paths if p.is_dir()])
+        project = _project(snapshots)
+        _report(project.write(project.generation(snapshots)))
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--full", is_flag=True, help="Re-render every file, even those whose header records current inputs.")
-def check(paths: tuple[Path, ...], full: bool) -> None:
-    """Exit 1 if a generated module is missing, stale, hand-edited or orphaned."""
-    from .check import find_drift
-    from .config import mixture_members
-
+@click.option("--cache", is_flag=True,
+              help="Skip re-rendering files already verified with the same bytes and inputs "
+                   "(cache kept outside the repository, in $XDG_CACHE_HOME/orlgen).")
+def check(paths: tuple[Path, ...], cache: bool) -> None:
+    """Exit 1 if a generated file is missing, stale, hand-edited or orphaned, or a snapshot is invalid."""
     with failures():
-        config = _config()
-        drift = find_drift(paths or (config.out,), config.templates, mixture_members(config), full=full)
+        drift = _project(paths).check(paths, cache=cache)
     for problem in drift:
         click.echo(f"{problem.path}: {problem.cause}")
         if problem.expected is not None or problem.actual is not None:
@@ -129,16 +144,12 @@ def check(paths: tuple[Path, ...], full: bool) -> None:
 @click.argument("old", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--against", "new", required=True, help="A snapshot file, or a live target to capture.")
 @click.option("--format", "style", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
-def diff(old: Path, new: str, style: str) -> None:
+def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
     """Classify every change from OLD to NEW; exit 1 if any change is breaking."""
-    from .diff import diff as classify
     from .diff import render
-    from .snapshot import load
 
     with failures():
-        before = load(old)
-        after = load(Path(new)) if new.endswith(".snapshot.json") else _live(new, before)
-        changes = classify(before, after)
+        changes = _project([old]).diff(old, new, _progress)
     sys.stdout.write(render(changes, style))
     if style == "text":
         breaking = sum(change.breaking for change in changes)
@@ -147,48 +158,28 @@ def diff(old: Path, new: str, style: str) -> None:
         raise SystemExit(1)
 
 
-def _config() -> Any:
-    from .config import load_config
+def _project(paths: Sequence[Path] = ()) -> Project:
+    from .project import Project
 
-    return load_config()
-
-
-def _live(target: str, like: Any) -> Any:
-    """Capture `target` the way `like` was captured, reading only what a comparison needs."""
-    from .capture import CaptureOptions, capture
-
-    splits = tuple(split.name for split in like.splits)
-    env = like.target.env if "://" in target else None
-    options = CaptureOptions(env=env, name=like.name, splits=splits, tasks="none")
-    return capture(target, options, progress=_progress)
+    return Project.find(list(paths))
 
 
-def _capture_one(target: str, options: Any, out: Path, config: Any, *, generate: bool,
+def _capture_one(project: Project, target: str, options: CaptureOptions, out: Path, *, generate: bool,
                  check_only: bool = False) -> None:
-    from .capture import capture
-
-    captured = capture(target, options, progress=_progress)
-    path = out / captured.file_name
+    captured = project.capture(target, options, progress=_progress)
     if check_only:
-        _check_live(path, captured)
+        _print_live_changes(*project.live_changes(out, captured))
         return
-    written = write_files({path: captured.to_json().encode()})
+    path, written = project.save(captured, out, generate)
     summary = f"{len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks"
-    click.echo(f"{'wrote' if written else 'unchanged'} {path} ({summary})")
-    if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
-        _write_generated(_snapshot_paths((out,)), config)
+    click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path} ({summary})")
+    _report(written, skip=path)
 
 
-def _check_live(path: Path, captured: Any) -> None:
+def _print_live_changes(path: Path, changes: list[Change]) -> None:
     """`snapshot --check`: exit 1 with the classified changes when the live env drifted."""
-    from .diff import diff as classify
     from .diff import render
-    from .snapshot import load
 
-    if not path.exists():
-        raise Failure(f"{path}: no checked-in snapshot to compare with")
-    checked_in = load(path)
-    changes = classify(checked_in, captured)
     if not changes:
         click.echo(f"{path}: the live environment matches the snapshot")
         return
@@ -197,32 +188,11 @@ def _check_live(path: Path, captured: Any) -> None:
     raise SystemExit(1)
 
 
-def _snapshot_paths(paths: tuple[Path, ...]) -> list[Path]:
-    from .render import find_snapshots
-
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found += find_snapshots(path)
-        elif path.exists():
-            found.append(path)
-        else:
-            raise Failure(f"{path}: no such file or directory")
-    return found
-
-
-def _write_generated(snapshot_paths: list[Path], config: Any, prune: list[Path] = ()) -> None:
-    from .check import orphans
-    from .config import mixture_members
-    from .render import generate as render
-    from .snapshot import load
-
-    files = render(((path, load(path)) for path in snapshot_paths), config.templates, mixture_members(config))
-    written = set(write_files(files))
-    for path in sorted(files):
-        click.echo(f"{'wrote' if path in written else 'unchanged'} {path}")
-    for path in orphans(prune, files):
-        path.unlink()
+def _report(written: Written, skip: Path | None = None) -> None:
+    for path in sorted(written.written + written.unchanged):
+        if path != skip:
+            click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path}")
+    for path in written.removed:
         click.echo(f"removed {path} (its snapshot is gone)")
 
 

@@ -28,9 +28,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .capture import CaptureOptions
+from .errors import OrlgenError
 
 
-class ConfigFileError(ValueError):
+class ConfigFileError(OrlgenError, ValueError):
     """pyproject.toml's `[tool.orlgen]` table is not valid."""
 
 

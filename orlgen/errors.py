@@ -1,6 +1,15 @@
-"""The generator's error root: every failure the CLI reports is an `OrlgenError` whose message
-is one line naming the problem (the runtime has its own root, `orlgen.runtime.RuntimeFailure`)."""
+"""The generator's one error root.
+
+Every failure orlgen reports to a user is an `OrlgenError` whose message is one line that names
+the file, tool or field at fault; the CLI catches this root (plus `OSError`) and prints it as
+`orlgen: error: <line>` with exit code 2. Each kind of failure keeps its own subclass, defined
+next to the code that raises it, so callers can still tell them apart. The runtime that
+generated modules import has its own root (`orlgen.runtime.errors`), because it must not
+import the generator.
+"""
+
+from __future__ import annotations
 
 
 class OrlgenError(Exception):
-    """A failure of orlgen's generator, with a one-line message."""
+    """A failure of the generator, explained in one line."""

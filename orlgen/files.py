@@ -1,16 +1,76 @@
-"""FileMap: the pipeline's output, and the only code that touches the output directory.
+"""FileMap: the pipeline's output, and the only code that writes or removes files.
 
 `generate` writes a FileMap and `check` compares one with the disk; both get it from the same
-pure render, so they cannot disagree about what the files should hold.
+pure render, so they cannot disagree about what the files should hold. Every write stays where
+it belongs: file names are validated identifiers, and a file orlgen did not write (a module
+without its header, a JSON file that is not a snapshot) is never overwritten or removed.
 """
 
 from __future__ import annotations
 
+import json
+import keyword
 import os
+import signal
 import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from . import header
+from .errors import OrlgenError
+from .snapshot import SUFFIX
+
 FileMap = dict[Path, bytes]
+
+
+class RefusedWrite(OrlgenError):
+    """orlgen would write or remove a file that is not its own, or outside its directory."""
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot name a generated module or snapshot, or None when it can.
+
+    A name becomes `<out>/<name>.py` and `<out>/<name>.snapshot.json`: a lower-case ASCII
+    identifier keeps both inside `<out>` (no separator, not absolute, no `..`), importable, the
+    same file on case-insensitive file systems, and clear of `__init__`-like package files."""
+    if not (name.isascii() and name.isidentifier()):
+        return "not a Python identifier (letters, digits and _ only, no path)"
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return "a Python keyword"
+    if name.startswith("_"):
+        return "starts with _ (reserved for package files such as __init__)"
+    if name != name.lower():
+        return "not lower-case"
+    return None
+
+
+def check_name(name: str, what: str) -> str:
+    """`name`, or a `RefusedWrite` naming `what` it was for and why it is refused."""
+    problem = name_problem(name)
+    if problem is not None:
+        raise RefusedWrite(f"{what} {name!r} refused: {problem}")
+    return name
+
+
+def is_own(path: Path) -> bool:
+    """Whether orlgen may replace the existing file at `path`: a module that starts with the
+    generated header, or a snapshot (a JSON object with a format version and a hash). Never a
+    symbolic link or special file: orlgen only writes regular files."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    if path.name.endswith(SUFFIX):
+        return _is_snapshot(path)
+    return path.suffix == ".py" and header.is_generated(path)
+
+
+def _is_snapshot(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and "format_version" in data and "sha256" in data
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -34,10 +94,58 @@ def _umask() -> int:
 
 
 def write_files(files: FileMap) -> list[Path]:
-    """Write every file whose bytes differ from the disk; return the paths written."""
-    written = []
-    for path, data in sorted(files.items()):
-        if not path.exists() or path.read_bytes() != data:
-            write_atomic(path, data)
-            written.append(path)
-    return written
+    """Write every file whose bytes differ from the disk; return the paths written.
+
+    Refuses the whole batch, before writing anything, when one path holds a file orlgen did not
+    write. Modules are written before snapshots and Ctrl-C waits for the batch to finish, so an
+    interrupted run never leaves a new snapshot without its module."""
+    changed = [path for path in _write_order(files) if not path.exists() or path.read_bytes() != files[path]]
+    for path in changed:
+        if path.exists() and not is_own(path):
+            raise RefusedWrite(f"{path}: refused to overwrite: {_not_own(path)}")
+    with _uninterrupted():
+        for path in changed:
+            write_atomic(path, files[path])
+    return changed
+
+
+def remove_files(paths: Iterable[Path]) -> list[Path]:
+    """Remove generated modules (orphans); a file without orlgen's header is refused."""
+    paths = sorted(paths)
+    for path in paths:
+        if not is_own(path):
+            raise RefusedWrite(f"{path}: refused to remove: {_not_own(path)}")
+    with _uninterrupted():
+        for path in paths:
+            path.unlink()
+    return paths
+
+
+def _not_own(path: Path) -> str:
+    if path.is_symlink() or not path.is_file():
+        return "it is not a regular file (a symbolic link or a special file)"
+    if path.name.endswith(SUFFIX):
+        return "it is not an orlgen snapshot"
+    return f"it does not start with orlgen's header ({header.PREFIX!r}), so orlgen did not write it"
+
+
+def _write_order(files: FileMap) -> list[Path]:
+    """Modules first, snapshots last: a snapshot on disk always has its module."""
+    return sorted(files, key=lambda path: (path.name.endswith(SUFFIX), path))
+
+
+@contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """Hold Ctrl-C until the block is done, then raise it: a batch of writes is all or nothing
+    as far as the user's interrupt goes. Signal handlers can only be set in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        raise KeyboardInterrupt

@@ -18,8 +18,10 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+from .errors import OrlgenError
 
-class ServeError(RuntimeError):
+
+class ServeError(OrlgenError, RuntimeError):
     """The environment could not be imported or served."""
 
 

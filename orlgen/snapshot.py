@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .errors import OrlgenError
+
 FORMAT_VERSION = 1
 SUFFIX = ".snapshot.json"
 
 
-class SnapshotError(ValueError):
+class SnapshotError(OrlgenError, ValueError):
     """A snapshot file is missing, malformed, or was edited by hand."""
 
 
@@ -201,18 +204,54 @@ def load(path: Path) -> Snapshot:
     except UnicodeDecodeError as exc:
         raise SnapshotError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise SnapshotError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    except _NonStandardJSON as exc:
+        raise SnapshotError(f"{path}: not valid JSON: {exc}") from exc
     try:
         snapshot = Snapshot.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
         raise SnapshotError(f"{path}: not a valid snapshot: {where}: {first['msg']}") from exc
-    canonical = snapshot.canonical()
+    try:
+        canonical = snapshot.canonical()
+    except UnicodeEncodeError as exc:  # a lone surrogate escaped as \udXXX: no UTF-8 form to hash
+        raise SnapshotError(f"{path}: not valid JSON: a string holds a lone surrogate ({exc.reason})") from exc
     if snapshot.sha256 != canonical.sha256:
         raise SnapshotError(
             f"{path}: sha256 does not match the content (edited by hand?); re-capture with `orlgen snapshot`"
         )
     return canonical
+
+
+class _NonStandardJSON(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    """NaN, Infinity and -Infinity are not JSON, and the content hash cannot see them: pydantic
+    dumps them as null, so a NaN edited in where the snapshot had null would keep its seal."""
+    raise _NonStandardJSON(f"{name} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    """A number too large for a float (`1e400`) would read as infinity: refused like Infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NonStandardJSON(f"{text[:40]} is out of range for a float")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A key given twice shows a reviewer one value while orlgen reads the other: refused."""
+    found = dict(pairs)
+    if len(found) == len(pairs):
+        return found
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _NonStandardJSON(f"the key {key[:80]!r} appears twice in one object")
+        seen.add(key)
+    raise AssertionError("unreachable: fewer keys than pairs means a repeated key")

@@ -7,6 +7,7 @@ error, as one `orlgen: error:` line on stderr. `orlgen generate` repairs drift.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -173,6 +174,21 @@ def test_every_problem_is_reported_in_one_run(gen: Path):
     assert "4 generated file(s) out of date" in result.stderr
 
 
+def test_a_snapshot_with_its_hash_intact_but_other_bytes_is_not_canonical(gen: Path):
+    """Same content, other bytes (keys reordered, one line): a reviewer reads bytes, so check
+    reports them with a diff, and generate rewrites the canonical form."""
+    path = gen / "echo.snapshot.json"
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(reversed(list(data.items())))), encoding="utf-8")
+    result = orlgen("check", gen)
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{path}: not canonical: its content matches its sha256"), result.stdout
+    assert f"+++ {path} (generated)" in result.stdout
+    assert orlgen("generate", gen).returncode == 0
+    assert path.read_bytes() == (GENERATED / "echo.snapshot.json").read_bytes()
+    assert orlgen("check", gen).returncode == 0
+
+
 def test_check_of_one_snapshot_file_looks_at_its_module_only(gen: Path):
     hand_edit(gen / "helpdesk.py")
     assert orlgen("check", gen / "echo.snapshot.json").returncode == 0
@@ -185,28 +201,43 @@ def test_check_of_one_snapshot_file_looks_at_its_module_only(gen: Path):
 # --------------------------------------------------------------------------------------------
 
 
-def test_corrupted_snapshot_is_an_error_naming_the_file(gen: Path):
+# A snapshot that cannot be read is a finding of `check` (exit 1, named with its cause, the other
+# files still checked), since a PR author controls it; a path that does not exist is usage (exit 2).
+
+
+def snapshot_problem(result: Result, path: Path) -> str:
+    assert result.returncode == 1, result
+    lines = [line for line in result.stdout.splitlines() if line.startswith(f"{path}: ")]
+    assert len(lines) == 1, result.stdout
+    return lines[0].removeprefix(f"{path}: ")
+
+
+def test_corrupted_snapshot_is_a_finding_naming_the_file(gen: Path):
     path = gen / "helpdesk.snapshot.json"
     path.write_text(path.read_text()[:500])  # truncated
     result = orlgen_process("check", gen)
-    assert_one_error_line(result, str(path), "not valid JSON")
-    assert result.stdout == ""
+    assert snapshot_problem(result, path).startswith("invalid snapshot: not valid JSON")
+    assert "helpdesk.py" not in problems(result.stdout)  # not called an orphan: its snapshot is there
+    assert result.stderr == "1 generated file(s) out of date: run `orlgen generate`\n"
 
 
-def test_hand_edited_snapshot_is_an_error_naming_the_file(gen: Path):
+def test_hand_edited_snapshot_is_a_finding_naming_the_file(gen: Path):
     path = gen / "echo.snapshot.json"
     path.write_text(path.read_text().replace('"target": "hello"', '"target": "hullo"'))
-    assert_one_error_line(orlgen("check", gen), str(path), "sha256 does not match")
+    hand_edit(gen / "helpdesk.py")
+    result = orlgen("check", gen)
+    assert "sha256 does not match" in snapshot_problem(result, path)
+    assert problems(result.stdout)["helpdesk.py"].startswith("hand-edited")  # the others are still checked
 
 
 def test_check_of_a_missing_path_is_an_error(tmp_path: Path):
     assert_one_error_line(orlgen_process("check", tmp_path / "nowhere"), "nowhere")
 
 
-def test_binary_garbage_snapshot_is_an_error_naming_the_file(gen: Path):
+def test_binary_garbage_snapshot_is_a_finding_naming_the_file(gen: Path):
     path = gen / "echo.snapshot.json"
     path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff" + path.read_bytes())
-    assert_one_error_line(orlgen_process("check", gen), str(path))
+    assert snapshot_problem(orlgen_process("check", gen), path).startswith("invalid snapshot: not UTF-8")
 
 
 # --------------------------------------------------------------------------------------------
@@ -267,18 +298,51 @@ def test_generate_does_not_rewrite_current_files(gen: Path):
     assert sorted(p.name for p in gen.iterdir()) == sorted(p.name for p in GENERATED.iterdir() if p.is_file())
 
 
-def test_fast_path_trusts_the_header_and_full_does_not(gen: Path):
-    """`check` skips re-rendering a file whose header records the current inputs and whose body
-    matches its recorded hash; a hand edit that also forges that hash passes it, `--full` not."""
-    import hashlib
-    import re
+# --------------------------------------------------------------------------------------------
+# the speed cache: outside the repository, never changes the verdict
+# --------------------------------------------------------------------------------------------
 
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "orlgen" / "check"
+
+
+def test_the_cache_lives_outside_the_repository_and_remembers_current_files(gen: Path, cache_home: Path):
+    assert orlgen("check", "--cache", gen).stdout == "generated files are current\n"
+    assert len(list(cache_home.iterdir())) == 7  # 4 modules (echo, helpdesk, hostile, support_mix), 3 snapshots
+    assert not any("cache" in path.name for path in gen.iterdir())
+
+
+def test_a_warm_cache_skips_rendering(gen: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch):
+    """Fault injection: with rendering broken, only remembered verdicts can pass."""
+    from orlgen import render
+
+    assert orlgen("check", "--cache", gen).returncode == 0
+
+    def broken(*args: object) -> str:
+        raise AssertionError("rendered despite a cached verdict")
+
+    monkeypatch.setattr(render, "render_module", broken)
+    monkeypatch.setattr(render, "render_mixture", broken)
+    assert orlgen("check", "--cache", gen).returncode == 0
+
+
+@pytest.mark.parametrize("edit", ["body", "header"])
+def test_a_warm_cache_still_catches_every_edit(gen: Path, cache_home: Path, edit: str):
+    assert orlgen("check", "--cache", gen).returncode == 0
     module = gen / "echo.py"
-    hand_edit(module)
-    lines = module.read_text().splitlines(keepends=True)
-    forged_hash = hashlib.sha256("".join(lines[3:]).encode()).hexdigest()
-    lines[2] = re.sub(r"Body sha256 [0-9a-f]{64}", f"Body sha256 {forged_hash}", lines[2])
-    module.write_text("".join(lines))
-    assert orlgen("check", gen).returncode == 0
-    full = orlgen("check", "--full", gen)
-    assert full.returncode == 1 and problems(full.stdout)["echo.py"].startswith("stale")
+    if edit == "body":
+        hand_edit(module)
+    else:
+        module.write_bytes(module.read_bytes().replace(b"DO NOT EDIT.", b"DO NOT EDIT!", 1))
+    result = orlgen("check", "--cache", gen)
+    assert result.returncode == 1 and problems(result.stdout)["echo.py"].startswith("hand-edited")
+
+
+def test_a_cached_verdict_does_not_survive_a_snapshot_change(gen: Path, cache_home: Path):
+    assert orlgen("check", "--cache", gen).returncode == 0
+    change_snapshot(gen / "echo.snapshot.json")
+    result = orlgen("check", "--cache", gen)
+    assert result.returncode == 1 and problems(result.stdout)["echo.py"].startswith("stale: the snapshot changed")

@@ -85,7 +85,7 @@ def test_a_project_template_overrides_one_packaged_template(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     stale = runner.invoke(main, ["check"])
-    assert stale.exit_code == 1 and "stale: the templates" in stale.stdout
+    assert stale.exit_code == 1 and "rendered with other templates" in stale.stdout
     assert runner.invoke(main, ["generate"]).exit_code == 0
     text = (tmp_path / "generated" / "echo.py").read_text()
     assert "        # reviewed tool 'echo'\n" in text and "# reviewed tool 'hint'" in text

@@ -272,3 +272,33 @@ def test_load_rejects_a_file_that_is_not_utf8(tmp_path: Path):
     path = tmp_path / "echo.snapshot.json"
     path.write_bytes(ECHO.read_bytes().replace(b'"hello"', b'"h\xffllo"'))
     _load_error(path)
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_load_refuses_non_standard_json_constants_even_when_the_seal_holds(tmp_path: Path, constant: str):
+    """pydantic dumps NaN and ±Infinity as null, so the hash of a snapshot with one where it had
+    null is unchanged: only refusing the constants keeps them out of generated code."""
+    data = json.loads(ECHO.read_text())
+    assert data["tools"][1]["input_schema"] is None
+    text = json.dumps(data, indent=2).replace('"input_schema": null', f'"input_schema": {{"default": {constant}}}', 1)
+    edited = json.loads(text)  # Python's own json reads the constant
+    edited["sha256"] = Snapshot.model_validate(edited).canonical().sha256
+    message = _load_error(_write(tmp_path, json.dumps(edited, indent=2)))
+    assert f"not valid JSON: {constant} is not a JSON value" in message
+
+
+def test_load_refuses_a_lone_surrogate(tmp_path: Path):
+    """`\\ud800` is valid JSON syntax but no UTF-8 text: one line, not a traceback."""
+    text = ECHO.read_text().replace('"target": "hello"', '"target": "\\ud800"')
+    assert "lone surrogate" in _load_error(_write(tmp_path, text))
+
+
+def test_load_refuses_a_number_that_overflows_to_infinity(tmp_path: Path):
+    text = ECHO.read_text().replace('"input_schema": null', '"input_schema": {"maximum": 1e400}', 1)
+    assert "1e400 is out of range for a float" in _load_error(_write(tmp_path, text))
+
+
+def test_load_refuses_a_key_given_twice(tmp_path: Path):
+    """JSON readers keep the last of two equal keys; a reviewer may read the first."""
+    text = ECHO.read_text().replace('"name": "echo",', '"name": "echo",\n  "name": "echo",', 1)
+    assert "the key 'name' appears twice in one object" in _load_error(_write(tmp_path, text))

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from .connection import Connection, Target, on_exit
+from .errors import OrlgenRuntimeError
 
 logger = logging.getLogger("orlgen")
 
@@ -32,7 +33,7 @@ STATE_ATTRIBUTES = ("reward", "rewards", "metadata", "finished", "last_output", 
 DriftPolicy = Literal["warn", "raise", "ignore"]
 
 
-class DriftError(RuntimeError):
+class DriftError(OrlgenRuntimeError):
     """The live environment's tools differ from the snapshot the module was generated from."""
 
 

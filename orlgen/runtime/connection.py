@@ -20,14 +20,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from .errors import OrlgenRuntimeError
+
 T = TypeVar("T")
 
 
-class ConfigError(RuntimeError):
+class ConfigError(OrlgenRuntimeError):
     """Generated code does not know where its environment is."""
 
 
-class CallTimeout(RuntimeError):
+class CallTimeout(OrlgenRuntimeError):
     """An SDK call did not finish within its bound."""
 
 

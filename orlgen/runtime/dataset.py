@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from .connection import Target
+from .errors import OrlgenRuntimeError
 
 RESERVED_COLUMNS = ("prompt", "split", "task_index", "environment")
 RESERVED_PREFIX = "task_"
 _BATCH = 500  # tasks per task_range request
 
 
-class DatasetError(RuntimeError):
+class DatasetError(OrlgenRuntimeError):
     """The requested tasks cannot be turned into a dataset."""
 
 

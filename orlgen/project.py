@@ -1,0 +1,211 @@
+"""The project layer: what each `orlgen` command does, as typed calls the CLI only prints.
+
+A project is a directory with a `pyproject.toml` (its `[tool.orlgen]` table: output directory,
+template overrides, envs, mixtures). Commands name paths; the project is found from them — the
+nearest `pyproject.toml` above the first path, else the working directory's — so `orlgen
+generate DIR` from anywhere reads DIR's own config and never mistakes one of DIR's mixture
+modules for an orphan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import render
+from .cache import Verdicts, default_directory
+from .capture import CaptureOptions, capture, target_kind
+from .check import NOT_REGULAR, Drift, compare, is_regular, orphans
+from .config import Config, load_config, mixture_members
+from .diff import Change, diff
+from .errors import OrlgenError
+from .files import FileMap, RefusedWrite, check_name, remove_files, write_files
+from .snapshot import SUFFIX, Snapshot, SnapshotError, load
+
+PYPROJECT = "pyproject.toml"
+
+# `progress(label, total)` → a context whose value advances a progress display by n tasks.
+Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
+
+
+class UsageError(OrlgenError):
+    """A command was given a path or option it cannot use."""
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What `generate` would do: the files to write, and the orphaned modules to remove."""
+
+    files: FileMap
+    orphans: list[Path] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Written:
+    written: list[Path]
+    unchanged: list[Path]
+    removed: list[Path]
+
+
+@dataclass(frozen=True)
+class Project:
+    config: Config
+
+    @classmethod
+    def find(cls, paths: Sequence[Path] = ()) -> Project:
+        """The project the first of `paths` belongs to, else the working directory's."""
+        start = paths[0].resolve() if paths else None
+        for directory in [start, *start.parents] if start is not None else []:
+            if (directory / PYPROJECT).is_file():
+                return cls(load_config(directory))
+        return cls(load_config(Path(".")))
+
+    @property
+    def out(self) -> Path:
+        return self.config.out
+
+    def mixtures(self) -> dict[str, tuple[str, ...]]:
+        return mixture_members(self.config)
+
+    # ---------------------------------------------------------------------------------------
+    # offline: generate and check
+    # ---------------------------------------------------------------------------------------
+
+    def snapshot_paths(self, paths: Sequence[Path]) -> list[Path]:
+        """Snapshot files named by `paths`: a directory stands for every snapshot in it."""
+        found: list[Path] = []
+        for path in paths:
+            if path.is_dir():
+                found += render.find_snapshots(path)
+            elif path.name.endswith(SUFFIX) and path.is_file():
+                found.append(path)
+            elif path.exists():
+                raise UsageError(f"{path}: not a directory or a {SUFFIX} file")
+            else:
+                raise UsageError(f"{path}: no such file or directory")
+        return found
+
+    def generation(self, paths: Sequence[Path] = ()) -> Generation:
+        """Render every module of the snapshots under `paths` (default: the output directory);
+        in a directory, generated modules that no snapshot renders any more are orphans."""
+        paths = list(paths) or [self.out]
+        snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
+        files = {job.path: job.render().encode() for job in self._jobs(snapshots)}
+        return Generation(files, orphans([path for path in paths if path.is_dir()], files))
+
+    def _jobs(self, snapshots: dict[Path, Snapshot]) -> list[render.Job]:
+        """Every file orlgen owns for these snapshots: each snapshot in canonical form (a file
+        with the right hash but other bytes — key order, escapes, spacing — is rewritten, so a
+        reviewer reads exactly what orlgen reads) and every module they render."""
+        canonical = [
+            render.Job(path, ("snapshot", snapshot.sha256), snapshot.to_json) for path, snapshot in snapshots.items()
+        ]
+        return canonical + render.jobs(snapshots.items(), self.config.templates, self.mixtures())
+
+    def write(self, generation: Generation) -> Written:
+        written = write_files(generation.files)
+        unchanged = sorted(set(generation.files) - set(written))
+        return Written(written, unchanged, remove_files(generation.orphans))
+
+    def check(self, paths: Sequence[Path] = (), cache: bool = False) -> list[Drift]:
+        """Every generated file under `paths` that `generate` would change, and every snapshot
+        that cannot be read (a tampered snapshot is a finding of `check`, not a crash)."""
+        paths = list(paths) or [self.out]
+        snapshots: dict[Path, Snapshot] = {}
+        broken: list[Drift] = []
+        for path in self.snapshot_paths(paths):
+            if not is_regular(path):
+                broken.append(Drift(path, NOT_REGULAR))
+                continue
+            try:
+                snapshots[path] = load(path)
+                render.module_path(path, snapshots[path])
+            except (SnapshotError, RefusedWrite) as exc:
+                snapshots.pop(path, None)
+                broken.append(Drift(path, "invalid snapshot: " + str(exc).removeprefix(f"{path}: ")))
+        expected = self._jobs(snapshots)
+        verdicts = Verdicts(default_directory(), self.config.templates) if cache else None
+        keep = [job.path for job in expected] + [path for drift in broken for path in self._modules_of(drift.path)]
+        orphaned = [
+            Drift(path, "orphaned: generated by orlgen, but no snapshot renders it (`orlgen generate` removes it)")
+            for path in orphans([path for path in paths if path.is_dir()], keep)
+        ]
+        return sorted(broken + compare(expected, verdicts) + orphaned, key=lambda drift: drift.path)
+
+    def _modules_of(self, snapshot_path: Path) -> list[Path]:
+        """The modules a snapshot file renders, by its file name alone: its own and its mixtures'.
+        An invalid snapshot is reported itself; its modules are not called orphans."""
+        name = snapshot_path.name.removesuffix(SUFFIX)
+        mixtures = [mixture for mixture, members in self.mixtures().items() if name in members]
+        return [snapshot_path.with_name(f"{module}.py") for module in [name, *mixtures]]
+
+    # ---------------------------------------------------------------------------------------
+    # live: capture, save, compare
+    # ---------------------------------------------------------------------------------------
+
+    def capture(self, target: str, options: CaptureOptions, progress: Progress | None = None) -> Snapshot:
+        """Capture `target`; a `--name` that could not name a module is refused before any
+        network traffic."""
+        if options.name is not None:
+            check_name(options.name, "module name")
+        return capture(target, options, progress=progress)
+
+    def capture_like(self, target: str, like: Snapshot, progress: Progress | None = None) -> Snapshot:
+        """Capture `target` the way `like` was captured, reading only what a comparison needs."""
+        env = like.target.env if target_kind(target) == "url" else None
+        splits = tuple(split.name for split in like.splits)
+        options = CaptureOptions(env=env, name=like.name, splits=splits, tasks="none")
+        return capture(target, options, progress=progress)
+
+    def save(self, captured: Snapshot, out: Path, generate: bool) -> tuple[Path, Written]:
+        """Write a capture's snapshot and (with `generate`) every module of its directory.
+
+        Everything is rendered before anything is written, so a failure writes nothing; the
+        snapshot is written after its modules (see `files.write_files`)."""
+        path = out / f"{check_name(captured.name, 'module name')}{SUFFIX}"
+        _refuse_other_env(path, captured)
+        files: FileMap = {path: captured.to_json().encode()}
+        if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
+            snapshots = {other: load(other) for other in render.find_snapshots(out) if other != path}
+            snapshots[path] = captured.canonical()
+            files |= render.generate(snapshots.items(), self.config.templates, self.mixtures())
+        return path, self.write(Generation(files))
+
+    def live_changes(self, out: Path, captured: Snapshot) -> tuple[Path, list[Change]]:
+        """`snapshot --check`: the checked-in snapshot in `out`, and how the live capture
+        differs from it."""
+        path = out / captured.file_name
+        if not path.exists():
+            raise UsageError(f"{path}: no checked-in snapshot to compare with")
+        return path, diff(load(path), captured)
+
+    def diff(self, old: Path, against: str, progress: Progress | None = None) -> list[Change]:
+        """`diff OLD --against NEW`: every change from a snapshot file to another snapshot file,
+        or to a live target captured the way OLD was."""
+        before = load(old)
+        after = load(Path(against)) if against.endswith(SUFFIX) else self.capture_like(against, before, progress)
+        return diff(before, after)
+
+
+def _regular(path: Path) -> Path:
+    if not is_regular(path):
+        raise RefusedWrite(f"{path}: refused to read: not a regular file (a symbolic link or a special file)")
+    return path
+
+
+def _refuse_other_env(path: Path, captured: Snapshot) -> None:
+    """A capture never replaces the snapshot of another environment that took the same name."""
+    if not path.exists():
+        return
+    try:
+        previous = load(path).target
+    except SnapshotError:
+        return  # a broken snapshot of this name is repaired by re-capturing; write_files still
+        # refuses a file that is not a snapshot at all
+    if previous != captured.target:
+        raise RefusedWrite(
+            f"{path}: refused to overwrite: it is the snapshot of {previous.value!r} (env {previous.env!r}), "
+            f"not of {captured.target.value!r}; choose another --name"
+        )

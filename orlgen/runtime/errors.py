@@ -1,0 +1,8 @@
+"""The runtime's one error root, apart from the generator's: generated modules import the
+runtime only, never the generator (`orlgen.errors`)."""
+
+from __future__ import annotations
+
+
+class OrlgenRuntimeError(RuntimeError):
+    """A failure of a generated adapter or its connection, explained in one line."""
