@@ -88,22 +88,12 @@ def snapshot_hash_forged(gen: Path) -> Path:
 
 
 def nan_for_null_in_snapshot(gen: Path) -> Path:
-    """NaN where the snapshot had a null default: pydantic hashes NaN as null, so the seal holds."""
+    """NaN where the snapshot had a null default, the seal kept: it held while pydantic hashed NaN
+    as null; now the seal is computed without that conversion, and the NaN is refused anyway."""
     path = gen / "hostile.snapshot.json"
-
-    def poison(data: dict[str, Any]) -> None:
-        found = [
-            prop
-            for tool in data["tools"]
-            for prop in ((tool["input_schema"] or {}).get("properties") or {}).values()
-            if isinstance(prop, dict) and "default" in prop and prop["default"] is None
-        ]
-        assert found, "the hostile snapshot has a null default to poison"
-        found[0]["default"] = float("nan")
-
-    before = json.loads(path.read_text())["sha256"]
-    reseal_snapshot(path, poison)
-    assert json.loads(path.read_text())["sha256"] == before and "NaN" in path.read_text()
+    text = path.read_text()
+    assert '"default": null' in text, "the hostile snapshot has a null default to poison"
+    path.write_text(text.replace('"default": null', '"default": NaN', 1))
     return path
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orlgen import snapshot
-from orlgen.snapshot import Snapshot, SnapshotError, Split, SplitTasks, Task, TaskRef, Tool
+from orlgen.snapshot import Snapshot, SnapshotError, Split, SplitTasks, Task, TaskRef, Tool, load
 
 REPO = Path(__file__).resolve().parent.parent
 ECHO = REPO / "generated" / "echo.snapshot.json"
@@ -276,21 +276,32 @@ def test_load_rejects_a_file_that_is_not_utf8(tmp_path: Path):
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_load_refuses_non_standard_json_constants_even_when_the_seal_holds(tmp_path: Path, constant: str):
-    """pydantic dumps NaN and ±Infinity as null, so the hash of a snapshot with one where it had
-    null is unchanged: only refusing the constants keeps them out of generated code."""
+    """A constant written where the snapshot had null, under the seal of the null version (the
+    seal pydantic's NaN-as-null dump once let it keep): refused before the seal is even read."""
     data = json.loads(ECHO.read_text())
     assert data["tools"][1]["input_schema"] is None
-    text = json.dumps(data, indent=2).replace('"input_schema": null', f'"input_schema": {{"default": {constant}}}', 1)
-    edited = json.loads(text)  # Python's own json reads the constant
-    edited["sha256"] = Snapshot.model_validate(edited).canonical().sha256
-    message = _load_error(_write(tmp_path, json.dumps(edited, indent=2)))
+    data["tools"][1]["input_schema"] = {"default": None}
+    data["sha256"] = Snapshot.model_validate(data).canonical().sha256
+    text = json.dumps(data, indent=2).replace('"default": null', f'"default": {constant}', 1)
+    message = _load_error(_write(tmp_path, text))
     assert f"not valid JSON: {constant} is not a JSON value" in message
+    with pytest.raises(ValueError, match="non-finite"):  # nor can the model hold one, so nothing seals it
+        Snapshot.model_validate(json.loads(text))
 
 
-def test_load_refuses_a_lone_surrogate(tmp_path: Path):
-    """`\\ud800` is valid JSON syntax but no UTF-8 text: one line, not a traceback."""
-    text = ECHO.read_text().replace('"target": "hello"', '"target": "\\ud800"')
-    assert "lone surrogate" in _load_error(_write(tmp_path, text))
+def test_a_lone_surrogate_is_recorded_as_an_escape(tmp_path: Path):
+    """A server may send `\\ud800`, which has no UTF-8 form: the snapshot keeps it as the JSON
+    escape (the file stays UTF-8, the record faithful), and an unsealed edit is one line."""
+    snapshot = load(ECHO)
+    tasks = snapshot.tasks["train"].model_copy(update={"tasks": [
+        task.model_copy(update={"spec": {**task.spec, "target": "x\ud800"}}) for task in snapshot.tasks["train"].tasks]})
+    text = snapshot.model_copy(update={"tasks": {"train": tasks}}).to_json()
+    path = _write(tmp_path, text)
+    path.read_bytes().decode("utf-8")
+    assert '"x\\ud800"' in text
+    assert load(path).tasks["train"].tasks[0].spec["target"] == "x\ud800"
+    unsealed = ECHO.read_text().replace('"target": "hello"', '"target": "\\ud800"')
+    assert "sha256 does not match" in _load_error(_write(tmp_path, unsealed))
 
 
 def test_load_refuses_a_number_that_overflows_to_infinity(tmp_path: Path):
