@@ -65,18 +65,23 @@ def _parse_tasks(_: Any, __: Any, value: str | None) -> Any:
 @click.option("--tasks", callback=_parse_tasks,
               help="all, none, or N (a sample). Default: all when a split has at most 1000 tasks, else 200.")
 @click.option("--probes", default=3, show_default=True, help="Sessions opened per split to find task-only tools.")
+@click.option("--secret", "secrets", multiple=True, metavar="NAME[=VALUE]",
+              help="A secret for probe sessions (repeatable); without =VALUE, read from the environment "
+                   "variable NAME. Only the name is recorded.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Default: [tool.orlgen] out.")
 @click.option("--no-generate", is_flag=True, help="Write the snapshot only.")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing: compare the live capture with the checked-in snapshot; exit 1 on drift.")
 def snapshot(target: str, env: str | None, name: str | None, splits: tuple[str, ...], tasks: Any,
-             probes: int, out: Path | None, no_generate: bool, check_only: bool) -> None:
+             probes: int, secrets: tuple[str, ...], out: Path | None, no_generate: bool, check_only: bool) -> None:
     """Capture TARGET (Owner/Env, a URL, or module:EnvClass) into a snapshot and a module."""
     from .capture import CaptureOptions
+    from .config import parse_secrets
 
     with failures():
         config = _config()
-        options = CaptureOptions(env=env, name=name, splits=splits, tasks=tasks, probes=probes)
+        options = CaptureOptions(env=env, name=name, splits=splits, tasks=tasks, probes=probes,
+                                 secrets=parse_secrets(secrets))
         _capture_one(target, options, out or config.out, config, generate=not no_generate,
                      check_only=check_only)
 
@@ -165,7 +170,7 @@ def _live(target: str, like: Any) -> Any:
 
 def _capture_one(target: str, options: Any, out: Path, config: Any, *, generate: bool,
                  check_only: bool = False) -> None:
-    from .capture import capture
+    from .capture import capture, summary
 
     captured = capture(target, options, progress=_progress)
     path = out / captured.file_name
@@ -173,8 +178,7 @@ def _capture_one(target: str, options: Any, out: Path, config: Any, *, generate:
         _check_live(path, captured)
         return
     written = write_files({path: captured.to_json().encode()})
-    summary = f"{len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks"
-    click.echo(f"{'wrote' if written else 'unchanged'} {path} ({summary})")
+    click.echo(f"{'wrote' if written else 'unchanged'} {path} ({summary(captured)})")
     if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
         _write_generated(_snapshot_paths((out,)), config)
 

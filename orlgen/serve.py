@@ -1,6 +1,9 @@
-"""Serve `openreward` Environment classes on a loopback port: in this process (`serving`, for
-capturing a `module:EnvClass` target) or in a child process (`ServerProcess`, for the demo and
-the tests, which also need to kill and restart servers).
+"""Serve `openreward` Environment classes on a loopback port: in this process (`serving`) or in
+a child process (`ServerProcess`: for capturing a `module:EnvClass` target, the demo and the
+tests, which also need to kill and restart servers).
+
+A captured environment runs in a child so that its output (the SDK server logs every failed
+request with a traceback, on stdout) goes to a log file instead of the user's terminal.
 
 We drive uvicorn directly instead of `Server.run()`: that one binds 0.0.0.0 and starts an update
 check that talks to the network, and neither belongs in an offline capture.
@@ -16,6 +19,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 
@@ -89,11 +93,13 @@ class ServerProcess:
     port, so fault tests can take a server away mid-episode.
     """
 
-    def __init__(self, spec: str, port: int = 0, startup_timeout: float = 60.0, entry: str = "orlgen.serve") -> None:
+    def __init__(self, spec: str, port: int = 0, startup_timeout: float = 60.0, entry: str = "orlgen.serve",
+                 log: Path | None = None) -> None:
         self.spec = spec
         self.port = port
         self.entry = entry  # the module run with `python -m ENTRY SPEC PORT`
         self.startup_timeout = startup_timeout
+        self.log = log  # the server's output goes here (default: discarded)
         self._process: subprocess.Popen[str] | None = None
 
     @property
@@ -102,15 +108,21 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         env = {**os.environ, "OPENREWARD_LOG_LEVEL": "WARNING", "PYTHONPATH": os.pathsep.join(sys.path)}
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", self.entry, self.spec, str(self.port)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-        )
+        with open(self.log, "ab") if self.log else open(os.devnull, "wb") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", self.entry, self.spec, str(self.port)],
+                stdout=subprocess.PIPE, stderr=log, text=True, env=env,
+            )
         deadline = time.monotonic() + self.startup_timeout
-        line = self._process.stdout.readline()  # the URL, once the server accepts connections
-        if not line.startswith("http://") or time.monotonic() > deadline:
+        # The URL, once the server accepts connections; lines the env's import printed come first.
+        line = ""
+        for line in self._process.stdout:
+            if line.startswith("http://") or time.monotonic() > deadline:
+                break
+        if not line.startswith("http://"):
             self.stop()
-            raise ServeError(f"the server for {self.spec} did not start")
+            where = f" (its output is in {self.log})" if self.log else ""
+            raise ServeError(f"the server for {self.spec} did not start{where}")
         self.port = int(line.strip().rsplit(":", 1)[1])
         return self
 
@@ -136,6 +148,8 @@ def main(argv: list[str] | None = None) -> None:
     env_cls = load_env_class(args[0])
     with serving(env_cls, port=int(args[1]) if len(args) > 1 else 0) as url:
         print(url, flush=True)
+        # From here on the server's stdout (its logs) joins stderr: the parent reads only the URL.
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
         try:
             threading.Event().wait()
         except KeyboardInterrupt:
