@@ -19,6 +19,7 @@ import re
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import names
-from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, public_url, redact, session_secrets
+from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
 from .schema import infer_task_schema
 from .snapshot import Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
 
@@ -119,9 +120,9 @@ def _reachable(kind: str, target: str, options: CaptureOptions) -> Iterator[tupl
             key = load_env_class(target).name().lower()
             yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
     elif kind == "url":
-        url = target.rstrip("/")
+        url = _server_url(target)
         key = options.env or _default_env(url, limit, options.request_timeout)
-        yield Connection(url, None, key, api_key, limit), Target(kind="url", value=public_url(url), env=key)
+        yield Connection(url, None, key, api_key, limit), Target(kind="url", value=url, env=key)
     else:
         key = target.split("/", 1)[1].lower()
         yield Connection(None, target, key, api_key, limit), Target(kind="catalog", value=target, env=key)
@@ -157,9 +158,30 @@ def _served(target: str) -> Iterator[str]:
         server.stop()
 
 
+def _server_url(target: str) -> str:
+    """The server's base URL: no user-info, query or fragment.
+
+    The SDK appends endpoint paths to a base URL and cannot carry either, and both are where
+    credentials hide (`http://user:pass@host`, `?token=...`): dropping them means the snapshot,
+    the generated module and every message record only where the server is. Credentials
+    travel as `--secret api_key` (or `OPENREWARD_API_KEY`), never in the target.
+    """
+    try:
+        parts = urllib.parse.urlsplit(target)
+        host = parts.hostname
+        port = parts.port
+    except ValueError as exc:
+        raise CaptureError(f"{redact(target)!r} is not a valid URL") from exc
+    if parts.scheme not in ("http", "https") or not host:
+        raise CaptureError(f"{redact(target)!r} is not an http(s) URL")
+    netloc = f"[{host}]" if ":" in host else host
+    netloc += f":{port}" if port is not None else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
 def _default_env(url: str, limit: int, timeout: float) -> str:
     """The only environment a server hosts; a server with several needs `--env`."""
-    where = public_url(url, mask="***")
+    where = url
     try:
         with urllib.request.urlopen(f"{url}/list_environments", timeout=min(timeout, 30)) as response:
             body = response.read(limit + 1)
@@ -181,8 +203,10 @@ def _default_env(url: str, limit: int, timeout: float) -> str:
 def clean(text: str, secrets: Mapping[str, str] | None = None, limit: int = MESSAGE_CHARS) -> str:
     """Server or exception text made safe for one line of a terminal: escape sequences and
     control characters removed, credentials masked, cut to `limit` characters."""
-    text = _CONTROL.sub(" ", _ESCAPES.sub("", text)).strip()
-    text = redact(text, (secrets or {}).values())
+    values = [value for value in (secrets or {}).values() if isinstance(value, str)]
+    # Cut first (server text can be megabytes), keeping enough that a secret at the cut is whole.
+    text = text[: 2 * limit + max(map(len, values), default=0)]
+    text = redact(_CONTROL.sub(" ", _ESCAPES.sub("", text)).strip(), values)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -241,10 +265,15 @@ class _Capture:
 
     def _call(self, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """`await call(environment)`, bounded by the request timeout and the capture's deadline."""
+        past = CallTimeout(f"the capture ran past its {self.options.deadline:g} s deadline (ORLGEN_CAPTURE_DEADLINE)")
         left = self.deadline - time.monotonic()
         if left <= 0:
-            raise CallTimeout(f"the capture ran past its {self.options.deadline:g} s deadline (ORLGEN_CAPTURE_DEADLINE)")
-        return self.connection.run(call, timeout=min(self.options.request_timeout, left))
+            raise past
+        try:
+            return self.connection.run(call, timeout=min(self.options.request_timeout, left))
+        except CallTimeout:
+            raise (past if left < self.options.request_timeout else CallTimeout(
+                f"no answer within {self.options.request_timeout:g} s (ORLGEN_REQUEST_TIMEOUT)")) from None
 
     def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """`_call`, with any failure turned into a one-line CaptureError."""

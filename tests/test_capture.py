@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from examples.echo import TARGETS
 from examples.helpdesk import SPLIT_SIZES, Helpdesk
 from orlgen import snapshot as snapshot_mod
-from orlgen.capture import SAMPLE_CHUNKS, SAMPLE_SIZE, CaptureError, CaptureOptions, capture
+from orlgen.capture import SAMPLE_SIZE, CaptureError, CaptureOptions, capture
 from orlgen.cli import main
 from orlgen.runtime.connection import Connection
 from orlgen.serve import ServerProcess
@@ -206,10 +206,10 @@ def test_tasks_n_smaller_than_the_split_takes_a_sample(urls, helpdesk):
     sample = captured.tasks["train"]
     assert sample.coverage == "sample"
     indices = [task.index for task in sample.tasks]
-    assert size - SAMPLE_CHUNKS < len(indices) <= size
+    assert len(indices) == size, "--tasks N stores exactly N tasks"
+    assert indices[: size // 2] == list(range(size // 2)), "the sample starts with a run from task 0"
     assert len(set(indices)) == len(indices) and indices == sorted(indices)
-    assert 0 <= indices[0] and indices[-1] < 300
-    assert indices[-1] > 150, "the sample should spread over the split, not be its first tasks"
+    assert indices[-1] == 299, "the sample should spread to the end of the split"
     full = {task.index: task.spec for task in helpdesk.tasks["train"].tasks}
     assert all(task.spec == full[task.index] for task in sample.tasks)
 
@@ -219,13 +219,14 @@ def test_tasks_n_smaller_than_the_split_takes_a_sample(urls, helpdesk):
 # --------------------------------------------------------------------------------------------
 
 
-def test_refused_task_range_falls_back_to_one_read_per_task(urls):
-    """Fault injection: `RangeRefused.get_task_range` raises IndexError, so the real server
-    answers `/task_range` with HTTP 400. Capture must still read every task, one by one."""
+def test_unsupported_task_range_falls_back_to_one_read_per_task(urls):
+    """Fault injection: `RangeRefused.get_task_range` raises HTTPException(404), so the real
+    server answers `/task_range` with 404, as one without the endpoint does. Capture must still
+    read every task, one by one."""
     url = urls["RangeRefused"]
     # the fault is real: the SDK's own range read fails against this server
     connection = Connection(url=url, catalog=None, env="rangerefused", api_key=None)
-    with pytest.raises(Exception, match="400"):
+    with pytest.raises(Exception, match="404"):
         connection.run(lambda env: env.get_task_range("train", 0, 2), timeout=30)
 
     captured = capture(url)
@@ -249,10 +250,11 @@ def test_index_only_large_env_is_captured(urls):
 
     train = captured.tasks["train"]  # 2500 tasks: more than a default capture reads whole
     assert train.coverage == "sample"
-    assert SAMPLE_SIZE - SAMPLE_CHUNKS < len(train.tasks) <= SAMPLE_SIZE
-    assert len({task.index for task in train.tasks}) == len(train.tasks)
+    indices = [task.index for task in train.tasks]
+    assert len(indices) == SAMPLE_SIZE and len(set(indices)) == SAMPLE_SIZE
+    assert indices[: SAMPLE_SIZE // 2] == list(range(SAMPLE_SIZE // 2))
     assert all(task.spec == support_envs.large_task("train", task.index) for task in train.tasks)
-    assert max(task.index for task in train.tasks) > 1250
+    assert indices[-1] == 2499
     assert set(captured.task_schema["properties"]) == {"split", "index", "word", "level"}
 
 
@@ -330,7 +332,7 @@ def test_cli_snapshot_of_a_module_target_prints_only_its_own_lines(tmp_path):
         capture_output=True, text=True, cwd=REPO, env=env, timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [f"wrote {tmp_path / 'echo.snapshot.json'} (2 tools, 8 tasks)"]
+    assert result.stdout.splitlines() == [f"wrote {tmp_path / 'echo.snapshot.json'} (2 tools; tasks stored: train 0/8)"]
     assert result.stderr == ""
 
 

@@ -46,15 +46,16 @@ API_KEY_SECRETS = ("api_key", "OPENREWARD_API_KEY")
 
 
 def choose_api_key(api_key: str | None, secrets: Mapping[str, Any] | None) -> str | None:
-    """The OpenReward key a connection uses: `api_key=`, else one passed as a secret, else None
-    (the SDK then reads the `OPENREWARD_API_KEY` environment variable)."""
+    """The OpenReward key a connection uses: `api_key=`, else one passed as a secret, else the
+    `OPENREWARD_API_KEY` environment variable (read here, not by the SDK, so that it is part of
+    the connection a handle is cached under), else None."""
     if api_key:
         return api_key
     for name in API_KEY_SECRETS:
         value = (secrets or {}).get(name)
         if isinstance(value, str) and value:
             return value
-    return None
+    return os.environ.get("OPENREWARD_API_KEY") or None
 
 
 def secrets_from_env(names: Iterable[str]) -> dict[str, str]:
@@ -86,7 +87,8 @@ def session_secrets(secrets: Mapping[str, Any] | None, connection: Connection) -
 
 # Query parameters whose value is a credential, as far as a name can tell.
 _CREDENTIAL = re.compile(r"token|key|secret|passw|pwd|sig|auth|credential|session|cookie", re.IGNORECASE)
-_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
+# The scheme's length is bounded: unbounded, a long run of letters costs quadratic time.
+_URL = re.compile(r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s'\"<>]+")
 
 
 def public_url(url: str, mask: str | None = None) -> str:
@@ -110,7 +112,7 @@ def public_url(url: str, mask: str | None = None) -> str:
                 query.append((name, mask))
         else:
             query.append((name, value))
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, urllib.parse.urlencode(query), parts.fragment))
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="*"), parts.fragment))
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
