@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,7 +31,7 @@ from orlgen.snapshot import TaskRef
 from tests import support_envs
 
 REPO = Path(__file__).resolve().parent.parent
-ORLGEN = REPO / ".venv" / "bin" / "orlgen"
+ORLGEN = (sys.executable, "-m", "orlgen")  # the interpreter running the tests, with its orlgen
 SUPPORT_ENVS = ("RangeRefused", "LargeIndexed", "ConflictingTaskTool")
 HELPDESK_TOOLS = {
     "list_policies", "search_orders", "get_order", "update_shipping", "issue_refund",
@@ -316,7 +317,7 @@ def test_cli_snapshot_with_zero_tasks_does_not_crash(urls, tmp_path):
 
 def test_cli_snapshot_of_a_bad_target_exits_2_with_one_line(tmp_path):
     result = subprocess.run(
-        [str(ORLGEN), "snapshot", "not-a-target", "--out", str(tmp_path)],
+        [*ORLGEN, "snapshot", "not-a-target", "--out", str(tmp_path)],
         capture_output=True, text=True, cwd=tmp_path, env=_cli_env(), timeout=60,
     )
     assert result.returncode == 2
@@ -328,7 +329,7 @@ def test_cli_snapshot_of_a_bad_target_exits_2_with_one_line(tmp_path):
 def test_cli_snapshot_of_a_module_target_prints_only_its_own_lines(tmp_path):
     env = {key: value for key, value in _cli_env().items() if key != "OPENREWARD_LOG_LEVEL"}
     result = subprocess.run(
-        [str(ORLGEN), "snapshot", "examples.echo:Echo", "--out", str(tmp_path), "--tasks", "none", "--no-generate"],
+        [*ORLGEN, "snapshot", "examples.echo:Echo", "--out", str(tmp_path), "--tasks", "none", "--no-generate"],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=120,
     )
     assert result.returncode == 0, result.stderr
@@ -341,7 +342,7 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
     secret = "test-key"
     env = _cli_env(OPENREWARD_API_KEY=secret, OPENREWARD_SESSION_URL=urls["Echo"], OPENREWARD_API_URL=urls["Echo"])
     result = subprocess.run(
-        [str(ORLGEN), "snapshot", "Acme/Echo", "--out", "out"],
+        [*ORLGEN, "snapshot", "Acme/Echo", "--out", "out"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
     )
     assert result.returncode == 0, result.stderr
@@ -356,3 +357,29 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), f"{path} contains the API key"
     assert secret not in result.stdout + result.stderr
+
+
+def test_tasks_10_of_a_large_split_stores_exactly_10_and_the_first_5_build_offline(tmp_path):
+    """`--tasks 10` on 2,500 tasks: tasks 0-4 and five spread to the end; with the server gone,
+    `build_dataset(num_tasks=5)` still works (no request), and num_tasks=6 needs the server."""
+    from conftest import load_module
+    from orlgen.files import write_files
+    from orlgen.render import generate
+
+    with ServerProcess("tests.support_envs:LargeIndexed") as server:
+        captured = capture(server.url, CaptureOptions(tasks=10, probes=0))
+    train = captured.tasks["train"]
+    indices = [task.index for task in train.tasks]
+    assert train.coverage == "sample" and len(indices) == 10 == len(set(indices))
+    assert indices[:5] == [0, 1, 2, 3, 4] and indices[-1] == 2499 and indices == sorted(indices)
+    assert [task.index for task in captured.tasks["test"].tasks] == [0, 1, 2, 3, 4, 14, 15, 26, 27, 39]
+
+    path = tmp_path / captured.file_name
+    path.write_text(captured.to_json())
+    write_files(generate([(path, captured)]))
+    module = load_module(tmp_path / "largeindexed.py")
+    dataset = module.build_dataset("train", num_tasks=5)  # the server is stopped: no request possible
+    assert dataset["task_index"] == [0, 1, 2, 3, 4]
+    assert dataset["word"] == [support_envs.large_task("train", i)["word"] for i in range(5)]
+    with pytest.raises(Exception):
+        module.build_dataset("train", num_tasks=6)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,6 @@ from orlgen.cli import main
 from orlgen.serve import ServerProcess
 
 REPO = Path(__file__).resolve().parent.parent
-ORLGEN = REPO / ".venv" / "bin" / "orlgen"
 TARGET = "tests.judge_env:Judged"
 KEY = "judge-key-4f7a"
 
@@ -35,7 +35,7 @@ def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in ("JUDGE_API_KEY", "OPENREWARD_API_KEY")}
     environ.update(OPENREWARD_DISABLE_UPDATE_CHECK="1", PYTHONPATH=str(REPO), **env)
     environ.pop("OPENREWARD_LOG_LEVEL", None)  # the server's default logging: tracebacks and all
-    return subprocess.run([str(ORLGEN), *args], capture_output=True, text=True, cwd=REPO, env=environ, timeout=180)
+    return subprocess.run([sys.executable, "-m", "orlgen", *args], capture_output=True, text=True, cwd=REPO, env=environ, timeout=180)
 
 
 def _files_text(path: Path) -> str:
