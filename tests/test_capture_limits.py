@@ -174,3 +174,11 @@ def test_credentials_in_a_target_url_are_never_recorded_nor_shown(echo_url, tmp_
     refused = CliRunner().invoke(main, ["snapshot", "ftp://alice:hunter22@host/x?sig=hunter22", "--out", str(tmp_path)])
     assert refused.exit_code == 2
     assert "hunter22" not in refused.stderr and "***" in refused.stderr
+
+
+def test_an_adapters_repr_masks_credentials_in_its_url(echo_module):
+    adapter = echo_module.EchoEnv(base_url="http://alice:hunter22@127.0.0.1:9/?token=hunter22&x=1",
+                                  api_key="key-hunter22", secrets={"OPENAI_API_KEY": "sk-hunter22"})
+    shown = repr(adapter)
+    assert "hunter22" not in shown and "alice" not in shown
+    assert "http://***@127.0.0.1:9/?token=***&x=1" in shown
