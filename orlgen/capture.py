@@ -114,10 +114,7 @@ def _reachable(kind: str, target: str, options: CaptureOptions) -> Iterator[tupl
     api_key = choose_api_key(None, options.secrets)
     limit = options.max_answer_bytes
     if kind == "module":
-        with _served(target) as url:
-            from .serve import load_env_class
-
-            key = load_env_class(target).name().lower()
+        with _served(target) as (url, key):
             yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
     elif kind == "url":
         url = _server_url(target)
@@ -129,33 +126,28 @@ def _reachable(kind: str, target: str, options: CaptureOptions) -> Iterator[tupl
 
 
 @contextmanager
-def _served(target: str) -> Iterator[str]:
-    """A `module:EnvClass` target served by a child process whose output goes to a log file.
-
-    The log is removed after a capture that succeeds; a failure's message names it.
-    """
-    from .serve import ServeError, ServerProcess, load_env_class
+def _served(target: str) -> Iterator[tuple[str, str]]:
+    """A `module:EnvClass` target served in this process, its output going to a log file; yields
+    the URL and the env key. The log is removed after a capture that succeeds; a failure's
+    message names it."""
+    from .serve import ServeError, load_env_class, serving
 
     try:
-        load_env_class(target)  # here first: an import error is reported in the parent, in one line
+        env_cls = load_env_class(target)
     except ServeError as exc:
         raise CaptureError(clean(str(exc))) from exc
     fd, name = tempfile.mkstemp(prefix=f"orlgen-{names.slug(target.split(':')[-1])}-", suffix=".log")
     os.close(fd)
     log = Path(name)
-    server = ServerProcess(target, log=log)
     try:
-        server.start()
+        with serving(env_cls, log=log) as url:
+            yield url, env_cls.name().lower()
     except ServeError as exc:
-        raise CaptureError(clean(str(exc))) from exc
-    try:
-        yield server.url
+        raise CaptureError(f"{clean(str(exc))} (server log: {log})") from exc
     except CaptureError as exc:
         raise CaptureError(f"{exc} (server log: {log})") from exc
     else:
         log.unlink(missing_ok=True)
-    finally:
-        server.stop()
 
 
 def _server_url(target: str) -> str:

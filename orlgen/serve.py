@@ -1,9 +1,9 @@
-"""Serve `openreward` Environment classes on a loopback port: in this process (`serving`) or in
-a child process (`ServerProcess`: for capturing a `module:EnvClass` target, the demo and the
-tests, which also need to kill and restart servers).
+"""Serve `openreward` Environment classes on a loopback port: in this process (`serving`, for
+capturing a `module:EnvClass` target) or in a child process (`ServerProcess`, for the demo and
+the tests, which also need to kill and restart servers).
 
-A captured environment runs in a child so that its output (the SDK server logs every failed
-request with a traceback, on stdout) goes to a log file instead of the user's terminal.
+A captured environment's output (the SDK server logs every failed request with a traceback, on
+stdout) goes to a log file instead of the user's terminal: `serving(..., log=path)`.
 
 We drive uvicorn directly instead of `Server.run()`: that one binds 0.0.0.0 and starts an update
 check that talks to the network, and neither belongs in an offline capture.
@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
 
@@ -48,27 +48,39 @@ def load_env_class(spec: str) -> type:
 
 
 @contextmanager
-def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0) -> Iterator[str]:
+def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0, log: Path | None = None) -> Iterator[str]:
     """Serve the classes on 127.0.0.1 (a free port unless given) and yield the base URL.
+
+    With `log`, the server's output goes to that file while it runs (see `_output_to`).
 
     One at a time per process: sse-starlette keeps a process-global event bound to the event
     loop of the first server that streamed. We reset it so that sequential servers work; use
     `ServerProcess` to run several at once.
     """
     os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
-    import uvicorn
     from openreward.environments import Server
     from sse_starlette.sse import AppStatus
 
     AppStatus.should_exit_event = None
 
-    app = Server(list(env_classes)).app
+    with _output_to(log) if log else nullcontext():
+        app = Server(list(env_classes)).app
+        with _uvicorn(app, port, startup_timeout, configure_logging=log is None) as url:
+            yield url
+
+
+@contextmanager
+def _uvicorn(app: object, port: int, startup_timeout: float, configure_logging: bool) -> Iterator[str]:
+    import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
+
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that name it, and without
     # it every request on a reused connection waits ~40 ms for the client's delayed ACK.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=60)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=60,
+                            log_config=LOGGING_CONFIG if configure_logging else None)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -86,6 +98,38 @@ def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0) ->
         sock.close()
 
 
+@contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """Send this process's stdout, and uvicorn's log records, to `path` for a while.
+
+    The SDK server writes its logs (tracebacks included) with structlog to the stdout it found
+    at import, so only a file-descriptor-level redirect reaches them; anything else this
+    process prints to stdout meanwhile goes to the file too. stderr stays the terminal's, for
+    orlgen's own progress and errors; uvicorn logs there, so its records are sent to the file.
+    """
+    import logging
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    loggers = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error", "uvicorn.access")]
+    before = [(logger.handlers[:], logger.propagate) for logger in loggers]
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 1)
+    for logger in loggers:
+        logger.handlers = [handler]
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        for logger, (handlers, propagate) in zip(loggers, before):
+            logger.handlers, logger.propagate = handlers, propagate
+        handler.close()
+
+
 class ServerProcess:
     """`module:EnvClass` served by a child Python process on a loopback port.
 
@@ -93,13 +137,11 @@ class ServerProcess:
     port, so fault tests can take a server away mid-episode.
     """
 
-    def __init__(self, spec: str, port: int = 0, startup_timeout: float = 60.0, entry: str = "orlgen.serve",
-                 log: Path | None = None) -> None:
+    def __init__(self, spec: str, port: int = 0, startup_timeout: float = 60.0, entry: str = "orlgen.serve") -> None:
         self.spec = spec
         self.port = port
         self.entry = entry  # the module run with `python -m ENTRY SPEC PORT`
         self.startup_timeout = startup_timeout
-        self.log = log  # the server's output goes here (default: discarded)
         self._process: subprocess.Popen[str] | None = None
 
     @property
@@ -108,11 +150,10 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         env = {**os.environ, "OPENREWARD_LOG_LEVEL": "WARNING", "PYTHONPATH": os.pathsep.join(sys.path)}
-        with open(self.log, "ab") if self.log else open(os.devnull, "wb") as log:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", self.entry, self.spec, str(self.port)],
-                stdout=subprocess.PIPE, stderr=log, text=True, env=env,
-            )
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", self.entry, self.spec, str(self.port)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+        )
         deadline = time.monotonic() + self.startup_timeout
         # The URL, once the server accepts connections; lines the env's import printed come first.
         line = ""
@@ -121,8 +162,7 @@ class ServerProcess:
                 break
         if not line.startswith("http://"):
             self.stop()
-            where = f" (its output is in {self.log})" if self.log else ""
-            raise ServeError(f"the server for {self.spec} did not start{where}")
+            raise ServeError(f"the server for {self.spec} did not start")
         self.port = int(line.strip().rsplit(":", 1)[1])
         return self
 
@@ -148,7 +188,8 @@ def main(argv: list[str] | None = None) -> None:
     env_cls = load_env_class(args[0])
     with serving(env_cls, port=int(args[1]) if len(args) > 1 else 0) as url:
         print(url, flush=True)
-        # From here on the server's stdout (its logs) joins stderr: the parent reads only the URL.
+        # From here on the server's stdout (its logs) joins stderr: the parent reads only the URL,
+        # and logs left in an unread pipe would block the server once it fills.
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
         try:
             threading.Event().wait()
