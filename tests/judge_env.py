@@ -38,8 +38,11 @@ class Judged(Environment):
         return [{"question": q, "expected": str(2 * i)} for i, q in enumerate(QUESTIONS)]
 
     def setup(self) -> None:
-        if not self.secrets.get("JUDGE_API_KEY"):
+        key = self.secrets.get("JUDGE_API_KEY")
+        if not key:
             raise KeyError("JUDGE_API_KEY is required to reach the judge")
+        if key.startswith("revoked-"):  # as careless servers do, the error quotes the key
+            raise PermissionError(f"the judge refused the key {key}")
 
     def get_prompt(self):
         return [TextBlock(text=self.task_spec["question"])]

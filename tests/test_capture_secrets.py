@@ -80,6 +80,15 @@ def test_secret_given_with_its_value_and_probes_zero(judged_url, tmp_path):
     assert "whoami" not in (tmp_path / "b" / "judged.snapshot.json").read_text()
 
 
+def test_a_secret_the_server_quotes_back_is_masked_in_the_message(judged_url, tmp_path):
+    revoked = "revoked-7d1c9e"
+    result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={revoked}",
+                                       "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "the server answered 500: PermissionError: the judge refused the key ***" in result.stderr
+    assert revoked not in result.output and "secrets sent: JUDGE_API_KEY" in result.stderr
+
+
 def test_a_secret_named_but_not_set_is_one_line(judged_url, tmp_path, monkeypatch):
     monkeypatch.delenv("JUDGE_API_KEY", raising=False)
     result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path)])
