@@ -109,7 +109,8 @@ def _output_to(path: Path) -> Iterator[None]:
     """
     import logging
 
-    sys.stdout.flush()
+    if sys.stdout is not None:  # None under pythonw and the like
+        sys.stdout.flush()
     saved = os.dup(1)
     handler = logging.FileHandler(path, encoding="utf-8")
     loggers = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error", "uvicorn.access")]
@@ -122,7 +123,8 @@ def _output_to(path: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
         for logger, (handlers, propagate) in zip(loggers, before):
