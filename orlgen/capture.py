@@ -2,40 +2,69 @@
 
 Requests are few and batched: discovery (`splits`, `num_tasks`, `tools`), a handful of probe
 sessions per split to find task-only tools, and `task_range` in batches for tasks. A server
-that refuses `task_range` is read with one `get_task` per task instead.
+that says it has no `task_range` (404, 405, 501) is read with one `get_task` per task instead.
+
+The server is not trusted: every answer is bounded in size and time, the whole capture has a
+deadline, what the server says is checked for consistency before it is stored, and its text is
+stripped of control characters and cut short before it reaches a message. Targets are recorded
+without credentials, and secret values are never recorded nor shown. docs/capture.md is the
+user's side of all this.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from . import names
 from .errors import OrlgenError
-from .runtime.connection import Connection
+from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
 from .schema import infer_task_schema
 from .snapshot import Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
 
 ALL_TASKS_UP_TO = 1000  # `--tasks` default: a split this small is captured whole ...
-SAMPLE_SIZE = 200  # ... a larger one as a sample of this many, for schema inference
-SAMPLE_CHUNKS = 4  # taken as this many evenly spaced runs, one request each
+SAMPLE_SIZE = 200  # ... a larger one as a sample of this many
+SAMPLE_CHUNKS = 3  # the sample's second half: this many evenly spaced runs, one request each
 BATCH = 500  # tasks per task_range request
-REQUEST_TIMEOUT = 120.0  # seconds any one request may take
+UNSUPPORTED = (404, 405, 501)  # statuses by which a server says it has no such endpoint
+MESSAGE_CHARS = 300  # server text quoted in a message is cut to this length
 
 _CATALOG = re.compile(r"^[\w.-]+/[\w.-]+$")
 _MODULE = re.compile(r"^[\w.]+:\w+$")
+# ANSI/OSC escape sequences, then any other control character (newlines included).
+_ESCAPES = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]+")
 
 TaskMode = Literal["all", "none"] | int | None
 
 
 class CaptureError(OrlgenError, RuntimeError):
     """The target cannot be captured; the message says why in one line."""
+
+
+def _env_number(name: str, default: float) -> float:
+    """A positive number from the environment variable `name`, else `default`."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise CaptureError(f"{name}={raw!r} is not a positive number")
+    return value
 
 
 @dataclass(frozen=True)
@@ -45,6 +74,12 @@ class CaptureOptions:
     splits: tuple[str, ...] = ()  # capture only these splits (default: all)
     tasks: TaskMode = None  # "all", "none", a sample size, or None for the size-based default
     probes: int = 3  # sessions opened per split to discover task-only tools
+    # name → value, sent with every probe session. Only the names reach the snapshot.
+    secrets: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    # Bounds on what a server may cost us, overridable from the environment.
+    max_answer_bytes: int = field(default_factory=lambda: int(_env_number("ORLGEN_MAX_ANSWER_MB", 64) * 2**20))
+    request_timeout: float = field(default_factory=lambda: _env_number("ORLGEN_REQUEST_TIMEOUT", 120))
+    deadline: float = field(default_factory=lambda: _env_number("ORLGEN_CAPTURE_DEADLINE", 1800))
 
 
 def target_kind(target: str) -> Literal["catalog", "url", "module"]:
@@ -54,50 +89,129 @@ def target_kind(target: str) -> Literal["catalog", "url", "module"]:
         return "module"
     if _CATALOG.match(target):
         return "catalog"
-    raise CaptureError(f"{target!r} is neither a catalog name (Owner/Env), a URL, nor module:EnvClass")
+    raise CaptureError(f"{redact(target)!r} is neither a catalog name (Owner/Env), a URL, nor module:EnvClass")
 
 
-def capture(target: str, options: CaptureOptions = CaptureOptions(), progress: Any = None) -> Snapshot:
+def capture(target: str, options: CaptureOptions | None = None, progress: Any = None) -> Snapshot:
     """Capture `target` into a snapshot. `progress(label, total)` makes a progress context."""
+    options = options or CaptureOptions()
     kind = target_kind(target)
-    with _reachable(kind, target, options.env) as (connection, recorded):
+    with _reachable(kind, target, options) as (connection, recorded):
         return _Capture(connection, recorded, options, progress).run()
 
 
-@contextmanager
-def _reachable(kind: str, target: str, env: str | None) -> Iterator[tuple[Connection, Target]]:
-    """A connection to the target, and the target as the snapshot records it."""
-    if kind == "module":
-        from .serve import ServeError, load_env_class, serving
+def summary(snapshot: Snapshot) -> str:
+    """What a capture stored, for its one-line report: tools, and tasks stored/total per split."""
+    splits = ", ".join(
+        f"{split.name} {len(snapshot.tasks[split.name].tasks) if split.name in snapshot.tasks else 0}/{split.num_tasks}"
+        for split in snapshot.splits
+    )
+    return f"{len(snapshot.tools)} tools; tasks stored: {splits or 'no splits'}"
 
-        try:
-            env_cls = load_env_class(target)
-            with serving(env_cls) as url:
-                key = env_cls.name().lower()
-                yield Connection(url=url, catalog=None, env=key, api_key=None), Target(kind="module", value=target, env=key)
-        except ServeError as exc:
-            raise CaptureError(str(exc)) from exc
+
+@contextmanager
+def _reachable(kind: str, target: str, options: CaptureOptions) -> Iterator[tuple[Connection, Target]]:
+    """A connection to the target, and the target as the snapshot records it (no credentials)."""
+    api_key = choose_api_key(None, options.secrets)
+    limit = options.max_answer_bytes
+    if kind == "module":
+        with _served(target) as (url, key):
+            yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
     elif kind == "url":
-        url = target.rstrip("/")
-        key = env or _default_env(url)
-        yield Connection(url=url, catalog=None, env=key, api_key=None), Target(kind="url", value=url, env=key)
+        url = _server_url(target)
+        key = options.env or _default_env(url, limit, options.request_timeout)
+        yield Connection(url, None, key, api_key, limit), Target(kind="url", value=url, env=key)
     else:
         key = target.split("/", 1)[1].lower()
-        yield Connection(url=None, catalog=target, env=key, api_key=None), Target(kind="catalog", value=target, env=key)
+        yield Connection(None, target, key, api_key, limit), Target(kind="catalog", value=target, env=key)
 
 
-def _default_env(url: str) -> str:
-    """The only environment a server hosts; a server with several needs `--env`."""
+@contextmanager
+def _served(target: str) -> Iterator[tuple[str, str]]:
+    """A `module:EnvClass` target served in this process, its output going to a log file; yields
+    the URL and the env key. The log is removed after a capture that succeeds; a failure's
+    message names it."""
+    from .serve import ServeError, load_env_class, serving
+
     try:
-        with urllib.request.urlopen(f"{url}/list_environments", timeout=30) as response:
-            envs = json.loads(response.read())
+        env_cls = load_env_class(target)
+    except ServeError as exc:
+        raise CaptureError(clean(str(exc))) from exc
+    fd, name = tempfile.mkstemp(prefix=f"orlgen-{names.slug(target.split(':')[-1])}-", suffix=".log")
+    os.close(fd)
+    log = Path(name)
+    try:
+        with serving(env_cls, log=log) as url:
+            yield url, env_cls.name().lower()
+    except ServeError as exc:
+        raise CaptureError(f"{clean(str(exc))} (server log: {log})") from exc
+    except CaptureError as exc:
+        raise CaptureError(f"{exc} (server log: {log})") from exc
+    else:
+        log.unlink(missing_ok=True)
+
+
+def _server_url(target: str) -> str:
+    """The server's base URL: no user-info, query or fragment.
+
+    The SDK appends endpoint paths to a base URL and cannot carry either, and both are where
+    credentials hide (`http://user:pass@host`, `?token=...`): dropping them means the snapshot,
+    the generated module and every message record only where the server is. Credentials
+    travel as `--secret api_key` (or `OPENREWARD_API_KEY`), never in the target.
+    """
+    try:
+        parts = urllib.parse.urlsplit(target)
+        host = parts.hostname
+        port = parts.port
+    except ValueError as exc:
+        raise CaptureError(f"{redact(target)!r} is not a valid URL") from exc
+    if parts.scheme not in ("http", "https") or not host:
+        raise CaptureError(f"{redact(target)!r} is not an http(s) URL")
+    netloc = f"[{host}]" if ":" in host else host
+    netloc += f":{port}" if port is not None else ""
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _default_env(url: str, limit: int, timeout: float) -> str:
+    """The only environment a server hosts; a server with several needs `--env`."""
+    where = url
+    try:
+        with urllib.request.urlopen(f"{url}/list_environments", timeout=min(timeout, 30)) as response:
+            body = response.read(limit + 1)
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise CaptureError(f"cannot reach an ORS server at {url}: {getattr(exc, 'reason', exc)}") from exc
-    if not isinstance(envs, list) or not envs:
-        raise CaptureError(f"{url}/list_environments lists no environments")
+        raise CaptureError(f"cannot reach an ORS server at {where}: {clean(str(getattr(exc, 'reason', exc)))}") from exc
+    if len(body) > limit:
+        raise CaptureError(f"{where}/list_environments: the answer exceeds the {limit}-byte limit")
+    try:
+        envs = json.loads(body)
+    except ValueError as exc:
+        raise CaptureError(f"{where}/list_environments is not JSON: is this an ORS server?") from exc
+    if not isinstance(envs, list) or not envs or not all(isinstance(env, str) and env for env in envs):
+        raise CaptureError(f"{where}/list_environments lists no environments")
     if len(envs) > 1:
-        raise CaptureError(f"{url} hosts several environments {envs}: choose one with --env")
-    return str(envs[0])
+        raise CaptureError(f"{where} hosts several environments {clean(str(envs))}: choose one with --env")
+    return envs[0]
+
+
+def clean(text: str, secrets: Mapping[str, str] | None = None, limit: int = MESSAGE_CHARS) -> str:
+    """Server or exception text made safe for one line of a terminal: escape sequences and
+    control characters removed, credentials masked, cut to `limit` characters."""
+    values = [value for value in (secrets or {}).values() if isinstance(value, str)]
+    # Cut first (server text can be megabytes), keeping enough that a secret at the cut is whole.
+    text = text[: 2 * limit + max(map(len, values), default=0)]
+    text = redact(_CONTROL.sub(" ", _ESCAPES.sub("", text)).strip(), values)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _last_line(text: str) -> str:
+    """The last non-blank line of `text`: the exception at the end of a traceback."""
+    lines = [line for line in _ESCAPES.sub("", text).splitlines() if line.strip()]
+    return lines[-1].strip() if lines else text
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, int) else None
 
 
 class _Capture:
@@ -106,11 +220,12 @@ class _Capture:
         self.options = options
         self.progress = progress or _no_progress
         self.connection = connection
-        self.secrets = {"api_key": connection.api_key} if target.kind == "catalog" and connection.api_key else None
+        self.secrets = session_secrets(options.secrets, connection)
+        self.deadline = time.monotonic() + options.deadline
 
     def run(self) -> Snapshot:
         splits = self._splits()
-        shared = {spec.name: spec for spec in self._sdk("list tools", lambda env: env.list_tools())}
+        shared = _unique_tools(self._sdk("list tools", lambda env: env.list_tools()), "/tools", self._fail)
         terminal = self._sdk("read the terminal tool", lambda env: env.terminal_tool())
         probed, task_only = self._probe(splits, shared)
         tasks: dict[str, SplitTasks] = {}
@@ -123,6 +238,7 @@ class _Capture:
         return Snapshot(
             name=self.options.name or self._default_name(),
             target=self.target,
+            secret_names=sorted(self.options.secrets),
             splits=splits,
             tools=tools,
             terminal_tool=None if terminal is None else TerminalTool(
@@ -139,21 +255,56 @@ class _Capture:
         # A module target names the class (`IcuSepsisEnvironment`), whose words survive; a URL only its key.
         return names.env_slug(self.target.value.rsplit(":", 1)[-1] if self.target.kind == "module" else self.target.env)
 
-    def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
-        """`await call(environment)`, bounded; any failure is a one-line CaptureError."""
+    def _fail(self, message: str) -> CaptureError:
+        # Server text in `message` was cut already; the bound here catches names and the like.
+        return CaptureError(f"{self.target.value}: {clean(message, self.options.secrets, limit=4 * MESSAGE_CHARS)}")
+
+    def _call(self, call: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`await call(environment)`, bounded by the request timeout and the capture's deadline."""
+        past = CallTimeout(f"the capture ran past its {self.options.deadline:g} s deadline (ORLGEN_CAPTURE_DEADLINE)")
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise past
         try:
-            return self.connection.run(call, timeout=REQUEST_TIMEOUT)
+            return self.connection.run(call, timeout=min(self.options.request_timeout, left))
+        except CallTimeout:
+            raise (past if left < self.options.request_timeout else CallTimeout(
+                f"no answer within {self.options.request_timeout:g} s (ORLGEN_REQUEST_TIMEOUT)")) from None
+
+    def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`_call`, with any failure turned into a one-line CaptureError."""
+        try:
+            return self._call(call)
         except Exception as exc:  # noqa: BLE001 - SDK and transport errors have no common base
-            raise CaptureError(f"{self.target.value}: cannot {what}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
+            raise self._fail(f"cannot {what}: {self._describe(exc)}") from exc
+
+    def _describe(self, exc: BaseException) -> str:
+        """An SDK failure in a few words: the status and the server's last line, not a traceback."""
+        if isinstance(exc, (CallTimeout, AnswerTooLarge)):
+            return str(exc)
+        status = _status(exc)
+        if status is not None:
+            said = _last_line(str(getattr(exc, "message", "") or ""))
+            return f"the server answered {status}" + (f": {clean(said)}" if said else "")
+        return f"{type(exc).__name__}: {clean(_last_line(str(exc)))}"
 
     def _splits(self) -> list[Split]:
         available = self._sdk("list splits", lambda env: env.list_splits())
-        chosen = list(self.options.splits) or available
+        if not isinstance(available, list) or not all(isinstance(s, str) and s for s in available):
+            raise self._fail("the server's split list is not a list of names")
+        if len(set(available)) != len(available):
+            raise self._fail(f"the server lists a split twice: {sorted(s for s in available if available.count(s) > 1)[0]!r}")
+        chosen = list(dict.fromkeys(self.options.splits)) or available
         unknown = sorted(set(chosen) - set(available))
         if unknown:
-            raise CaptureError(f"{self.target.value} has no split {unknown[0]!r} (it has {available})")
-        return [Split(name=s, num_tasks=self._sdk(f"count tasks of {s!r}", lambda env, s=s: env.num_tasks(s)))
-                for s in chosen]
+            raise self._fail(f"no split {unknown[0]!r} (it has {available})")
+        return [Split(name=s, num_tasks=self._count(s)) for s in chosen]
+
+    def _count(self, split: str) -> int:
+        count = self._sdk(f"count tasks of {split!r}", lambda env: env.num_tasks(split))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise self._fail(f"the server says split {split!r} has {count!r} tasks")
+        return count
 
     def _probe(self, splits: list[Split], shared: dict[str, Any]) -> tuple[list[TaskRef], dict[str, tuple[Any, list[TaskRef]]]]:
         """Open sessions on a few tasks per split; a tool a session lists beyond /tools is task-only."""
@@ -163,7 +314,8 @@ class _Capture:
             for index in _spread(split.num_tasks, self.options.probes):
                 ref = TaskRef(split=split.name, index=index)
                 probed.append(ref)
-                for spec in self._session_tools(ref):
+                listed = _unique_tools(self._session_tools(ref), f"the session on {split.name}[{index}]", self._fail)
+                for spec in listed.values():
                     if spec.name in shared:
                         continue
                     seen = task_only.get(spec.name)
@@ -171,7 +323,7 @@ class _Capture:
                         task_only[spec.name] = (spec, [ref])
                     elif _schema_of(seen[0]) != _schema_of(spec):
                         first = seen[1][0]
-                        raise CaptureError(
+                        raise self._fail(
                             f"task-only tool {spec.name!r} has different schemas on tasks "
                             f"{first.split}[{first.index}] and {ref.split}[{ref.index}]"
                         )
@@ -184,7 +336,15 @@ class _Capture:
             async with env.session(split=ref.split, index=ref.index, secrets=self.secrets) as session:
                 return await session.list_tools()
 
-        return self._sdk(f"open a session on {ref.split}[{ref.index}]", open_and_list)
+        try:
+            return self._call(open_and_list)
+        except Exception as exc:  # noqa: BLE001 - SDK and transport errors have no common base
+            given = f" (secrets sent: {', '.join(sorted(self.options.secrets))})" if self.options.secrets else ""
+            raise self._fail(
+                f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}{given}. "
+                "If the environment needs a secret (an API key its setup reads), pass it with --secret NAME; "
+                "or skip probing with --probes 0, which captures no task-only tools"
+            ) from exc
 
     def _tasks(self, split: Split) -> tuple[SplitTasks, list[dict[str, Any]]]:
         """The split's tasks as stored in the snapshot, and every task read.
@@ -200,7 +360,7 @@ class _Capture:
         if mode == "all" or (mode != "none" and mode >= split.num_tasks):
             runs, coverage = [(0, split.num_tasks)], "all"
         else:
-            runs, coverage = _sample_runs(split.num_tasks, SAMPLE_SIZE if mode == "none" else mode), "sample"
+            runs, coverage = sample_runs(split.num_tasks, SAMPLE_SIZE if mode == "none" else mode), "sample"
         tasks = self._read(split, runs)
         if mode == "none":
             return SplitTasks(coverage="none", tasks=[]), [task.spec for task in tasks]
@@ -219,11 +379,39 @@ class _Capture:
         return tasks
 
     def _task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
+        """Tasks [start, stop) in one request; one request per task only on a server that
+        says it has no `task_range`. A timeout or any other failure is an error, not a reason to
+        send `stop - start` slower requests."""
+        where = f"{split}[{start}:{stop}]"
         try:
-            tasks = self.connection.run(lambda env: env.get_task_range(split, start, stop), timeout=REQUEST_TIMEOUT)
-        except Exception:  # noqa: BLE001 - an older server without /task_range: one request per task
+            tasks = self._call(lambda env: env.get_task_range(split, start, stop))
+        except Exception as exc:  # noqa: BLE001 - SDK and transport errors have no common base
+            if _status(exc) not in UNSUPPORTED:
+                raise self._fail(f"cannot read tasks {where}: {self._describe(exc)}") from exc
             tasks = [self._sdk(f"read task {split}[{i}]", lambda env, i=i: env.get_task(split, i)) for i in range(start, stop)]
-        return [task.task_spec for task in tasks]
+        if not isinstance(tasks, list) or len(tasks) != stop - start:
+            count = len(tasks) if isinstance(tasks, list) else type(tasks).__name__
+            raise self._fail(f"asked for tasks {where} ({stop - start}), the server sent {count}")
+        specs = [getattr(task, "task_spec", None) for task in tasks]
+        bad = next((start + i for i, spec in enumerate(specs) if not isinstance(spec, dict)), None)
+        if bad is not None:
+            raise self._fail(f"task {split}[{bad}] is not a JSON object")
+        return specs
+
+
+def _unique_tools(specs: Any, where: str, fail: Callable[[str], CaptureError]) -> dict[str, Any]:
+    """Tool specs by name; a name listed twice is the server's error, never silently merged."""
+    if not isinstance(specs, list):
+        raise fail(f"{where} sent no tool list")
+    tools: dict[str, Any] = {}
+    for spec in specs:
+        name = getattr(spec, "name", None)
+        if not isinstance(name, str) or not name:
+            raise fail(f"{where} lists a tool without a name")
+        if name in tools:
+            raise fail(f"{where} lists the tool {name!r} twice")
+        tools[name] = spec
+    return tools
 
 
 def _tool(spec: Any, *, shared: bool, offered_on: list[TaskRef]) -> Tool:
@@ -248,15 +436,26 @@ def _spread(total: int, count: int) -> list[int]:
     return sorted({i * total // count for i in range(count)})
 
 
-def _sample_runs(total: int, size: int) -> list[tuple[int, int]]:
-    """About `size` (at most `total`) indices as `SAMPLE_CHUNKS` evenly spaced contiguous runs."""
+def sample_runs(total: int, size: int) -> list[tuple[int, int]]:
+    """Exactly `min(size, total)` task indices, as [start, stop) runs.
+
+    The first half is the contiguous run from task 0, so `build_dataset(num_tasks=k)` for
+    k up to that half needs no network; the second half is `SAMPLE_CHUNKS` runs spread over the
+    rest of the split (the last one ends at its end), so the task schema sees its whole range.
+    """
     size = min(size, total)
-    chunks = min(SAMPLE_CHUNKS, size)
-    length = size // chunks
-    if chunks == 1:
-        return [(0, length)]
-    # The first run starts at 0 and the last ends at `total`, so the sample spans the split.
-    return [(start, start + length) for start in sorted({i * (total - length) // (chunks - 1) for i in range(chunks)})]
+    head = (size + 1) // 2
+    rest = size - head
+    runs = [(0, head)] if head else []
+    chunks = min(SAMPLE_CHUNKS, rest)
+    end = head
+    for j in range(chunks):
+        length = rest // chunks + (j < rest % chunks)
+        ideal = head + (j + 1) * (total - head) // chunks - length  # ends where its share of the split ends
+        start = max(ideal, end)
+        runs.append((start, start + length))
+        end = start + length
+    return runs
 
 
 @contextmanager

@@ -83,18 +83,23 @@ def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Ta
 @click.option("--tasks", callback=_parse_tasks,
               help="all, none, or N (a sample). Default: all when a split has at most 1000 tasks, else 200.")
 @click.option("--probes", default=3, show_default=True, help="Sessions opened per split to find task-only tools.")
+@click.option("--secret", "secrets", multiple=True, metavar="NAME[=VALUE]",
+              help="A secret for probe sessions (repeatable); without =VALUE, read from the environment "
+                   "variable NAME. Only the name is recorded.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Default: [tool.orlgen] out.")
 @click.option("--no-generate", is_flag=True, help="Write the snapshot only.")
 @click.option("--check", "check_only", is_flag=True,
               help="Write nothing: compare the live capture with the checked-in snapshot; exit 1 on drift.")
 def snapshot(target: str, env: str | None, name: str | None, splits: tuple[str, ...], tasks: Tasks,
-             probes: int, out: Path | None, no_generate: bool, check_only: bool) -> None:
+             probes: int, secrets: tuple[str, ...], out: Path | None, no_generate: bool, check_only: bool) -> None:
     """Capture TARGET (Owner/Env, a URL, or module:EnvClass) into a snapshot and a module."""
     from .capture import CaptureOptions
+    from .config import parse_secrets
 
     with failures():
         project = _project([out] if out else [])
-        options = CaptureOptions(env=env, name=name, splits=splits, tasks=tasks, probes=probes)
+        options = CaptureOptions(env=env, name=name, splits=splits, tasks=tasks, probes=probes,
+                                 secrets=parse_secrets(secrets))
         _capture_one(project, target, options, out or project.out, generate=not no_generate,
                      check_only=check_only)
 
@@ -166,13 +171,14 @@ def _project(paths: Sequence[Path] = ()) -> Project:
 
 def _capture_one(project: Project, target: str, options: CaptureOptions, out: Path, *, generate: bool,
                  check_only: bool = False) -> None:
+    from .capture import summary
+
     captured = project.capture(target, options, progress=_progress)
     if check_only:
         _print_live_changes(*project.live_changes(out, captured))
         return
     path, written = project.save(captured, out, generate)
-    summary = f"{len(captured.tools)} tools, {sum(s.num_tasks for s in captured.splits)} tasks"
-    click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path} ({summary})")
+    click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path} ({summary(captured)})")
     _report(written, skip=path)
 
 

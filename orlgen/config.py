@@ -12,6 +12,8 @@ env = "helpdesk"             # optional: the env key on a multi-environment serv
 splits = ["train", "test"]   # optional: default all
 tasks = "all"                # optional: "all", "none" or a sample size
 probes = 3                   # optional: sessions per split to find task-only tools
+secrets = ["JUDGE_API_KEY"]  # optional: secrets its sessions need, read from these environment
+                             # variables at capture (and by the generated adapter); never values
 
 [[tool.orlgen.mixtures]]
 name = "support_mix"         # generated/support_mix.py: several envs for one trainer
@@ -21,11 +23,14 @@ envs = ["echo", "helpdesk"]  # module names of snapshots in `out`
 
 from __future__ import annotations
 
+import os
+import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .capture import CaptureOptions
 from .errors import OrlgenError
@@ -46,9 +51,43 @@ class EnvConfig(_Strict):
     splits: tuple[str, ...] = ()
     tasks: Literal["all", "none"] | int | None = None
     probes: int = Field(3, ge=0)
+    secrets: tuple[str, ...] = ()  # names only; values come from the environment
+
+    @field_validator("secrets")
+    @classmethod
+    def _names_only(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if not _SECRET_NAME.match(name):
+                raise ValueError(f"{name[:40]!r} is not a secret name (letters, digits, _; the value comes from "
+                                 "the environment variable of that name, never from this file)")
+        return names
 
     def capture_options(self) -> CaptureOptions:
-        return CaptureOptions(env=self.env, name=self.name, splits=self.splits, tasks=self.tasks, probes=self.probes)
+        """The capture options, with secret values read from the environment now."""
+        return CaptureOptions(env=self.env, name=self.name, splits=self.splits, tasks=self.tasks, probes=self.probes,
+                              secrets=parse_secrets(self.secrets))
+
+
+_SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_secrets(items: Iterable[str]) -> dict[str, str]:
+    """`NAME=VALUE` or `NAME` (value from the environment variable NAME) → {name: value}.
+
+    A missing variable is an error naming it: a probe session without its secret fails later,
+    with a less clear message.
+    """
+    secrets: dict[str, str] = {}
+    for item in items:
+        name, has_value, value = item.partition("=")
+        if not _SECRET_NAME.match(name):
+            raise ConfigFileError(f"secret {name[:40]!r}: expected NAME or NAME=VALUE, NAME made of letters, digits and _")
+        if not has_value:
+            value = os.environ.get(name, "")
+            if not value:
+                raise ConfigFileError(f"secret {name}: the environment variable {name} is not set")
+        secrets[name] = value
+    return secrets
 
 
 class MixtureConfig(_Strict):

@@ -88,6 +88,7 @@ class ModulePlan:
     models_schema: JSON  # one JSON Schema bundle: every params model and TaskSpec, for dcg
     models_aliases: dict[str, str]  # property name Python would misread → model field name, for dcg
     dropped: tuple[Dropped, ...]  # what the sanitiser removed, for the CLI to report
+    secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         models_schema={"$defs": definitions},
         models_aliases=_aliases(definitions),
         dropped=tuple(d for _, schema in _parsed_tools(snapshot) for d in schema.dropped) + task_schema.dropped,
+        secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
     )
 
 

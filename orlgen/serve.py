@@ -2,6 +2,9 @@
 capturing a `module:EnvClass` target) or in a child process (`ServerProcess`, for the demo and
 the tests, which also need to kill and restart servers).
 
+A captured environment's output (the SDK server logs every failed request with a traceback, on
+stdout) goes to a log file instead of the user's terminal: `serving(..., log=path)`.
+
 We drive uvicorn directly instead of `Server.run()`: that one binds 0.0.0.0 and starts an update
 check that talks to the network, and neither belongs in an offline capture.
 """
@@ -15,7 +18,8 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import Iterator
 
 from .errors import OrlgenError
@@ -46,27 +50,39 @@ def load_env_class(spec: str) -> type:
 
 
 @contextmanager
-def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0) -> Iterator[str]:
+def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0, log: Path | None = None) -> Iterator[str]:
     """Serve the classes on 127.0.0.1 (a free port unless given) and yield the base URL.
+
+    With `log`, the server's output goes to that file while it runs (see `_output_to`).
 
     One at a time per process: sse-starlette keeps a process-global event bound to the event
     loop of the first server that streamed. We reset it so that sequential servers work; use
     `ServerProcess` to run several at once.
     """
     os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
-    import uvicorn
     from openreward.environments import Server
     from sse_starlette.sse import AppStatus
 
     AppStatus.should_exit_event = None
 
-    app = Server(list(env_classes)).app
+    with _output_to(log) if log else nullcontext():
+        app = Server(list(env_classes)).app
+        with _uvicorn(app, port, startup_timeout, configure_logging=log is None) as url:
+            yield url
+
+
+@contextmanager
+def _uvicorn(app: object, port: int, startup_timeout: float, configure_logging: bool) -> Iterator[str]:
+    import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
+
     # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that name it, and without
     # it every request on a reused connection waits ~40 ms for the client's delayed ACK.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=60)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=60,
+                            log_config=LOGGING_CONFIG if configure_logging else None)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -82,6 +98,40 @@ def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0) ->
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """Send this process's stdout, and uvicorn's log records, to `path` for a while.
+
+    The SDK server writes its logs (tracebacks included) with structlog to the stdout it found
+    at import, so only a file-descriptor-level redirect reaches them; anything else this
+    process prints to stdout meanwhile goes to the file too. stderr stays the terminal's, for
+    orlgen's own progress and errors; uvicorn logs there, so its records are sent to the file.
+    """
+    import logging
+
+    if sys.stdout is not None:  # None under pythonw and the like
+        sys.stdout.flush()
+    saved = os.dup(1)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    loggers = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error", "uvicorn.access")]
+    before = [(logger.handlers[:], logger.propagate) for logger in loggers]
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 1)
+    for logger in loggers:
+        logger.handlers = [handler]
+        logger.propagate = False
+    try:
+        yield
+    finally:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        for logger, (handlers, propagate) in zip(loggers, before):
+            logger.handlers, logger.propagate = handlers, propagate
+        handler.close()
 
 
 class ServerProcess:
@@ -109,8 +159,12 @@ class ServerProcess:
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
         )
         deadline = time.monotonic() + self.startup_timeout
-        line = self._process.stdout.readline()  # the URL, once the server accepts connections
-        if not line.startswith("http://") or time.monotonic() > deadline:
+        # The URL, once the server accepts connections; lines the env's import printed come first.
+        line = ""
+        for line in self._process.stdout:
+            if line.startswith("http://") or time.monotonic() > deadline:
+                break
+        if not line.startswith("http://"):
             self.stop()
             raise ServeError(f"the server for {self.spec} did not start")
         self.port = int(line.strip().rsplit(":", 1)[1])
@@ -138,6 +192,9 @@ def main(argv: list[str] | None = None) -> None:
     env_cls = load_env_class(args[0])
     with serving(env_cls, port=int(args[1]) if len(args) > 1 else 0) as url:
         print(url, flush=True)
+        # From here on the server's stdout (its logs) joins stderr: the parent reads only the URL,
+        # and logs left in an unread pipe would block the server once it fills.
+        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
         try:
             threading.Event().wait()
         except KeyboardInterrupt:

@@ -105,6 +105,9 @@ class Snapshot(_Model):
     format_version: int = FORMAT_VERSION
     name: str
     target: Target
+    # Names of the secrets the environment's sessions need (values are never stored); generated
+    # adapters forward them from the environment. Left out of the JSON when empty.
+    secret_names: list[str] = Field(default_factory=list, exclude_if=lambda names: not names)
     splits: list[Split]
     tools: list[Tool]
     terminal_tool: TerminalTool | None

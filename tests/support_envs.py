@@ -44,9 +44,9 @@ def range_refused_task(split: str, index: int) -> dict:
 
 
 class RangeRefused(_OneToolEnv):
-    """FAULT INJECTION: `get_task_range` raises IndexError, so the real SDK server answers every
-    `/task_range` request with HTTP 400 ("Invalid index range"), as an older or stricter server
-    would. `/tasks`, `/num_tasks` and `/task` work normally."""
+    """FAULT INJECTION: `get_task_range` raises HTTPException(404), so the real SDK server answers
+    every `/task_range` request with HTTP 404, as an older server without the endpoint does.
+    `/tasks`, `/num_tasks` and `/task` work normally."""
 
     @classmethod
     def list_splits(cls):
@@ -58,7 +58,9 @@ class RangeRefused(_OneToolEnv):
 
     @classmethod
     async def get_task_range(cls, split, start=None, stop=None):
-        raise IndexError("fault injection: this server refuses /task_range")
+        from fastapi import HTTPException
+
+        raise HTTPException(status_code=404, detail="Not Found")
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,7 +23,7 @@ from click.testing import CliRunner
 from examples.echo import TARGETS
 from examples.helpdesk import SPLIT_SIZES, Helpdesk
 from orlgen import snapshot as snapshot_mod
-from orlgen.capture import SAMPLE_CHUNKS, SAMPLE_SIZE, CaptureError, CaptureOptions, capture
+from orlgen.capture import SAMPLE_SIZE, CaptureError, CaptureOptions, capture
 from orlgen.cli import main
 from orlgen.runtime.connection import Connection
 from orlgen.serve import ServerProcess
@@ -30,7 +31,7 @@ from orlgen.snapshot import TaskRef
 from tests import support_envs
 
 REPO = Path(__file__).resolve().parent.parent
-ORLGEN = REPO / ".venv" / "bin" / "orlgen"
+ORLGEN = (sys.executable, "-m", "orlgen")  # the interpreter running the tests, with its orlgen
 SUPPORT_ENVS = ("RangeRefused", "LargeIndexed", "ConflictingTaskTool")
 HELPDESK_TOOLS = {
     "list_policies", "search_orders", "get_order", "update_shipping", "issue_refund",
@@ -206,10 +207,10 @@ def test_tasks_n_smaller_than_the_split_takes_a_sample(urls, helpdesk):
     sample = captured.tasks["train"]
     assert sample.coverage == "sample"
     indices = [task.index for task in sample.tasks]
-    assert size - SAMPLE_CHUNKS < len(indices) <= size
+    assert len(indices) == size, "--tasks N stores exactly N tasks"
+    assert indices[: size // 2] == list(range(size // 2)), "the sample starts with a run from task 0"
     assert len(set(indices)) == len(indices) and indices == sorted(indices)
-    assert 0 <= indices[0] and indices[-1] < 300
-    assert indices[-1] > 150, "the sample should spread over the split, not be its first tasks"
+    assert indices[-1] == 299, "the sample should spread to the end of the split"
     full = {task.index: task.spec for task in helpdesk.tasks["train"].tasks}
     assert all(task.spec == full[task.index] for task in sample.tasks)
 
@@ -219,13 +220,14 @@ def test_tasks_n_smaller_than_the_split_takes_a_sample(urls, helpdesk):
 # --------------------------------------------------------------------------------------------
 
 
-def test_refused_task_range_falls_back_to_one_read_per_task(urls):
-    """Fault injection: `RangeRefused.get_task_range` raises IndexError, so the real server
-    answers `/task_range` with HTTP 400. Capture must still read every task, one by one."""
+def test_unsupported_task_range_falls_back_to_one_read_per_task(urls):
+    """Fault injection: `RangeRefused.get_task_range` raises HTTPException(404), so the real
+    server answers `/task_range` with 404, as one without the endpoint does. Capture must still
+    read every task, one by one."""
     url = urls["RangeRefused"]
     # the fault is real: the SDK's own range read fails against this server
     connection = Connection(url=url, catalog=None, env="rangerefused", api_key=None)
-    with pytest.raises(Exception, match="400"):
+    with pytest.raises(Exception, match="404"):
         connection.run(lambda env: env.get_task_range("train", 0, 2), timeout=30)
 
     captured = capture(url)
@@ -249,10 +251,11 @@ def test_index_only_large_env_is_captured(urls):
 
     train = captured.tasks["train"]  # 2500 tasks: more than a default capture reads whole
     assert train.coverage == "sample"
-    assert SAMPLE_SIZE - SAMPLE_CHUNKS < len(train.tasks) <= SAMPLE_SIZE
-    assert len({task.index for task in train.tasks}) == len(train.tasks)
+    indices = [task.index for task in train.tasks]
+    assert len(indices) == SAMPLE_SIZE and len(set(indices)) == SAMPLE_SIZE
+    assert indices[: SAMPLE_SIZE // 2] == list(range(SAMPLE_SIZE // 2))
     assert all(task.spec == support_envs.large_task("train", task.index) for task in train.tasks)
-    assert max(task.index for task in train.tasks) > 1250
+    assert indices[-1] == 2499
     assert set(captured.task_schema["properties"]) == {"split", "index", "word", "level"}
 
 
@@ -314,7 +317,7 @@ def test_cli_snapshot_with_zero_tasks_does_not_crash(urls, tmp_path):
 
 def test_cli_snapshot_of_a_bad_target_exits_2_with_one_line(tmp_path):
     result = subprocess.run(
-        [str(ORLGEN), "snapshot", "not-a-target", "--out", str(tmp_path)],
+        [*ORLGEN, "snapshot", "not-a-target", "--out", str(tmp_path)],
         capture_output=True, text=True, cwd=tmp_path, env=_cli_env(), timeout=60,
     )
     assert result.returncode == 2
@@ -326,11 +329,11 @@ def test_cli_snapshot_of_a_bad_target_exits_2_with_one_line(tmp_path):
 def test_cli_snapshot_of_a_module_target_prints_only_its_own_lines(tmp_path):
     env = {key: value for key, value in _cli_env().items() if key != "OPENREWARD_LOG_LEVEL"}
     result = subprocess.run(
-        [str(ORLGEN), "snapshot", "examples.echo:Echo", "--out", str(tmp_path), "--tasks", "none", "--no-generate"],
+        [*ORLGEN, "snapshot", "examples.echo:Echo", "--out", str(tmp_path), "--tasks", "none", "--no-generate"],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [f"wrote {tmp_path / 'echo.snapshot.json'} (2 tools, 8 tasks)"]
+    assert result.stdout.splitlines() == [f"wrote {tmp_path / 'echo.snapshot.json'} (2 tools; tasks stored: train 0/8)"]
     assert result.stderr == ""
 
 
@@ -339,7 +342,7 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
     secret = "test-key"
     env = _cli_env(OPENREWARD_API_KEY=secret, OPENREWARD_SESSION_URL=urls["Echo"], OPENREWARD_API_URL=urls["Echo"])
     result = subprocess.run(
-        [str(ORLGEN), "snapshot", "Acme/Echo", "--out", "out"],
+        [*ORLGEN, "snapshot", "Acme/Echo", "--out", "out"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
     )
     assert result.returncode == 0, result.stderr
@@ -354,3 +357,29 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), f"{path} contains the API key"
     assert secret not in result.stdout + result.stderr
+
+
+def test_tasks_10_of_a_large_split_stores_exactly_10_and_the_first_5_build_offline(tmp_path):
+    """`--tasks 10` on 2,500 tasks: tasks 0-4 and five spread to the end; with the server gone,
+    `build_dataset(num_tasks=5)` still works (no request), and num_tasks=6 needs the server."""
+    from conftest import load_module
+    from orlgen.files import write_files
+    from orlgen.render import generate
+
+    with ServerProcess("tests.support_envs:LargeIndexed") as server:
+        captured = capture(server.url, CaptureOptions(tasks=10, probes=0))
+    train = captured.tasks["train"]
+    indices = [task.index for task in train.tasks]
+    assert train.coverage == "sample" and len(indices) == 10 == len(set(indices))
+    assert indices[:5] == [0, 1, 2, 3, 4] and indices[-1] == 2499 and indices == sorted(indices)
+    assert [task.index for task in captured.tasks["test"].tasks] == [0, 1, 2, 3, 4, 14, 15, 26, 27, 39]
+
+    path = tmp_path / captured.file_name
+    path.write_text(captured.to_json())
+    write_files(generate([(path, captured)]))
+    module = load_module(tmp_path / "largeindexed.py")
+    dataset = module.build_dataset("train", num_tasks=5)  # the server is stopped: no request possible
+    assert dataset["task_index"] == [0, 1, 2, 3, 4]
+    assert dataset["word"] == [support_envs.large_task("train", i)["word"] for i in range(5)]
+    with pytest.raises(Exception):
+        module.build_dataset("train", num_tasks=6)

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
-from .connection import Connection, Target, on_exit
+from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
 from .errors import OrlgenRuntimeError
 
 logger = logging.getLogger("orlgen")
@@ -96,8 +96,11 @@ class EnvAdapter:
 
     Keyword options, all optional:
         base_url: the server's URL (default: `_env_var`, then the snapshot's target).
-        api_key: OpenReward API key, for catalog targets.
-        secrets: per-session secrets, forwarded to the server; never logged or shown.
+        api_key: OpenReward API key: authenticates requests and reaches every session as the
+            `api_key` and `OPENREWARD_API_KEY` secrets (it wins over those names in `secrets`).
+        secrets: per-session secrets, forwarded to the server; never logged or shown. Default:
+            the environment variables named by the snapshot's secret names (`_secret_names`),
+            read at each `reset`. A key given here as `api_key` is used when `api_key=` is not.
         split: the split used when a dataset row names none.
         timeout: seconds any one request may take (opening a session includes waiting for the
             environment's setup); past it the rollout ends as an environment error.
@@ -117,6 +120,7 @@ class EnvAdapter:
 
     _target: ClassVar[Target]
     _env_var: ClassVar[str]
+    _secret_names: ClassVar[tuple[str, ...]] = ()
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {}  # wire name → (shared, fingerprint)
 
     def __init__(
@@ -131,8 +135,8 @@ class EnvAdapter:
     ) -> None:
         self._options = {"base_url": base_url, "api_key": api_key, "secrets": secrets, "split": split,
                          "timeout": timeout, "on_drift": on_drift}
-        self._connection = Connection.resolve(self._target, self._env_var, base_url, api_key)
-        self._secrets = dict(secrets) if secrets else None
+        self._connection = Connection.resolve(self._target, self._env_var, base_url, choose_api_key(api_key, secrets))
+        self._secrets = dict(secrets) if secrets is not None else None
         self._split = split
         self._timeout = timeout
         self._on_drift = on_drift
@@ -160,8 +164,10 @@ class EnvAdapter:
         self._clear_state()
         split = row.get("split") or self._split
         index = int(row["task_index"])
+        given = self._secrets if self._secrets is not None else secrets_from_env(self._secret_names)
+        secrets = session_secrets(given, self._connection)
         try:
-            session = self._connection.run(lambda env: _open(env, split, index, self._secrets), self._timeout)
+            session = self._connection.run(lambda env: _open(env, split, index, secrets), self._timeout)
             self._session_slot.append(session)
             self._session = session
             prompt = self._connection.run(lambda env: session.get_prompt(), self._timeout)

@@ -15,8 +15,10 @@ import asyncio
 import atexit
 import concurrent.futures
 import os
+import re
 import threading
-from collections.abc import Awaitable, Callable
+import urllib.parse
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -31,6 +33,96 @@ class ConfigError(OrlgenRuntimeError):
 
 class CallTimeout(OrlgenRuntimeError):
     """An SDK call did not finish within its bound."""
+
+
+class AnswerTooLarge(RuntimeError):
+    """A server's answer exceeded the size bound of the connection."""
+
+
+# Session secrets, by who wins. `api_key=` is the OpenReward key: it authenticates requests and
+# the SDK forwards it to every session as the `api_key` and `OPENREWARD_API_KEY` secrets,
+# replacing any caller value of those two. So a key given only in `secrets=` under one of these
+# names is promoted to the API key, rather than being overwritten by the SDK's own (often empty)
+# key; an explicit `api_key=` beats it; the `OPENREWARD_API_KEY` environment variable comes last.
+API_KEY_SECRETS = ("api_key", "OPENREWARD_API_KEY")
+
+
+def choose_api_key(api_key: str | None, secrets: Mapping[str, Any] | None) -> str | None:
+    """The OpenReward key a connection uses: `api_key=`, else one passed as a secret, else the
+    `OPENREWARD_API_KEY` environment variable (read here, not by the SDK, so that it is part of
+    the connection a handle is cached under), else None."""
+    if api_key:
+        return api_key
+    for name in API_KEY_SECRETS:
+        value = (secrets or {}).get(name)
+        if isinstance(value, str) and value:
+            return value
+    return os.environ.get("OPENREWARD_API_KEY") or None
+
+
+def secrets_from_env(names: Iterable[str]) -> dict[str, str]:
+    """The values of the environment variables `names` that are set (a generated adapter's
+    default secrets: the snapshot records the names an environment needs, never the values)."""
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
+
+
+def session_secrets(secrets: Mapping[str, Any] | None, connection: Connection) -> dict[str, Any] | None:
+    """`secrets` in the form the SDK accepts for a session.
+
+    The SDK takes a plain value only for names in its `WELL_KNOWN_SECRETS` (it knows which
+    domains they are for); any other name needs `(value, allowed_domains)`. We allow such a
+    secret to reach the host that serves the environment, and no other: a self-hosted ORS server
+    ignores the domains, and on the platform they are the domains the secret may be sent to.
+    A caller that knows better passes the tuple itself.
+    """
+    if not secrets:
+        return None
+    from openreward.api.sandboxes.secrets import WELL_KNOWN_SECRETS
+
+    host = urllib.parse.urlsplit(connection.url or "").hostname
+    domains = [host] if host else []
+    return {
+        name: value if isinstance(value, tuple) or name in WELL_KNOWN_SECRETS else (value, domains)
+        for name, value in secrets.items()
+    }
+
+
+# Query parameters whose value is a credential, as far as a name can tell.
+_CREDENTIAL = re.compile(r"token|key|secret|passw|pwd|sig|auth|credential|session|cookie", re.IGNORECASE)
+# The scheme's length is bounded: unbounded, a long run of letters costs quadratic time.
+_URL = re.compile(r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s'\"<>]+")
+
+
+def public_url(url: str, mask: str | None = None) -> str:
+    """`url` without user-info or credential-looking query parameters (`?token=...`).
+
+    With `mask`, they are replaced by it instead of removed (for messages, where a reader
+    should see that something was there).
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return url if mask is None else mask
+    netloc = parts.netloc.rpartition("@")[2]
+    if mask is not None and "@" in parts.netloc:
+        netloc = f"{mask}@{netloc}"
+    query = []
+    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
+        if _CREDENTIAL.search(name):
+            if mask is not None:
+                query.append((name, mask))
+        else:
+            query.append((name, value))
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="*"), parts.fragment))
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every URL's credentials masked and every value in `secrets` replaced."""
+    text = _URL.sub(lambda match: public_url(match.group(0), mask="***"), text)
+    for value in sorted((v for v in secrets if isinstance(v, str) and len(v) >= 3), key=len, reverse=True):
+        text = text.replace(value, "***")
+    return text
 
 
 @dataclass(frozen=True)
@@ -50,6 +142,7 @@ class Connection:
     catalog: str | None
     env: str
     api_key: str | None
+    max_answer_bytes: int | None = None  # refuse larger server answers (capture sets it)
 
     @classmethod
     def resolve(cls, target: Target, env_var: str, base_url: str | None, api_key: str | None) -> Connection:
@@ -66,8 +159,9 @@ class Connection:
             f"pass base_url= or set {env_var}"
         )
 
-    def __repr__(self) -> str:  # never show the API key
-        return f"Connection({self.url or self.catalog!r}, env={self.env!r})"
+    def __repr__(self) -> str:  # never show the API key, nor credentials in the URL
+        where = public_url(self.url, mask="***") if self.url else self.catalog
+        return f"Connection({where!r}, env={self.env!r})"
 
     def run(self, call: Callable[[Any], Awaitable[T]], timeout: float | None) -> T:
         """`await call(environment)` on the SDK's loop, waiting at most `timeout` seconds."""
@@ -143,8 +237,47 @@ async def _environment(connection: Connection) -> Any:
             client = AsyncOpenReward(api_key=connection.api_key or os.environ.get("OPENREWARD_API_KEY"))
             handle = client.environments.get(connection.catalog)
         _sdk_loop().clients.append(client)
+        if connection.max_answer_bytes is not None:
+            _bound_answers(handle, connection.max_answer_bytes)
         cached[connection] = handle
     return cached[connection]
+
+
+def _bound_answers(handle: Any, limit: int) -> None:
+    """Make every JSON answer the handle reads fail past `limit` bytes, while it streams in.
+
+    The SDK reads whole bodies with aiohttp and has no bound of its own, so a hostile server
+    could make it hold any amount of memory. aiohttp builds responses from the client's
+    `response_class` (a constructor option; the SDK builds the client, so we set it after).
+    Streamed answers (session events) are read line by line, bounded by aiohttp's line limit.
+    """
+    import aiohttp
+
+    class BoundedResponse(aiohttp.ClientResponse):
+        async def read(self) -> bytes:
+            if self._body is None:
+                try:
+                    self._body = await _read_at_most(self, limit)
+                except BaseException:
+                    self.close()
+                    raise
+            return await super().read()
+
+    for client in {id(c): c for c in (handle.client, getattr(handle, "api_client", None)) if c is not None}.values():
+        client._response_class = BoundedResponse
+
+
+async def _read_at_most(response: Any, limit: int) -> bytes:
+    declared = response.content_length
+    if declared is not None and declared > limit:
+        raise AnswerTooLarge(f"the server's answer is {declared} bytes, over the {limit}-byte limit")
+    chunks, size = [], 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise AnswerTooLarge(f"the server's answer exceeds the {limit}-byte limit")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def on_exit(hook: Callable[[], None]) -> None:

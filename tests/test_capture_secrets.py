@@ -1,0 +1,180 @@
+"""Capturing environments that need secrets, and forwarding them from generated adapters.
+
+`tests/judge_env.py:Judged` is served by the real `openreward` server: its `setup()` fails the
+session without `JUDGE_API_KEY`, as published LLM-judge envs do, and its task-only `whoami` tool
+reports which secrets reached the session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import load_module
+from orlgen.cli import main
+from orlgen.serve import ServerProcess
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET = "tests.judge_env:Judged"
+KEY = "judge-key-4f7a"
+
+
+@pytest.fixture(scope="module")
+def judged_url():
+    with ServerProcess(TARGET) as server:
+        yield server.url
+
+
+def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k not in ("JUDGE_API_KEY", "OPENREWARD_API_KEY")}
+    environ.update(OPENREWARD_DISABLE_UPDATE_CHECK="1", PYTHONPATH=str(REPO), **env)
+    environ.pop("OPENREWARD_LOG_LEVEL", None)  # the server's default logging: tracebacks and all
+    return subprocess.run([sys.executable, "-m", "orlgen", *args], capture_output=True, text=True, cwd=REPO, env=environ, timeout=180)
+
+
+def _files_text(path: Path) -> str:
+    return "".join(p.read_text() for p in path.rglob("*") if p.is_file())
+
+
+def test_without_its_secret_the_probe_failure_is_one_line_naming_task_cause_and_fix(tmp_path):
+    result = _run("snapshot", TARGET, "--out", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stdout == "" and result.stderr.count("\n") == 1, "one line, no server traceback"
+    line = result.stderr
+    assert line.startswith(f"orlgen: error: {TARGET}: the probe session on task train[0] failed: ")
+    assert "the server answered 500: KeyError: 'JUDGE_API_KEY is required to reach the judge'" in line
+    assert "--secret NAME" in line and "--probes 0, which captures no task-only tools" in line
+    log = Path(line.rsplit("(server log: ", 1)[1].removesuffix(")\n"))
+    assert "Traceback" in log.read_text() and "JUDGE_API_KEY is required" in log.read_text()
+    log.unlink()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_with_secret_from_the_environment_the_task_only_tool_is_found(tmp_path):
+    result = _run("snapshot", TARGET, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path), JUDGE_API_KEY=KEY)
+    assert result.returncode == 0, result.stderr
+    snapshot = json.loads((tmp_path / "judged.snapshot.json").read_text())
+    assert {tool["name"]: tool["shared"] for tool in snapshot["tools"]} == {"answer": True, "whoami": False}
+    assert snapshot["secret_names"] == ["JUDGE_API_KEY"]
+    assert KEY not in _files_text(tmp_path) and KEY not in result.stdout + result.stderr
+    assert result.stdout.splitlines()[0] == f"wrote {tmp_path / 'judged.snapshot.json'} (2 tools; tasks stored: train 12/12)"
+
+
+def test_secret_given_with_its_value_and_probes_zero(judged_url, tmp_path):
+    given = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={KEY}", "--no-generate",
+                                      "--out", str(tmp_path / "a")])
+    assert given.exit_code == 0, given.output
+    assert "whoami" in (tmp_path / "a" / "judged.snapshot.json").read_text()
+    assert KEY not in _files_text(tmp_path / "a") and KEY not in given.output
+
+    # --probes 0 works without the secret, and gives up the task-only tool
+    skipped = CliRunner().invoke(main, ["snapshot", judged_url, "--probes", "0", "--no-generate",
+                                        "--out", str(tmp_path / "b")])
+    assert skipped.exit_code == 0, skipped.output
+    assert "whoami" not in (tmp_path / "b" / "judged.snapshot.json").read_text()
+
+
+def test_a_secret_the_server_quotes_back_is_masked_in_the_message(judged_url, tmp_path):
+    revoked = "revoked-7d1c9e"
+    result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={revoked}",
+                                       "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "the server answered 500: PermissionError: the judge refused the key ***" in result.stderr
+    assert revoked not in result.output and "secrets sent: JUDGE_API_KEY" in result.stderr
+
+
+def test_a_secret_named_but_not_set_is_one_line(judged_url, tmp_path, monkeypatch):
+    monkeypatch.delenv("JUDGE_API_KEY", raising=False)
+    result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr == "orlgen: error: secret JUDGE_API_KEY: the environment variable JUDGE_API_KEY is not set\n"
+
+
+def test_sync_reads_secret_names_from_the_config(judged_url, tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text(
+        f"[tool.orlgen]\nout = 'gen'\n\n[[tool.orlgen.envs]]\ntarget = '{judged_url}'\nsecrets = ['JUDGE_API_KEY']\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUDGE_API_KEY", KEY)
+    result = CliRunner().invoke(main, ["sync"])
+    assert result.exit_code == 0, result.output
+    assert "whoami" in (tmp_path / "gen" / "judged.snapshot.json").read_text()
+    assert "_secret_names = (\"JUDGE_API_KEY\",)" in (tmp_path / "gen" / "judged.py").read_text()
+    assert KEY not in _files_text(tmp_path / "gen")
+
+
+def test_a_config_secret_must_be_a_name_not_a_value(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("[[tool.orlgen.envs]]\ntarget = 'a:B'\nsecrets = ['sk-live-123=x']\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["sync"])
+    assert result.exit_code == 2
+    assert "envs.0.secrets" in result.stderr and "is not a secret name" in result.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# the generated adapter: default secrets from the environment, and which key wins
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def judged_module(judged_url, tmp_path_factory):
+    out = tmp_path_factory.mktemp("judged")
+    os.environ["JUDGE_API_KEY"] = KEY
+    try:
+        result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(out)])
+    finally:
+        del os.environ["JUDGE_API_KEY"]
+    assert result.exit_code == 0, result.output
+    return load_module(out / "judged.py")
+
+
+def _session_secrets(module, **options) -> dict:
+    """What the server received as the session's secrets (reported by its `whoami` tool)."""
+    adapter = module.JudgedEnv(**options)
+    adapter.reset(task_index=0)
+    assert adapter.outcome == "running", adapter.error
+    return json.loads(adapter.whoami())
+
+
+def test_the_adapter_forwards_the_named_secrets_from_the_environment(judged_module, judged_url, monkeypatch):
+    monkeypatch.delenv("OPENREWARD_API_KEY", raising=False)
+    monkeypatch.setenv("JUDGE_API_KEY", "from-env")
+    assert _session_secrets(judged_module, base_url=judged_url)["JUDGE_API_KEY"] == "from-env"
+    # read at each reset, not at import or construction
+    adapter = judged_module.JudgedEnv(base_url=judged_url)
+    monkeypatch.delenv("JUDGE_API_KEY")
+    adapter.reset(task_index=1)
+    assert adapter.outcome == "env_error" and "JUDGE_API_KEY is required" in adapter.error
+    # explicit secrets= replace the default, even when the variable is set
+    monkeypatch.setenv("JUDGE_API_KEY", "from-env")
+    assert _session_secrets(judged_module, base_url=judged_url, secrets={"JUDGE_API_KEY": "given"})["JUDGE_API_KEY"] == "given"
+
+
+# (api_key=, secrets= key entries, OPENREWARD_API_KEY variable) → the key the session receives.
+PRECEDENCE = [
+    ("A", {}, None, "A"),
+    (None, {"api_key": "S"}, None, "S"),
+    (None, {"OPENREWARD_API_KEY": "S"}, None, "S"),
+    ("A", {"api_key": "S"}, None, "A"),
+    (None, {}, "E", "E"),
+    (None, {"api_key": "S"}, "E", "S"),
+    ("A", {}, "E", "A"),
+]
+
+
+@pytest.mark.parametrize(("api_key", "key_secrets", "env_key", "expected"), PRECEDENCE)
+def test_api_key_precedence(judged_module, judged_url, monkeypatch, api_key, key_secrets, env_key, expected):
+    if env_key is None:
+        monkeypatch.delenv("OPENREWARD_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("OPENREWARD_API_KEY", env_key)
+    secrets = {"JUDGE_API_KEY": KEY, **key_secrets}
+    received = _session_secrets(judged_module, base_url=judged_url, api_key=api_key, secrets=secrets)
+    assert received["api_key"] == received["OPENREWARD_API_KEY"] == expected
+    assert received["JUDGE_API_KEY"] == KEY
