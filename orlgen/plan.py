@@ -94,6 +94,7 @@ class ModulePlan:
     columns: tuple[ColumnPlan, ...]
     models_schema: JSON  # one JSON Schema bundle: every params model and TaskSpec, for dcg
     models_aliases: dict[str, str]  # non-ASCII property name → model field name, for dcg
+    terminal_tool: Source  # literal wire name or None
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         columns=_columns(snapshot.task_schema),
         models_schema={"$defs": dict(sorted(bundle.items()))},
         models_aliases=_unicode_aliases(bundle),
+        terminal_tool=literal(snapshot.terminal_tool.name if snapshot.terminal_tool else None),
     )
 
 

@@ -239,8 +239,9 @@ _TEMPLATE_IMPORTS = {
     "pathlib": {"Path"},
     "typing": {"Any", "Literal"},
     "orlgen.runtime": {
-        "UNSET", "Column", "DatasetSpec", "EnvAdapter", "Target", "build_dataset as _build_dataset", "outcome_reward",
-        "tool_method",
+        "UNSET", "Column", "DatasetSpec", "EnvAdapter", "Target", "build_dataset as _build_dataset",
+        "outcome_reward as outcome_reward", "submit_final_message as submit_final_message",
+        "summed_reward as summed_reward", "tool_method",
     },
 }
 
