@@ -30,6 +30,8 @@ def test_module_exports_the_contract(echo_module):
     assert callable(echo_module.build_dataset)
     # The adapter scores itself (get_reward); reward_funcs adds no second scorer.
     assert echo_module.reward_funcs == [] and callable(echo_module.EchoEnv.get_reward)
+    # A fresh list each time: GRPOTrainer appends its get_reward wrapper to the list it is given.
+    assert echo_module.reward_funcs is not echo_module.reward_funcs
     assert echo_module.outcome_reward.__name__ == "outcome_reward"
     assert echo_module.summed_reward.__name__ == "summed_reward"
     assert set(echo_module.TaskSpec.model_fields) == {"target", "offers_hint"}
