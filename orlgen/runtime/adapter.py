@@ -27,6 +27,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
+from . import prefetch as _prefetch
 from .connection import Connection, Target, on_exit
 
 logger = logging.getLogger("orlgen")
@@ -85,6 +86,7 @@ def tool_method(method: Callable[..., str]) -> Callable[..., str]:
 _live: weakref.WeakSet[EnvAdapter] = weakref.WeakSet()
 # At exit, sessions are deleted concurrently, in the background; the SDK loop waits for them (bounded).
 on_exit(lambda: [adapter._end_session(wait=False) for adapter in list(_live)])
+on_exit(lambda: [_close_slot([session], connection, wait=False) for connection, session in _prefetch.drain()])
 _drift_checked: set[type] = set()
 _drift_lock = threading.Lock()
 _scoring_lock = threading.Lock()
@@ -104,6 +106,9 @@ class EnvAdapter:
             the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
         reward: what `get_reward()` returns: "outcome" (the last non-null step reward) or
             "summed" (the sum of the non-null step rewards), None when nothing scored the rollout.
+        prefetch: for GRPOTrainer on slow-setup envs, `num_generations`: the first `reset` of a
+            task opens that many sessions together for the group's next resets (see
+            `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
 
     State read by reward functions, reset by `reset`:
         reward: the last non-null reward a tool returned (outcome-only), or None.
@@ -134,12 +139,14 @@ class EnvAdapter:
         timeout: float = 600.0,
         on_drift: DriftPolicy = "warn",
         reward: Aggregate = "outcome",
+        prefetch: int = 0,
     ) -> None:
         if reward not in ("outcome", "summed"):
             raise ValueError(f"reward must be 'outcome' or 'summed', not {reward!r}")
         self._options = {"base_url": base_url, "api_key": api_key, "secrets": secrets, "split": split,
-                         "timeout": timeout, "on_drift": on_drift, "reward": reward}
+                         "timeout": timeout, "on_drift": on_drift, "reward": reward, "prefetch": prefetch}
         self._aggregate: Aggregate = reward
+        self._prefetch = prefetch
         self._connection = Connection.resolve(self._target, self._env_var, base_url, api_key)
         self._secrets = dict(secrets) if secrets else None
         self._split = split
@@ -226,7 +233,7 @@ class EnvAdapter:
         split = row.get("split") or self._split
         index = int(row["task_index"])
         try:
-            session = self._connection.run(lambda env: _open(env, split, index, self._secrets), self._timeout)
+            session = self._open_session(split, index)
             self._session_slot.append(session)
             self._session = session
             prompt = self._connection.run(lambda env: session.get_prompt(), self._timeout)
@@ -236,6 +243,21 @@ class EnvAdapter:
             raise
         except Exception as exc:  # noqa: BLE001 - any SDK or transport failure is the environment's
             return self._env_failed(f"could not start task {split}[{index}]", exc)
+
+    def _open_session(self, split: str, index: int) -> Any:
+        """A new session for the task; with `prefetch`, one of the group opened together."""
+        if self._prefetch < 2:
+            return self._connection.run(lambda env: _open(env, split, index, self._secrets), self._timeout)
+        key = (self._connection, split, index, repr(sorted((self._secrets or {}).items())))
+        for session in _prefetch.stale(self._connection, key):  # the previous group is over
+            _close_slot([session], self._connection, wait=False)
+        session = _prefetch.take(key)
+        if session is None:
+            opening = lambda env: _prefetch.open_group(  # noqa: E731
+                lambda: _open(env, split, index, self._secrets), self._prefetch)
+            session, spare = self._connection.run(opening, self._timeout)
+            _prefetch.keep(key, spare)
+        return session
 
     def _clear_state(self) -> None:
         self._session: Any = None
