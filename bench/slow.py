@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 TURNS = 3
 GENERATIONS = 8  # GRPO's num_generations: rollouts i*8 .. i*8+7 play task i

@@ -9,9 +9,8 @@ server reads them at import.
 import asyncio
 import os
 
-from pydantic import BaseModel
-
 from openreward.environments import Environment, TextBlock, ToolOutput, tool
+from pydantic import BaseModel
 
 SETUP_S = float(os.environ.get("ORLGEN_SLOW_SETUP_S", "1.0"))
 TOOL_S = float(os.environ.get("ORLGEN_SLOW_TOOL_S", "0.2"))

@@ -6,9 +6,8 @@ a plain message. The environment's terminal tool `submit` receives that message 
 it is hidden from the model's tool list.
 """
 
-from pydantic import BaseModel
-
 from openreward.environments import Environment, TextBlock, ToolOutput, terminal, tool
+from pydantic import BaseModel
 
 QUESTIONS = [
     {"question": "What is the capital of France?", "answer": "paris", "topic": "geography"},

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 
 class CompletionModel:
@@ -61,7 +62,7 @@ def serving_completions(model: CompletionModel) -> Iterator[str]:
     """Serve `model` on a free loopback port; yield its base URL."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             if self.path != "/v1/completions":
                 self.send_error(404)
                 return

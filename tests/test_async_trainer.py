@@ -89,7 +89,10 @@ class Renderer:
     """Renders a conversation exactly as the worker does for one environment class."""
 
     def __init__(self, tokenizer, env):
-        from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
+        from trl.chat_template_utils import (
+            get_training_chat_template,
+            is_chat_template_prefix_preserving,
+        )
 
         self.tokenizer = tokenizer
         self.tools = [
@@ -144,9 +147,8 @@ def model_url(counting, counting_url, echo, echo_url):
 
 def run_worker(model_url, dataset, environment_factory, monkeypatch, rollouts=ROLLOUTS):
     """Start TRL's rollout worker (a spawned child), take `rollouts` scored rollouts, stop it."""
-    from trl.experimental.async_grpo import async_rollout_worker
-
     from accelerate.state import PartialState
+    from trl.experimental.async_grpo import async_rollout_worker
 
     url, tokenizer = model_url
     PartialState()  # the worker logs through accelerate, as inside the trainer
