@@ -1,9 +1,8 @@
 """An ORS environment whose step rewards add up to the episode's score, as some published envs
 document: four `advance` calls give [None, None, 0.005, 0.0], the last one ends the episode."""
 
-from pydantic import BaseModel
-
 from openreward.environments import Environment, TextBlock, ToolOutput, tool
+from pydantic import BaseModel
 
 STEP_REWARDS = [None, None, 0.005, 0.0]
 
