@@ -129,10 +129,12 @@ def slow_env(out: Path, quick: bool) -> tuple[list[Any], dict[str, Any]]:
                                 "s", got["orlgen_serial"], got["trl_serial"], "", None,
                                 f"floor {floor:.2f} s; orlgen/floor {got['orlgen_serial'] / floor:.1f}×",
                                 samples=got))
-                met = got["orlgen_concurrent"] <= 1.5 * floor if batch == 64 else None
+                # The goal is set for 1 s setups: --quick's 0.16 s floor is mostly per-request CPU.
+                judged = batch == 64 and not quick
+                met = got["orlgen_concurrent"] <= 1.5 * floor if judged else None
                 rows.append(Row("8", "8 Slow env", f"{case}: concurrent order (AsyncGRPOTrainer) vs TRL serial",
                                 "env-time per batch", "s", got["orlgen_concurrent"], got["trl_serial"],
-                                "≤ 1.5× floor at 64" if batch == 64 else "", met,
+                                "≤ 1.5× floor at 64" if judged else "", met,
                                 f"floor {floor:.2f} s; orlgen/floor {got['orlgen_concurrent'] / floor:.2f}×"))
                 rows.append(Row("8", "8 Slow env", f"{case}: serial order, prefetch={GENERATIONS}",
                                 "env-time per batch", "s", got["orlgen_prefetch_serial"], got["orlgen_serial"], "",
