@@ -46,7 +46,7 @@ def play_one_rollout(module) -> None:
     print(f"4. reset(task_index={row['task_index']}) → prompt: {env.reset(**row)!r}")
     print(f"5. scripted policy calls echo(text={row['target']!r}) → {env.echo(text=row['target'])!r}")
     print(f"6. reward={env.reward} finished={env.finished} outcome={env.outcome}")
-    print(f"   reward_funcs → {[func([env]) for func in module.reward_funcs]}")
+    print(f"   get_reward() → {env.get_reward()} (TRL logs it as the {type(env).__name__} reward column)")
 
 
 def _load(path: Path):

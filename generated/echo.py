@@ -18,10 +18,26 @@ from orlgen.runtime import (
     EnvAdapter,
     Target,
     outcome_reward,
+    summed_reward,
     tool_method,
 )
 from orlgen.runtime import build_dataset as _build_dataset
 from pydantic import BaseModel
+
+__all__ = [
+    "SNAPSHOT_SHA256",
+    "SPLITS",
+    "TARGET",
+    "TOOLS",
+    "EchoEnv",
+    "EchoParams",
+    "TaskSpec",
+    "build_dataset",
+    "environment_factory",
+    "outcome_reward",
+    "reward_funcs",
+    "summed_reward",
+]
 
 SNAPSHOT_SHA256 = "8b49aacca25e2df82cd646dc66a2d4bfaf6a1f548d309760985fa5bd4b7d17de"
 TARGET = Target(kind="module", value="examples.echo:Echo", env="echo")
@@ -43,13 +59,14 @@ class EchoEnv(EnvAdapter):
 
     Construct with no arguments to reach TARGET (or the URL in the
     ORLGEN_ECHO_URL environment variable); keyword options: base_url, api_key,
-    secrets, split, timeout, on_drift (see orlgen.runtime.EnvAdapter). Episode state:
-    reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors.
+    secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
+    state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
+    tool_errors; get_reward() is the rollout's reward for TRL.
     """
 
     _target = TARGET
     _env_var = "ORLGEN_ECHO_URL"
+    _terminal_tool = None
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "echo": (True, "1942052077aa8e45"),
         "hint": (False, "55a4ba884f07916f"),
@@ -73,7 +90,20 @@ class EchoEnv(EnvAdapter):
 
 
 environment_factory = EchoEnv
-reward_funcs = [outcome_reward]
+reward_funcs: list[Any]  # a fresh list on every access: see __getattr__
+
+
+def __getattr__(name: str) -> list[Any]:
+    """`reward_funcs`, built anew on each access: GRPOTrainer appends its get_reward wrapper to the
+    list it is given, and a shared list would hand that wrapper to the next trainer (the reward
+    counted twice). EchoEnv.get_reward() scores every rollout in both TRL trainers (the
+    "EchoEnv" column), so the list holds no scorer.
+    outcome_reward and summed_reward are re-exported for an explicit choice: a rollout is
+    scored once, by the first scorer that reads it."""
+    if name == "reward_funcs":
+        return []
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _DATASET = DatasetSpec(
     snapshot_file=Path(__file__).with_name("echo.snapshot.json"),

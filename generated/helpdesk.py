@@ -18,10 +18,33 @@ from orlgen.runtime import (
     EnvAdapter,
     Target,
     outcome_reward,
+    summed_reward,
     tool_method,
 )
 from orlgen.runtime import build_dataset as _build_dataset
 from pydantic import BaseModel, Field
+
+__all__ = [
+    "SNAPSHOT_SHA256",
+    "SPLITS",
+    "TARGET",
+    "TOOLS",
+    "CancelOrderParams",
+    "EscalateParams",
+    "GetOrderParams",
+    "HelpdeskEnv",
+    "IssueRefundParams",
+    "SearchOrdersParams",
+    "SendReplyParams",
+    "SubmitResolutionParams",
+    "TaskSpec",
+    "UpdateShippingParams",
+    "build_dataset",
+    "environment_factory",
+    "outcome_reward",
+    "reward_funcs",
+    "summed_reward",
+]
 
 SNAPSHOT_SHA256 = "18309494854452c447b57cde53eecac2cc3e29c5e8186bad9f836fc6bca895aa"
 TARGET = Target(kind="module", value="examples.helpdesk:Helpdesk", env="helpdesk")
@@ -225,13 +248,14 @@ class HelpdeskEnv(EnvAdapter):
 
     Construct with no arguments to reach TARGET (or the URL in the
     ORLGEN_HELPDESK_URL environment variable); keyword options: base_url, api_key,
-    secrets, split, timeout, on_drift (see orlgen.runtime.EnvAdapter). Episode state:
-    reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors.
+    secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
+    state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
+    tool_errors; get_reward() is the rollout's reward for TRL.
     """
 
     _target = TARGET
     _env_var = "ORLGEN_HELPDESK_URL"
+    _terminal_tool = None
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "cancel_order": (True, "48a8958c1a61b4d1"),
         "escalate": (False, "348b566ba7cb68bb"),
@@ -400,7 +424,20 @@ class HelpdeskEnv(EnvAdapter):
 
 
 environment_factory = HelpdeskEnv
-reward_funcs = [outcome_reward]
+reward_funcs: list[Any]  # a fresh list on every access: see __getattr__
+
+
+def __getattr__(name: str) -> list[Any]:
+    """`reward_funcs`, built anew on each access: GRPOTrainer appends its get_reward wrapper to the
+    list it is given, and a shared list would hand that wrapper to the next trainer (the reward
+    counted twice). HelpdeskEnv.get_reward() scores every rollout in both TRL trainers (the
+    "HelpdeskEnv" column), so the list holds no scorer.
+    outcome_reward and summed_reward are re-exported for an explicit choice: a rollout is
+    scored once, by the first scorer that reads it."""
+    if name == "reward_funcs":
+        return []
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _DATASET = DatasetSpec(
     snapshot_file=Path(__file__).with_name("helpdesk.snapshot.json"),

@@ -19,10 +19,30 @@ from orlgen.runtime import (
     EnvAdapter,
     Target,
     outcome_reward,
+    summed_reward,
     tool_method,
 )
 from orlgen.runtime import build_dataset as _build_dataset
 from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "SNAPSHOT_SHA256",
+    "SPLITS",
+    "TARGET",
+    "TOOLS",
+    "Draft4Params",
+    "GetRewardParams",
+    "HostileEnv",
+    "ResetParams",
+    "RewardParams",
+    "SubmitSolutionParams",
+    "TaskSpec",
+    "build_dataset",
+    "environment_factory",
+    "outcome_reward",
+    "reward_funcs",
+    "summed_reward",
+]
 
 SNAPSHOT_SHA256 = "861021eaaf241c341ac07d694714b6cfab951ad8711815085cafa4b6656698d8"
 TARGET = Target(kind="module", value="examples.hostile:Hostile", env="hostile")
@@ -113,13 +133,14 @@ class HostileEnv(EnvAdapter):
 
     Construct with no arguments to reach TARGET (or the URL in the
     ORLGEN_HOSTILE_URL environment variable); keyword options: base_url, api_key,
-    secrets, split, timeout, on_drift (see orlgen.runtime.EnvAdapter). Episode state:
-    reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors.
+    secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
+    state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
+    tool_errors; get_reward() is the rollout's reward for TRL.
     """
 
     _target = TARGET
     _env_var = "ORLGEN_HOSTILE_URL"
+    _terminal_tool = None
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "_private": (True, "eb4abcda3f3c7dc6"),
         "class": (True, "6e970af1d4cb2b80"),
@@ -248,7 +269,20 @@ class HostileEnv(EnvAdapter):
 
 
 environment_factory = HostileEnv
-reward_funcs = [outcome_reward]
+reward_funcs: list[Any]  # a fresh list on every access: see __getattr__
+
+
+def __getattr__(name: str) -> list[Any]:
+    """`reward_funcs`, built anew on each access: GRPOTrainer appends its get_reward wrapper to the
+    list it is given, and a shared list would hand that wrapper to the next trainer (the reward
+    counted twice). HostileEnv.get_reward() scores every rollout in both TRL trainers (the
+    "HostileEnv" column), so the list holds no scorer.
+    outcome_reward and summed_reward are re-exported for an explicit choice: a rollout is
+    scored once, by the first scorer that reads it."""
+    if name == "reward_funcs":
+        return []
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _DATASET = DatasetSpec(
     snapshot_file=Path(__file__).with_name("hostile.snapshot.json"),

@@ -18,10 +18,30 @@ from orlgen.runtime import (
     EnvAdapter,
     Target,
     outcome_reward,
+    summed_reward,
     tool_method,
 )
 from orlgen.runtime import build_dataset as _build_dataset
 from pydantic import BaseModel, Field
+
+__all__ = [
+    "SNAPSHOT_SHA256",
+    "SPLITS",
+    "TARGET",
+    "TOOLS",
+    "AdministerParams",
+    "EditParams",
+    "IcuSepsisEnv",
+    "OrderLabsParams",
+    "RegisterPatientParams",
+    "TaskSpec",
+    "TransferParams",
+    "build_dataset",
+    "environment_factory",
+    "outcome_reward",
+    "reward_funcs",
+    "summed_reward",
+]
 
 SNAPSHOT_SHA256 = "c785875e0df1186f762570608979abe05dde5cf688ea2f4fdcba5d9f1ccd02bc"
 TARGET = Target(
@@ -71,13 +91,14 @@ class IcuSepsisEnv(EnvAdapter):
 
     Construct with no arguments to reach TARGET (or the URL in the
     ORLGEN_ICU_SEPSIS_URL environment variable); keyword options: base_url, api_key,
-    secrets, split, timeout, on_drift (see orlgen.runtime.EnvAdapter). Episode state:
-    reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors.
+    secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
+    state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
+    tool_errors; get_reward() is the rollout's reward for TRL.
     """
 
     _target = TARGET
     _env_var = "ORLGEN_ICU_SEPSIS_URL"
+    _terminal_tool = None
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "administer": (True, "4f91d40507bf3697"),
         "discharge": (True, "12908d48301bfd04"),
@@ -189,7 +210,20 @@ class IcuSepsisEnv(EnvAdapter):
 
 
 environment_factory = IcuSepsisEnv
-reward_funcs = [outcome_reward]
+reward_funcs: list[Any]  # a fresh list on every access: see __getattr__
+
+
+def __getattr__(name: str) -> list[Any]:
+    """`reward_funcs`, built anew on each access: GRPOTrainer appends its get_reward wrapper to the
+    list it is given, and a shared list would hand that wrapper to the next trainer (the reward
+    counted twice). IcuSepsisEnv.get_reward() scores every rollout in both TRL trainers (the
+    "IcuSepsisEnv" column), so the list holds no scorer.
+    outcome_reward and summed_reward are re-exported for an explicit choice: a rollout is
+    scored once, by the first scorer that reads it."""
+    if name == "reward_funcs":
+        return []
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _DATASET = DatasetSpec(
     snapshot_file=Path(__file__).with_name("icu_sepsis.snapshot.json"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from orlgen.runtime import mix, outcome_reward
+from orlgen.runtime import mix
 
 from . import echo, helpdesk
 
@@ -20,7 +20,19 @@ environments = {
     "helpdesk": helpdesk.HelpdeskEnv,
 }
 environment_factory = environments
-reward_funcs = [outcome_reward]
+reward_funcs: list[Any]  # a fresh list on every access: see __getattr__
+
+
+def __getattr__(name: str) -> list[Any]:
+    """`reward_funcs`, built anew on each access (GRPOTrainer appends to the list it is given).
+    Each adapter class scores its own rollouts through get_reward() (one reward column per class,
+    as TRL logs them); the list only adds the members' terminal-tool step, once."""
+    if name == "reward_funcs":
+        members = [echo, helpdesk]
+        return list(dict.fromkeys(func for member in members for func in member.reward_funcs))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 TOOLS = {
     "echo": echo.TOOLS,
     "helpdesk": helpdesk.TOOLS,

@@ -19,10 +19,27 @@ from orlgen.runtime import (
     EnvAdapter,
     Target,
     outcome_reward,
+    summed_reward,
     tool_method,
 )
 from orlgen.runtime import build_dataset as _build_dataset
 from pydantic import BaseModel, Field
+
+__all__ = [
+    "SNAPSHOT_SHA256",
+    "SPLITS",
+    "TARGET",
+    "TOOLS",
+    "FindWordsParams",
+    "PlaceLetterParams",
+    "TaskSpec",
+    "WordGridEnv",
+    "build_dataset",
+    "environment_factory",
+    "outcome_reward",
+    "reward_funcs",
+    "summed_reward",
+]
 
 SNAPSHOT_SHA256 = "1a6b1db77592bb9aa40b9da16f23731d701a10c7c748276507236678dab4520f"
 TARGET = Target(kind="module", value="examples.wordgrid:WordGrid", env="wordgrid")
@@ -59,13 +76,14 @@ class WordGridEnv(EnvAdapter):
 
     Construct with no arguments to reach TARGET (or the URL in the
     ORLGEN_WORD_GRID_URL environment variable); keyword options: base_url, api_key,
-    secrets, split, timeout, on_drift (see orlgen.runtime.EnvAdapter). Episode state:
-    reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors.
+    secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
+    state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
+    tool_errors; get_reward() is the rollout's reward for TRL.
     """
 
     _target = TARGET
     _env_var = "ORLGEN_WORD_GRID_URL"
+    _terminal_tool = None
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "find_words": (True, "d3f8b0dd7e812fee"),
         "place_letter": (True, "1d956e5bae83ba7e"),
@@ -127,7 +145,20 @@ class WordGridEnv(EnvAdapter):
 
 
 environment_factory = WordGridEnv
-reward_funcs = [outcome_reward]
+reward_funcs: list[Any]  # a fresh list on every access: see __getattr__
+
+
+def __getattr__(name: str) -> list[Any]:
+    """`reward_funcs`, built anew on each access: GRPOTrainer appends its get_reward wrapper to the
+    list it is given, and a shared list would hand that wrapper to the next trainer (the reward
+    counted twice). WordGridEnv.get_reward() scores every rollout in both TRL trainers (the
+    "WordGridEnv" column), so the list holds no scorer.
+    outcome_reward and summed_reward are re-exported for an explicit choice: a rollout is
+    scored once, by the first scorer that reads it."""
+    if name == "reward_funcs":
+        return []
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _DATASET = DatasetSpec(
     snapshot_file=Path(__file__).with_name("word_grid.snapshot.json"),

@@ -75,8 +75,14 @@ def _split_imports(source: str) -> tuple[list[ast.stmt], str]:
 
 
 def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
-    """`source` with its `IMPORT_MARKER` line replaced by imports of exactly the names it uses."""
-    used = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+    """`source` with its `IMPORT_MARKER` line replaced by imports of exactly the names it uses or
+    exports (its `__all__`)."""
+    used: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            used.update(item.value for item in ast.walk(node.value) if isinstance(item, ast.Constant))
     candidates = _candidates(dcg_imports)
     wanted: dict[str, set[str]] = {}
     for module, members in candidates.items():

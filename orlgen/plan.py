@@ -88,6 +88,8 @@ class ModulePlan:
     models_schema: JSON  # one JSON Schema bundle: every params model and TaskSpec, for dcg
     models_aliases: dict[str, str]  # property name Python would misread → model field name, for dcg
     dropped: tuple[Dropped, ...]  # what the sanitiser removed, for the CLI to report
+    terminal_tool: Source  # literal wire name or None
+    exports: Source  # the module's `__all__`, a list literal
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
 
 
@@ -147,8 +149,26 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         models_schema={"$defs": definitions},
         models_aliases=_aliases(definitions),
         dropped=tuple(d for _, schema in _parsed_tools(snapshot) for d in schema.dropped) + task_schema.dropped,
+        terminal_tool=literal(snapshot.terminal_tool.name if snapshot.terminal_tool else None),
+        exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
     )
+
+
+# What every module exports beside its adapter class and params models.
+_EXPORTS = ("SNAPSHOT_SHA256", "SPLITS", "TARGET", "TOOLS", "TaskSpec", "build_dataset", "environment_factory",
+            "outcome_reward", "reward_funcs", "summed_reward")
+
+
+def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) -> Source:
+    """`__all__`, sorted as ruff sorts it: CONSTANTS, then Classes, then the rest."""
+    exported = [env_class, *(tool.params_class for tool in tools if tool.params_class), *_EXPORTS]
+    exported += ["submit_final_message"] if terminal else []
+
+    def key(name: str) -> tuple[int, str]:
+        return (0 if name.isupper() else 1 if name[:1].isupper() else 2), name
+
+    return literal(sorted(exported, key=key))
 
 
 def _parsed_tools(snapshot: Snapshot) -> Iterator[tuple[Tool, Schema]]:

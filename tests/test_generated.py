@@ -28,7 +28,12 @@ def test_module_exports_the_contract(echo_module):
     assert echo_module.SNAPSHOT_SHA256 == snapshot["sha256"]
     assert echo_module.TOOLS == ("echo", "hint")
     assert callable(echo_module.build_dataset)
-    assert [f.__name__ for f in echo_module.reward_funcs] == ["outcome_reward"]
+    # The adapter scores itself (get_reward); reward_funcs adds no second scorer.
+    assert echo_module.reward_funcs == [] and callable(echo_module.EchoEnv.get_reward)
+    # A fresh list each time: GRPOTrainer appends its get_reward wrapper to the list it is given.
+    assert echo_module.reward_funcs is not echo_module.reward_funcs
+    assert echo_module.outcome_reward.__name__ == "outcome_reward"
+    assert echo_module.summed_reward.__name__ == "summed_reward"
     assert set(echo_module.TaskSpec.model_fields) == {"target", "offers_hint"}
     assert echo_module.EchoParams.model_validate({"text": "x"}).text == "x"
 

@@ -413,8 +413,11 @@ def test_grpo_step_on_the_mixture_routes_tools_per_environment(
     )
     assert tool_messages[("list_policies", not_found("list_policies"))] == 4
     assert tool_messages[("echo", not_found("echo"))] == 4
+    # Each class scores its own rollouts through get_reward, one column per class, as TRL logs them.
     # Only echo rollouts are scored (a helpdesk rollout ends before submit_resolution): 2 of 4 won.
-    assert metrics["rewards/outcome_reward/mean"] == pytest.approx(0.5)
+    assert metrics["rewards/EchoEnv/mean"] == pytest.approx(0.5) and metrics["reward"] == pytest.approx(0.5)
+    assert metrics["rewards/HelpdeskEnv/mean"] is None  # no helpdesk rollout was scored
+    assert all(env._session_slot == [] for env in helpdesk_envs)  # get_reward ended the open tickets' sessions
     assert metrics["orlgen/scored_fraction"] == 0.5 and metrics["orlgen/unfinished"] == 4.0
     assert metrics["orlgen/env_errors"] == 0.0
 

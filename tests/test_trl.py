@@ -3,8 +3,8 @@
 The model is the tiny random Qwen3 of `tests/tiny_model.py` (built offline, TRL's own Qwen3 chat
 template, so TRL parses its tool calls). Nothing is mocked: the trainer discovers the tools on the
 generated class, renders them through the chat template, parses the model's tool calls, calls the
-adapter's methods, which open sessions on the echo server, and scores the rollouts with the
-module's `reward_funcs`.
+adapter's methods, which open sessions on the echo server, and scores the rollouts through the
+adapter's own `get_reward()` (TRL's env-owned reward), alone or next to explicit reward functions.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class Recorder:
         return env
 
 
-def make_trainer(model_path, module, base_url, dataset, output_dir, **overrides):
+def make_trainer(model_path, module, base_url, dataset, output_dir, reward_funcs=None, **overrides):
     from trl import GRPOConfig, GRPOTrainer
 
     args = dict(
@@ -89,7 +89,7 @@ def make_trainer(model_path, module, base_url, dataset, output_dir, **overrides)
         args=GRPOConfig(**args),
         train_dataset=dataset,
         environment_factory=factory,
-        reward_funcs=module.reward_funcs,
+        reward_funcs=module.reward_funcs if reward_funcs is None else reward_funcs,
     )
     return trainer, factory
 
@@ -163,7 +163,10 @@ def teach_echo_hello(trainer, module, base_url, rows) -> float:
     return teach(trainer.model, examples)
 
 
-def test_grpo_training_runs_tool_calls_through_the_generated_adapter(echo_module, echo_url, tiny_model_path, tmp_path):
+@pytest.mark.parametrize("explicit", [False, True], ids=["get_reward", "get_reward+reward_funcs"])
+def test_grpo_training_runs_tool_calls_through_the_generated_adapter(
+    explicit, echo_module, echo_url, tiny_model_path, tmp_path
+):
     """One GRPO step of the tiny model on two echo tasks ('hello' and 'orlgen'), 2 generations each.
 
     Making the tool calls happen: a random model almost never writes a parseable tool call, so before
@@ -176,9 +179,17 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(echo_module
     (0.5) can only come from the server's verdicts. Sampling runs at temperature 0.5: after ~80
     steps the taught call has probability ~0.86 at temperature 1 and ~0.9999 at 0.5, so every
     rollout makes it whatever the platform's random stream.
+
+    Scoring: with the module's `reward_funcs` (empty) TRL scores through `EchoEnv.get_reward()`,
+    logged as the `EchoEnv` column. With `outcome_reward` and `summed_reward` passed as well
+    (`explicit`), the first of them owns each rollout and the others give None: the total stays
+    0.5, where counting every scorer would give 1.5.
     """
     rows = echo_module.build_dataset(indices=[0, 1])
-    trainer, factory = make_trainer(tiny_model_path, echo_module, echo_url, rows, tmp_path, temperature=0.5)
+    funcs = [echo_module.outcome_reward, echo_module.summed_reward] if explicit else None
+    trainer, factory = make_trainer(
+        tiny_model_path, echo_module, echo_url, rows, tmp_path, reward_funcs=funcs, temperature=0.5
+    )
 
     loss = teach_echo_hello(trainer, echo_module, echo_url, list(rows))
     assert loss < 0.05, f"the tiny model did not learn the tool call (loss {loss:.3f})"
@@ -201,7 +212,12 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(echo_module
 
     metrics = trainer.state.log_history[0]
     assert metrics["reward"] == pytest.approx(0.5)
-    assert metrics["rewards/outcome_reward/mean"] == pytest.approx(0.5)
+    if explicit:
+        assert metrics["rewards/outcome_reward/mean"] == pytest.approx(0.5)
+        assert metrics["rewards/summed_reward/mean"] is None and metrics["rewards/EchoEnv/mean"] is None  # no value
+    else:
+        assert metrics["rewards/EchoEnv/mean"] == pytest.approx(0.5)
+        assert not any(key.startswith("rewards/") and "EchoEnv" not in key for key in metrics)
     assert metrics["tools/call_frequency"] == pytest.approx(1.0)  # one tool call per rollout
     assert metrics["tools/failure_frequency"] == 0.0
     # The scoring coverage, logged with TRL's metrics by orlgen's callback.

@@ -9,7 +9,15 @@ from .adapter import UNSET, DriftError, EnvAdapter, tool_method
 from .connection import CallTimeout, ConfigError, Connection, Target
 from .dataset import Column, DatasetError, DatasetSpec, build
 from .mixture import mix
-from .scoring import COVERAGE, outcome_reward, outcome_reward_with, scoring_callback
+from .scoring import (
+    COVERAGE,
+    final_message,
+    outcome_reward,
+    outcome_reward_with,
+    scoring_callback,
+    submit_final_message,
+    summed_reward,
+)
 
 __all__ = [
     "UNSET",
@@ -28,6 +36,9 @@ __all__ = [
     "outcome_reward",
     "outcome_reward_with",
     "scoring_callback",
+    "submit_final_message",
+    "summed_reward",
+    "final_message",
     "tool_method",
 ]
 

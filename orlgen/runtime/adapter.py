@@ -9,6 +9,12 @@ a call after the episode ended) come back as text the model can read and the rol
 The environment's failures (server unreachable, session gone, a tool that crashed, no answer
 within `timeout`) come back as text too, but end the rollout unscored. Nothing raises into the
 trainer except a programming error, or tool drift under `on_drift="raise"`.
+
+The adapter owns its reward, as TRL's contract allows: both `GRPOTrainer` and `AsyncGRPOTrainer`
+call `get_reward()` once per finished rollout and log it in a column named after the class. A
+rollout is scored once: whichever scorer reads it first (`get_reward`, or one of orlgen's reward
+functions such as `summed_reward`) owns it, and the others return None for it, so passing both
+never counts a reward twice (see `orlgen.runtime.scoring`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
+from . import prefetch as _prefetch
 from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
 from .errors import OrlgenRuntimeError
 
@@ -31,6 +38,9 @@ Outcome = Literal["running", "finished", "env_error"]
 STATE_ATTRIBUTES = ("reward", "rewards", "metadata", "finished", "last_output", "outcome", "error",
                     "tool_calls", "tool_errors")
 DriftPolicy = Literal["warn", "raise", "ignore"]
+Aggregate = Literal["outcome", "summed"]
+# What `copy.copy` carries over: the episode, never the session.
+_EPISODE = (*STATE_ATTRIBUTES, "_scored_by")
 
 
 class DriftError(OrlgenRuntimeError):
@@ -87,8 +97,10 @@ def tool_method(
 _live: weakref.WeakSet[EnvAdapter] = weakref.WeakSet()
 # At exit, sessions are deleted concurrently, in the background; the SDK loop waits for them (bounded).
 on_exit(lambda: [adapter._end_session(wait=False) for adapter in list(_live)])
+on_exit(lambda: [_close_slot([session], connection, wait=False) for connection, session in _prefetch.drain()])
 _drift_checked: set[type] = set()
 _drift_lock = threading.Lock()
+_scoring_lock = threading.Lock()
 
 
 class EnvAdapter:
@@ -106,6 +118,11 @@ class EnvAdapter:
             environment's setup); past it the rollout ends as an environment error.
         on_drift: what to do when the first session of the process lists tools that differ from
             the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
+        reward: what `get_reward()` returns: "outcome" (the last non-null step reward) or
+            "summed" (the sum of the non-null step rewards), None when nothing scored the rollout.
+        prefetch: for GRPOTrainer on slow-setup envs, `num_generations`: the first `reset` of a
+            task opens that many sessions together for the group's next resets (see
+            `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
 
     State read by reward functions, reset by `reset`:
         reward: the last non-null reward a tool returned (outcome-only), or None.
@@ -116,11 +133,15 @@ class EnvAdapter:
         outcome: `running`, `finished` (by the environment) or `env_error` (unscored).
         error: what went wrong when `outcome` is `env_error`.
         tool_calls: tool calls made this rollout; tool_errors: those the model got wrong.
+
+    `copy.copy(adapter)` keeps that state (TRL's async worker may score a copy) but no session:
+    the copy never calls, closes or reuses the original's. Pickling keeps only the options.
     """
 
     _target: ClassVar[Target]
     _env_var: ClassVar[str]
     _secret_names: ClassVar[tuple[str, ...]] = ()
+    _terminal_tool: ClassVar[str | None] = None  # wire name of the env's @terminal tool, if any
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {}  # wire name → (shared, fingerprint)
 
     def __init__(
@@ -132,9 +153,15 @@ class EnvAdapter:
         split: str = "train",
         timeout: float = 600.0,
         on_drift: DriftPolicy = "warn",
+        reward: Aggregate = "outcome",
+        prefetch: int = 0,
     ) -> None:
+        if reward not in ("outcome", "summed"):
+            raise ValueError(f"reward must be 'outcome' or 'summed', not {reward!r}")
         self._options = {"base_url": base_url, "api_key": api_key, "secrets": secrets, "split": split,
-                         "timeout": timeout, "on_drift": on_drift}
+                         "timeout": timeout, "on_drift": on_drift, "reward": reward, "prefetch": prefetch}
+        self._aggregate: Aggregate = reward
+        self._prefetch = prefetch
         self._connection = Connection.resolve(self._target, self._env_var, base_url, choose_api_key(api_key, secrets))
         self._secrets = dict(secrets) if secrets is not None else None
         self._split = split
@@ -155,6 +182,62 @@ class EnvAdapter:
     def __setstate__(self, options: dict[str, Any]) -> None:
         self.__init__(**options)
 
+    def __copy__(self) -> EnvAdapter:
+        """A new adapter with the same options and this rollout's state, and no session."""
+        clone = type(self).__new__(type(self))
+        clone.__setstate__(self._options)
+        for name in _EPISODE:
+            value = getattr(self, name)
+            setattr(clone, name, list(value) if isinstance(value, list) else value)
+        return clone
+
+    def get_reward(self) -> float | None:
+        """The rollout's reward for TRL (both trainers call this once per finished rollout):
+        the outcome (or the sum, with `reward="summed"`) of the step rewards, None when unscored
+        or when one of orlgen's reward functions already scored this rollout. The rollout is
+        over, so its session is deleted here rather than at the next `reset`."""
+        self._end_session()
+        return self._score("get_reward", self._aggregate)
+
+    def _score(self, scorer: str, aggregate: Aggregate) -> float | None:
+        """This rollout's reward as `scorer` sees it: the first scorer to ask owns the rollout
+        (and counts it in the scoring coverage); any other scorer gets None."""
+        from .scoring import COVERAGE
+
+        with _scoring_lock:
+            if self._scored_by is None:
+                self._scored_by = scorer
+                COVERAGE.add([self])
+            elif self._scored_by != scorer:
+                return None
+        return self._summed() if aggregate == "summed" else self.reward
+
+    def _summed(self) -> float | None:
+        """The sum of the rollout's non-null step rewards; None when there are none or the
+        environment failed (an env error is unscored, whatever it returned before)."""
+        steps = [reward for reward in self.rewards if reward is not None]
+        return None if not steps or self.outcome == "env_error" else sum(steps)
+
+    def _submit_final_message(self, message: str) -> None:
+        """Give the model's final plain message to the env's @terminal tool, which grades it, and
+        end the rollout. Only for a running episode of an env that declares one."""
+        if self._terminal_tool is None or self._session is None or self.finished:
+            return
+        from openreward.api.errors import ToolCallError
+
+        session = self._session
+        try:
+            output = self._connection.run(lambda env: session.call_terminal_tool(message), self._timeout)
+        except ToolCallError as exc:
+            self._env_failed(f"terminal tool {self._terminal_tool} was not run ({exc.reason})", exc)
+            return
+        except Exception as exc:  # noqa: BLE001 - transport, dead session, crashed tool, timeout
+            self._env_failed(f"terminal tool {self._terminal_tool} failed", exc)
+            return
+        self._record(output)
+        self.finished, self.outcome = True, "finished"  # the terminal tool ends the rollout
+        self._end_session()
+
     def reset(self, **row: Any) -> str:
         """Start the rollout for a dataset row: close the previous session, open one for
         `row["task_index"]` (in `row["split"]` when present) and return the task's prompt."""
@@ -167,7 +250,7 @@ class EnvAdapter:
         given = self._secrets if self._secrets is not None else secrets_from_env(self._secret_names)
         secrets = session_secrets(given, self._connection)
         try:
-            session = self._connection.run(lambda env: _open(env, split, index, secrets), self._timeout)
+            session = self._open_session(split, index, secrets)
             self._session_slot.append(session)
             self._session = session
             prompt = self._connection.run(lambda env: session.get_prompt(), self._timeout)
@@ -177,6 +260,21 @@ class EnvAdapter:
             raise
         except Exception as exc:  # noqa: BLE001 - any SDK or transport failure is the environment's
             return self._env_failed(f"could not start task {split}[{index}]", exc)
+
+    def _open_session(self, split: str, index: int, secrets: dict[str, Any] | None) -> Any:
+        """A new session for the task; with `prefetch`, one of the group opened together."""
+        if self._prefetch < 2:
+            return self._connection.run(lambda env: _open(env, split, index, secrets), self._timeout)
+        key = (self._connection, split, index, repr(sorted((secrets or {}).items())))
+        for session in _prefetch.stale(self._connection, key):  # the previous group is over
+            _close_slot([session], self._connection, wait=False)
+        session = _prefetch.take(key)
+        if session is None:
+            opening = lambda env: _prefetch.open_group(  # noqa: E731
+                lambda: _open(env, split, index, secrets), self._prefetch)
+            session, spare = self._connection.run(opening, self._timeout)
+            _prefetch.keep(key, spare)
+        return session
 
     def _clear_state(self) -> None:
         self._session: Any = None
@@ -189,6 +287,7 @@ class EnvAdapter:
         self.error: str | None = None
         self.tool_calls = 0
         self.tool_errors = 0
+        self._scored_by: str | None = None  # the scorer that owns this rollout's reward
 
     def _call_tool(self, name: str, params_model: Any, arguments: dict[str, Any]) -> str:
         """Validate the arguments with the tool's model, send only those given, record the result."""

@@ -1,0 +1,70 @@
+"""Opt-in prefetch for GRPOTrainer's serial resets: a group's sessions are opened together, and
+those a cut group leaves are deleted. Real counting server (it records sessions opened/closed);
+task 9's setup takes 4 s."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from orlgen.runtime import prefetch
+from orlgen.runtime.adapter import _close_slot
+from orlgen.serve import ServerProcess
+from tests.test_env_reward import generated
+
+
+@pytest.fixture(scope="module")
+def counting(tmp_path_factory):
+    return generated("tests.counting_env:Counting", tmp_path_factory.mktemp("counting"))
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    count_file = tmp_path / "counts.json"
+    monkeypatch.setenv("ORLGEN_COUNT_FILE", str(count_file))
+    with ServerProcess("tests.counting_env:Counting") as process:
+        process.counts = lambda: json.loads(count_file.read_text())
+        yield process
+
+
+def wait_for(predicate, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not predicate():
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_serial_group_resets_wait_for_one_setup_not_four(counting, server):
+    envs = [counting.CountingEnv(base_url=server.url, prefetch=4) for _ in range(4)]
+    started = time.perf_counter()
+    prompts = [env.reset(task_index=9) for env in envs]  # GRPOTrainer's order: one after another
+    seconds = time.perf_counter() - started
+    assert prompts == ["counting task 9"] * 4
+    assert seconds < 8.0, seconds  # one 4 s setup (serially: 16 s)
+    assert server.counts()["opened"] == 4
+    assert [env.finish() for env in envs] == ["finished"] * 4  # four distinct live sessions
+    assert [env.get_reward() for env in envs] == [1.0] * 4
+
+
+def test_a_cut_group_costs_its_unused_sessions_and_they_are_deleted(counting, server):
+    env = counting.CountingEnv(base_url=server.url, prefetch=3)
+    env.reset(task_index=0)  # opens 3: one used, 2 kept for task 0
+    env.reset(task_index=0)  # takes a kept one
+    assert server.counts()["opened"] == 3
+    env.reset(task_index=1)  # the task-0 group is cut: its last kept session is deleted unused
+    assert server.counts()["opened"] == 6
+    env.get_reward()
+    for connection, session in prefetch.drain():  # what the exit hook does with what is left
+        _close_slot([session], connection)
+    assert wait_for(lambda: server.counts()["closed"] == server.counts()["opened"] == 6)
+
+
+def test_prefetch_is_off_by_default_and_crosses_processes_as_an_option(counting, server):
+    import pickle
+
+    env = counting.CountingEnv(base_url=server.url)
+    env.reset(task_index=0)
+    assert server.counts()["opened"] == 1
+    assert pickle.loads(pickle.dumps(counting.CountingEnv(base_url=server.url, prefetch=8)))._prefetch == 8
