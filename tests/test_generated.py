@@ -86,8 +86,8 @@ def test_parameter_names_that_are_no_identifiers(recording_module):
     the author's words (no note about the wire name), and the wire name is accepted too."""
     params = get_json_schema(recording_module.RecordingEnv.record)["function"]["parameters"]["properties"]
     assert list(params) == ["query", "limit", "mode", "from_", "file_path"]  # the declared order
-    assert params["from_"]["description"] == "A keyword-named parameter."
-    assert params["file_path"]["description"] == "A non-identifier name."
+    assert params["from_"]["description"] == "A keyword-named parameter. Default: null."
+    assert params["file_path"]["description"] == "A non-identifier name. Default: null."
 
 
 def test_import_does_not_load_the_sdk():
