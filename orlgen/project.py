@@ -88,8 +88,9 @@ class Project:
         return found
 
     def generation(self, paths: Sequence[Path] = ()) -> Generation:
-        """Render every module of the snapshots under `paths` (default: the output directory);
-        in a directory, generated modules that no snapshot renders any more are orphans."""
+        """Render every file of the snapshots under `paths` (default: the output directory):
+        their modules, and the snapshots themselves in canonical form. In a directory, generated
+        modules that no snapshot renders any more are orphans."""
         paths = list(paths) or [self.out]
         snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
         files = {job.path: job.render().encode() for job in self._jobs(snapshots)}
@@ -168,7 +169,7 @@ class Project:
         _refuse_other_env(path, captured)
         files: FileMap = {path: captured.to_json().encode()}
         if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
-            snapshots = {other: load(other) for other in render.find_snapshots(out) if other != path}
+            snapshots = {other: load(_regular(other)) for other in render.find_snapshots(out) if other != path}
             snapshots[path] = captured.canonical()
             files |= render.generate(snapshots.items(), self.config.templates, self.mixtures())
         return path, self.write(Generation(files))
