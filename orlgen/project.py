@@ -78,7 +78,7 @@ class Project:
         found: list[Path] = []
         for path in paths:
             if path.is_dir():
-                found += render.find_snapshots(path)
+                found += snapshots_in(path)
             elif path.name.endswith(SUFFIX) and path.is_file():
                 found.append(path)
             elif path.exists():
@@ -169,7 +169,7 @@ class Project:
         _refuse_other_env(path, captured)
         files: FileMap = {path: captured.to_json().encode()}
         if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
-            snapshots = {other: load(_regular(other)) for other in render.find_snapshots(out) if other != path}
+            snapshots = {other: load(_regular(other)) for other in snapshots_in(out) if other != path}
             snapshots[path] = captured.canonical()
             files |= render.generate(snapshots.items(), self.config.templates, self.mixtures())
         return path, self.write(Generation(files))
@@ -188,6 +188,10 @@ class Project:
         before = load(old)
         after = load(Path(against)) if against.endswith(SUFFIX) else self.capture_like(against, before, progress)
         return diff(before, after)
+
+
+def snapshots_in(directory: Path) -> list[Path]:
+    return sorted(directory.glob(f"*{SUFFIX}"))
 
 
 def _regular(path: Path) -> Path:

@@ -25,7 +25,7 @@ from .errors import OrlgenError
 from .files import FileMap, RefusedWrite, check_name
 from .plan import ModulePlan, plan, plan_mixture
 from .schema import SchemaError
-from .snapshot import SUFFIX, Snapshot
+from .snapshot import Snapshot
 
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
@@ -219,7 +219,3 @@ def _imports(dcg_imports: list[ast.stmt]) -> str:
 
 def _alias(alias: ast.alias) -> str:
     return alias.name if alias.asname is None else f"{alias.name} as {alias.asname}"
-
-
-def find_snapshots(directory: Path) -> list[Path]:
-    return sorted(directory.glob(f"*{SUFFIX}"))
