@@ -78,7 +78,7 @@ class Project:
         found: list[Path] = []
         for path in paths:
             if path.is_dir():
-                found += render.find_snapshots(path)
+                found += snapshots_in(path)
             elif path.name.endswith(SUFFIX) and path.is_file():
                 found.append(path)
             elif path.exists():
@@ -88,8 +88,9 @@ class Project:
         return found
 
     def generation(self, paths: Sequence[Path] = ()) -> Generation:
-        """Render every module of the snapshots under `paths` (default: the output directory);
-        in a directory, generated modules that no snapshot renders any more are orphans."""
+        """Render every file of the snapshots under `paths` (default: the output directory):
+        their modules, and the snapshots themselves in canonical form. In a directory, generated
+        modules that no snapshot renders any more are orphans."""
         paths = list(paths) or [self.out]
         snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
         files = {job.path: job.render().encode() for job in self._jobs(snapshots)}
@@ -168,7 +169,7 @@ class Project:
         _refuse_other_env(path, captured)
         files: FileMap = {path: captured.to_json().encode()}
         if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
-            snapshots = {other: load(other) for other in render.find_snapshots(out) if other != path}
+            snapshots = {other: load(_regular(other)) for other in snapshots_in(out) if other != path}
             snapshots[path] = captured.canonical()
             files |= render.generate(snapshots.items(), self.config.templates, self.mixtures())
         return path, self.write(Generation(files))
@@ -187,6 +188,10 @@ class Project:
         before = load(old)
         after = load(Path(against)) if against.endswith(SUFFIX) else self.capture_like(against, before, progress)
         return diff(before, after)
+
+
+def snapshots_in(directory: Path) -> list[Path]:
+    return sorted(directory.glob(f"*{SUFFIX}"))
 
 
 def _regular(path: Path) -> Path:

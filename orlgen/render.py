@@ -22,7 +22,7 @@ from .files import FileMap, RefusedWrite, check_name
 from .models import IMPORT_MARKER, models, with_imports
 from .plan import plan, plan_mixture
 from .schema import SchemaError
-from .snapshot import SUFFIX, Snapshot
+from .snapshot import Snapshot
 
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
@@ -141,7 +141,3 @@ def _environment(overrides: Path | None) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-
-
-def find_snapshots(directory: Path) -> list[Path]:
-    return sorted(directory.glob(f"*{SUFFIX}"))

@@ -1,8 +1,9 @@
 """The `orlgen check` contract, through the real command on a copy of `generated/`.
 
 Exit 0: every generated file is current. Exit 1: something is missing, stale, hand-edited or
-orphaned; stdout names each file with its cause and a unified diff. Exit 2: a usage or runtime
-error, as one `orlgen: error:` line on stderr. `orlgen generate` repairs drift.
+orphaned, or a snapshot is invalid or not canonical; stdout names each file with its cause and a
+unified diff. Exit 2: a usage or runtime error, as one `orlgen: error:` line on stderr. `orlgen
+generate` repairs drift. The attacker's side (tampering, writes) is in test_security_files.py.
 """
 
 from __future__ import annotations
