@@ -195,6 +195,8 @@ def _print_live_changes(path: Path, changes: list[Change]) -> None:
 
 
 def _report(written: Written, skip: Path | None = None) -> None:
+    for found in written.dropped:  # nothing the sanitiser drops goes unsaid
+        click.echo(f"orlgen: warning: {found}", err=True)
     for path in sorted(written.written + written.unchanged):
         if path != skip:
             click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path}")

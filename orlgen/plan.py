@@ -87,7 +87,6 @@ class ModulePlan:
     columns: tuple[ColumnPlan, ...]
     models_schema: JSON  # one JSON Schema bundle: every params model and TaskSpec, for dcg
     models_aliases: dict[str, str]  # property name Python would misread → model field name, for dcg
-    dropped: tuple[Dropped, ...]  # what the sanitiser removed, for the CLI to report
     terminal_tool: Source  # literal wire name or None
     exports: Source  # the module's `__all__`, a list literal
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
@@ -148,7 +147,6 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         columns=_columns(task_schema),
         models_schema={"$defs": definitions},
         models_aliases=_aliases(definitions),
-        dropped=tuple(d for _, schema in _parsed_tools(snapshot) for d in schema.dropped) + task_schema.dropped,
         terminal_tool=literal(snapshot.terminal_tool.name if snapshot.terminal_tool else None),
         exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
@@ -169,6 +167,12 @@ def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) 
         return (0 if name.isupper() else 1 if name[:1].isupper() else 2), name
 
     return literal(sorted(exported, key=key))
+
+
+def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
+    """Every keyword the sanitiser drops from the snapshot's schemas, for the CLI to report."""
+    parsed = [schema for _, schema in _parsed_tools(snapshot)] + [Schema.parse(snapshot.task_schema, "task schema")]
+    return tuple(found for schema in parsed for found in schema.dropped)
 
 
 def _parsed_tools(snapshot: Snapshot) -> Iterator[tuple[Tool, Schema]]:

@@ -21,6 +21,9 @@ from .check import NOT_REGULAR, Drift, compare, is_regular, orphans
 from .config import Config, load_config, mixture_members
 from .diff import Change, diff
 from .errors import OrlgenError
+from .plan import dropped_keywords
+from .schema import Dropped
+from .verify import Verifier
 from .files import FileMap, RefusedWrite, check_name, remove_files, write_files
 from .snapshot import SUFFIX, Snapshot, SnapshotError, load
 
@@ -36,10 +39,12 @@ class UsageError(OrlgenError):
 
 @dataclass(frozen=True)
 class Generation:
-    """What `generate` would do: the files to write, and the orphaned modules to remove."""
+    """What `generate` would do: the files to write, the orphaned modules to remove, and the
+    schema keywords the sanitiser dropped on the way (reported, never silent)."""
 
     files: FileMap
     orphans: list[Path] = field(default_factory=list)
+    dropped: tuple[Dropped, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class Written:
     written: list[Path]
     unchanged: list[Path]
     removed: list[Path]
+    dropped: tuple[Dropped, ...] = ()  # the generation's sanitiser report, for the CLI to print
 
 
 @dataclass(frozen=True)
@@ -92,9 +98,11 @@ class Project:
         their modules, and the snapshots themselves in canonical form. In a directory, generated
         modules that no snapshot renders any more are orphans."""
         paths = list(paths) or [self.out]
-        snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
-        files = {job.path: job.render().encode() for job in self._jobs(snapshots)}
-        return Generation(files, orphans([path for path in paths if path.is_dir()], files))
+        with Verifier() as verifier:  # the child warms up while the parent renders
+            snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
+            files = {job.path: job.render().encode() for job in self._jobs(snapshots)}
+            _verify(verifier, files, snapshots)
+        return Generation(files, orphans([path for path in paths if path.is_dir()], files), _dropped(snapshots))
 
     def _jobs(self, snapshots: dict[Path, Snapshot]) -> list[render.Job]:
         """Every file orlgen owns for these snapshots: each snapshot in canonical form (a file
@@ -108,7 +116,7 @@ class Project:
     def write(self, generation: Generation) -> Written:
         written = write_files(generation.files)
         unchanged = sorted(set(generation.files) - set(written))
-        return Written(written, unchanged, remove_files(generation.orphans))
+        return Written(written, unchanged, remove_files(generation.orphans), generation.dropped)
 
     def check(self, paths: Sequence[Path] = (), cache: bool = False) -> list[Drift]:
         """Every generated file under `paths` that `generate` would change, and every snapshot
@@ -168,11 +176,14 @@ class Project:
         path = out / f"{check_name(captured.name, 'module name')}{SUFFIX}"
         _refuse_other_env(path, captured)
         files: FileMap = {path: captured.to_json().encode()}
+        snapshots = {path: captured.canonical()}
         if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
-            snapshots = {other: load(_regular(other)) for other in snapshots_in(out) if other != path}
-            snapshots[path] = captured.canonical()
-            files |= render.generate(snapshots.items(), self.config.templates, self.mixtures())
-        return path, self.write(Generation(files))
+            with Verifier() as verifier:
+                snapshots |= {other: load(_regular(other)) for other in snapshots_in(out) if other != path}
+                modules = render.generate(snapshots.items(), self.config.templates, self.mixtures())
+                _verify(verifier, modules, snapshots)
+            files |= modules
+        return path, self.write(Generation(files, dropped=_dropped({path: snapshots[path]})))
 
     def live_changes(self, out: Path, captured: Snapshot) -> tuple[Path, list[Change]]:
         """`snapshot --check`: the checked-in snapshot in `out`, and how the live capture
@@ -192,6 +203,21 @@ class Project:
 
 def snapshots_in(directory: Path) -> list[Path]:
     return sorted(directory.glob(f"*{SUFFIX}"))
+
+
+def _verify(verifier: Verifier, files: FileMap, snapshots: dict[Path, Snapshot]) -> None:
+    """Each snapshot's own module must pass `verify` before anything is written (a mixture
+    module only imports its members, which are verified themselves)."""
+    modules = []
+    for path, snapshot in snapshots.items():
+        module = render.module_path(path, snapshot)
+        if module in files:
+            modules.append((module, files[module].decode(), snapshot))
+    verifier.check(modules)
+
+
+def _dropped(snapshots: dict[Path, Snapshot]) -> tuple[Dropped, ...]:
+    return tuple(found for snapshot in snapshots.values() for found in dropped_keywords(snapshot))
 
 
 def _regular(path: Path) -> Path:

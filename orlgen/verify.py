@@ -204,7 +204,12 @@ def run(job):
             fail(f"{where}: {message}")
         adapter._call_tool = record
         adapter._model_error = model_error
-        method(adapter, **sample)
+        try:
+            method(adapter, **sample)
+        except SystemExit:
+            raise
+        except Exception as exc:
+            fail(f"{where}: calling it with a valid payload failed: {type(exc).__name__}: {exc}")
         for key, value in seen.get("payload", {}).items():
             if key in sample and json.dumps(value, sort_keys=True) != json.dumps(sample[key], sort_keys=True) and value != sample[key]:
                 fail(f"{where}: parameter {key!r} would reach the server as {value!r}, not {sample[key]!r}")

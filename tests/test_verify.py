@@ -1,0 +1,71 @@
+"""Verification before writing: a module that would not work is never written.
+
+The broken modules here come from template overrides a project might ship, since sanitised
+schemas no longer produce broken modules (the fuzz suite checks that)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import REPO
+from orlgen.cli import main
+from orlgen.snapshot import load
+from orlgen.verify import samples
+
+ECHO = REPO / "generated" / "echo.snapshot.json"
+METHOD = (REPO / "templates" / "tool_method.py.jinja").read_text()
+
+
+def project(tmp_path: Path, tool_method: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text('[tool.orlgen]\nout = "gen"\ntemplates = "tpl"\n')
+    (tmp_path / "tpl").mkdir()
+    (tmp_path / "tpl" / "tool_method.py.jinja").write_text(tool_method)
+    (tmp_path / "gen").mkdir()
+    shutil.copy(ECHO, tmp_path / "gen" / ECHO.name)
+    return tmp_path / "gen"
+
+
+@pytest.mark.parametrize(
+    ("broken", "cause"),
+    [
+        (METHOD.replace("{{ tool.docstring }}", ""), "get_json_schema cannot read the method"),
+        (METHOD.replace("{{ tool.docstring }}", "{{ tool.docstring }}\n        import nowhere_to_be_found"),
+         "calling it with a valid payload failed: ModuleNotFoundError"),
+        ("    raise_at_import = 1 / 0\n", "does not import"),
+    ],
+    ids=["no-docstring", "call-fails", "import-fails"],
+)
+def test_a_module_that_does_not_work_is_not_written(tmp_path, broken, cause):
+    gen = project(tmp_path, broken)
+    result = CliRunner().invoke(main, ["generate", str(gen)])
+    assert result.exit_code == 2, result.output
+    assert len(result.stderr.strip().splitlines()) == 1 and cause in result.stderr
+    assert "echo.py" in result.stderr
+    assert not (gen / "echo.py").exists()
+
+
+def test_a_working_override_is_written(tmp_path):
+    gen = project(tmp_path, METHOD)
+    result = CliRunner().invoke(main, ["generate", str(gen)])
+    assert result.exit_code == 0, result.stderr
+    assert (gen / "echo.py").read_bytes() == (REPO / "generated" / "echo.py").read_bytes()
+
+
+def test_samples_satisfy_the_schema():
+    """The payloads the verifier sends are ones the server would accept (checked with pydantic
+    against the helpdesk's own params models, which the server validates with)."""
+    from examples import helpdesk
+
+    built = samples(load(REPO / "generated" / "helpdesk.snapshot.json"))
+    assert set(built) == {"cancel_order", "escalate", "get_order", "issue_refund", "search_orders", "send_reply",
+                          "submit_resolution", "update_shipping"}
+    models = {name: getattr(helpdesk.Helpdesk, name).__annotations__.get("params") for name in built}
+    for name, payload in built.items():
+        model = models[name]
+        if isinstance(model, str):
+            model = vars(helpdesk)[model]
+        model.model_validate(payload)
