@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test fuzz generate check bench clean
+.PHONY: install demo lint test fuzz generate check bench clean
 
 install: $(STAMP)
 
@@ -23,7 +23,12 @@ $(STAMP): pyproject.toml
 demo: install
 	@$(PY) examples/demo.py
 
-test: install
+# orlgen's own source: the pinned ruff and black (generated modules are checked by the tests).
+lint: install
+	@$(PY) -m ruff check --quiet orlgen tests bench examples
+	@$(PY) -m black --check --quiet orlgen tests bench examples
+
+test: lint
 	@$(PY) -m pytest
 
 fuzz: install
@@ -35,8 +40,8 @@ generate: install
 check: install
 	@$(VENV)/bin/orlgen check
 
-# orlgen vs TRL's OpenRewardSpec on loopback ORS servers; about 5 minutes; table on stdout,
-# numbers in bench/results.json (see docs_bench.md).
+# orlgen vs TRL's OpenRewardSpec on loopback ORS servers, the slow-env throughput table included;
+# about 12 minutes; table on stdout, numbers in bench/results*.json (see docs/benchmarks.md).
 bench: install
 	@$(PY) -m bench
 

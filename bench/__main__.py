@@ -21,7 +21,7 @@ import platform
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.common import QUIET_ENV, REPO, Served, servers, versions
@@ -33,8 +33,11 @@ os.environ.update(QUIET_ENV)  # before anything imports openreward or trl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--slow-env-only", action="store_true",
-                        help="run only scenario 8, the slow environment (with --quick: 0.1 s setup, 20 ms tools)")
+    parser.add_argument(
+        "--slow-env-only",
+        action="store_true",
+        help="run only scenario 8, the slow environment (with --quick: 0.1 s setup, 20 ms tools)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON (default: bench/results.json)")
     args = parser.parse_args(argv)
     if str(REPO) not in sys.path:
@@ -66,9 +69,14 @@ def main(argv: list[str] | None = None) -> int:
             rows, details["slow_env"] = slow_env(Path(tmp), args.quick)
         return _report(args, rows, details, settings, started, load_at_start)
     print("orlgen benchmark: starting servers (helpdesk, bulk, helpdesk as orlgen.serve serves it)", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="orlgen-bench-") as tmp, \
-            servers(Served("bench.served:Helpdesk"), Served("bench.served:Bulk"),
-                    Served("bench.stalled:Helpdesk")) as (helpdesk, bulk, stalled):
+    with (
+        tempfile.TemporaryDirectory(prefix="orlgen-bench-") as tmp,
+        servers(Served("bench.served:Helpdesk"), Served("bench.served:Bulk"), Served("bench.stalled:Helpdesk")) as (
+            helpdesk,
+            bulk,
+            stalled,
+        ),
+    ):
         out = Path(tmp)
         scenarios.log("capturing the bulk env: default sample, and --tasks all")
         default_capture = scenarios.capture(bulk, out, "bulk", [])
@@ -78,14 +86,26 @@ def main(argv: list[str] | None = None) -> int:
 
         for name, run in (
             ("import", lambda: scenarios.import_cost(settings["import_reps"], out / "synthetic_100.py")),
-            ("start", lambda: scenarios.trainer_start(helpdesk, bulk, out / "bulk.py", out / "bulk_all.py",
-                                                      settings["start_pairs"])),
-            ("calls", lambda: scenarios.call_overhead(helpdesk, stalled, settings["calls_per_binder"],
-                                                      settings["stalled_calls"])),
-            ("episodes", lambda: scenarios.episodes(helpdesk, settings["episode_reps"],
-                                                    settings["episodes_per_thread"])),
-            ("generator", lambda: scenarios.generator_speed(synthetic, settings["generate_cli_reps"],
-                                                            settings["check_reps"])),
+            (
+                "start",
+                lambda: scenarios.trainer_start(
+                    helpdesk, bulk, out / "bulk.py", out / "bulk_all.py", settings["start_pairs"]
+                ),
+            ),
+            (
+                "calls",
+                lambda: scenarios.call_overhead(
+                    helpdesk, stalled, settings["calls_per_binder"], settings["stalled_calls"]
+                ),
+            ),
+            (
+                "episodes",
+                lambda: scenarios.episodes(helpdesk, settings["episode_reps"], settings["episodes_per_thread"]),
+            ),
+            (
+                "generator",
+                lambda: scenarios.generator_speed(synthetic, settings["generate_cli_reps"], settings["check_reps"]),
+            ),
             ("scale", lambda: scenarios.scale(bulk, out, all_capture, settings["dataset_pairs"])),
             ("fidelity", scenarios.fidelity),
             ("slow_env", lambda: slow_env(out, args.quick)),
@@ -94,14 +114,31 @@ def main(argv: list[str] | None = None) -> int:
             rows += got
             details[name] = info
         run, counts = default_capture
-        rows.append(scenarios.Row("6", "6 Scale of capture", "`orlgen snapshot URL` at defaults (200 of 20,000 tasks)",
-                                  "wall time", "s", run.seconds, None, "", None,
-                                  f"{counts['total']} HTTP requests, peak RSS {run.max_rss_mb:.0f} MB"))
+        rows.append(
+            scenarios.Row(
+                "6",
+                "6 Scale of capture",
+                "`orlgen snapshot URL` at defaults (200 of 20,000 tasks)",
+                "wall time",
+                "s",
+                run.seconds,
+                None,
+                "",
+                None,
+                f"{counts['total']} HTTP requests, peak RSS {run.max_rss_mb:.0f} MB",
+            )
+        )
     return _report(args, rows, details, settings, started, load_at_start)
 
 
-def _report(args: argparse.Namespace, rows: list, details: dict[str, object], settings: dict[str, object],
-            started: float, load_at_start: tuple[float, float, float]) -> int:
+def _report(
+    args: argparse.Namespace,
+    rows: list,
+    details: dict[str, object],
+    settings: dict[str, object],
+    started: float,
+    load_at_start: tuple[float, float, float],
+) -> int:
     """Print the table and the missed targets; write everything to `args.out`."""
     order = ["1 ", "2 ", "3 ", "4 ", "5 ", "6 ", "7 ", "8 "]
     rows.sort(key=lambda row: next(i for i, prefix in enumerate(order) if row.scenario.startswith(prefix)))
@@ -110,19 +147,35 @@ def _report(args: argparse.Namespace, rows: list, details: dict[str, object], se
     missed = [f"{row['id']} {row['metric']} ({row['case']}): {row['target']}" for row in table if row["met"] is False]
     elapsed = time.perf_counter() - started
     print(f"\n{len(missed)} target(s) missed" + (":\n  " + "\n  ".join(missed) if missed else "."))
-    print(f"bench ran in {elapsed:.0f} s (load average {load_at_start[0]:.1f} at start, "
-          f"{os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs); results in {args.out}")
-    args.out.write_text(json.dumps({
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "elapsed_s": elapsed,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "loadavg_at_start": load_at_start, "loadavg_at_end": os.getloadavg()},
-        "versions": versions(),
-        "settings": {k: {str(a): b for a, b in v.items()} if isinstance(v, dict) else v for k, v in settings.items()},
-        "rows": table,
-        "missed": missed,
-        "details": details,
-    }, indent=2, default=str) + "\n", encoding="utf-8")
+    print(
+        f"bench ran in {elapsed:.0f} s (load average {load_at_start[0]:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs); results in {args.out}"
+    )
+    args.out.write_text(
+        json.dumps(
+            {
+                "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "elapsed_s": elapsed,
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "platform": platform.platform(),
+                    "loadavg_at_start": load_at_start,
+                    "loadavg_at_end": os.getloadavg(),
+                },
+                "versions": versions(),
+                "settings": {
+                    k: {str(a): b for a, b in v.items()} if isinstance(v, dict) else v for k, v in settings.items()
+                },
+                "rows": table,
+                "missed": missed,
+                "details": details,
+            },
+            indent=2,
+            default=str,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     return 0
 
 

@@ -79,7 +79,7 @@ def servers(*served: Served) -> Iterator[tuple[Served, ...]]:
     def start(item: Served) -> None:
         try:
             item.process = ServerProcess(item.spec, startup_timeout=120).start()
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     saved = {key: os.environ.get(key) for key in (*QUIET_ENV, "PYTHONPATH")}
@@ -146,18 +146,27 @@ class ChildRun:
         return json.loads(lines[-1])
 
 
-def run_child(args: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
-              timeout: float = 600) -> ChildRun:
+def run_child(
+    args: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600
+) -> ChildRun:
     """Run a child to completion; peak memory from its own rusage (os.wait4 on its pid)."""
     started = time.perf_counter()
-    process = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=env or child_env(), cwd=str(cwd or REPO))
+    process = subprocess.Popen(
+        list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or child_env(),
+        cwd=str(cwd or REPO),
+    )
     out: dict[str, str] = {}
 
     def drain(name: str, stream: Any) -> None:
         out[name] = stream.read()
 
-    readers = [threading.Thread(target=drain, args=(n, s)) for n, s in (("out", process.stdout), ("err", process.stderr))]
+    readers = [
+        threading.Thread(target=drain, args=(n, s)) for n, s in (("out", process.stdout), ("err", process.stderr))
+    ]
     for reader in readers:
         reader.start()
     deadline = time.monotonic() + timeout
@@ -172,8 +181,14 @@ def run_child(args: Sequence[str], *, env: dict[str, str] | None = None, cwd: Pa
     process.returncode = os.waitstatus_to_exitcode(status)
     for reader in readers:
         reader.join()
-    return ChildRun(seconds, process.returncode, out.get("out", ""), out.get("err", ""), usage.ru_maxrss / 1024,
-                    usage.ru_utime + usage.ru_stime)
+    return ChildRun(
+        seconds,
+        process.returncode,
+        out.get("out", ""),
+        out.get("err", ""),
+        usage.ru_maxrss / 1024,
+        usage.ru_utime + usage.ru_stime,
+    )
 
 
 # ── statistics ──────────────────────────────────────────────────────────────────────────
@@ -196,18 +211,32 @@ class Paired:
 
     def summary(self) -> dict[str, Any]:
         o, t = median(self.orlgen), median(self.trl)
-        pair_ratios = [a / b for a, b in zip(self.orlgen, self.trl) if b]
-        return {"orlgen_median": o, "trl_median": t, "ratio_of_medians": o / t if t else None,
-                "median_pair_ratio": median(pair_ratios) if pair_ratios else None,
-                "orlgen": self.orlgen, "trl": self.trl, "pairs": len(pair_ratios)}
+        pair_ratios = [a / b for a, b in zip(self.orlgen, self.trl, strict=False) if b]
+        return {
+            "orlgen_median": o,
+            "trl_median": t,
+            "ratio_of_medians": o / t if t else None,
+            "median_pair_ratio": median(pair_ratios) if pair_ratios else None,
+            "orlgen": self.orlgen,
+            "trl": self.trl,
+            "pairs": len(pair_ratios),
+        }
 
 
 def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {"python": sys.version.split()[0]}
-    for name in ("orlgen", "trl", "openreward", "datasets", "transformers", "pydantic", "datamodel-code-generator",
-                 "black"):
+    for name in (
+        "orlgen",
+        "trl",
+        "openreward",
+        "datasets",
+        "transformers",
+        "pydantic",
+        "datamodel-code-generator",
+        "black",
+    ):
         try:
             found[name] = version(name)
         except PackageNotFoundError:

@@ -84,19 +84,44 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, conint
 
 REPO = Path(__file__).resolve().parent.parent
 SETS = ("examples", "sdk-toolsets", "hostile")
-KINDS = ("type", "enum", "items", "required", "nullable", "default", "constraint", "nested", "description",
-         "returns", "param-name", "tool-present")
+KINDS = (
+    "type",
+    "enum",
+    "items",
+    "required",
+    "nullable",
+    "default",
+    "constraint",
+    "nested",
+    "description",
+    "returns",
+    "param-name",
+    "tool-present",
+)
 STATUSES = ("structural", "text", "lost")
 NESTED_DEPTH = 3
-CONSTRAINT_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
-                   "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems", "minProperties",
-                   "maxProperties")
+CONSTRAINT_KEYS = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+)
 
 JSON = dict[str, Any]
 
@@ -134,7 +159,10 @@ def example_groups() -> list[Group]:
 
 
 #: Example envs written the way published ORS envs are (Google docstrings, no Field descriptions).
-PUBLISHED = (("wordgrid", "examples.wordgrid", "WordGrid"), ("icu_sepsis", "examples.icu_sepsis", "IcuSepsisEnvironment"))
+PUBLISHED = (
+    ("wordgrid", "examples.wordgrid", "WordGrid"),
+    ("icu_sepsis", "examples.icu_sepsis", "IcuSepsisEnvironment"),
+)
 
 
 def _class_tools(cls: type) -> list[ToolSchema]:
@@ -194,8 +222,9 @@ class _Transfer(BaseModel):
 
 class _Receipt(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
-    file_path: Optional[str] = Field(None, alias="file-path", pattern=r"^/tmp/.+$",
-                                     description="Where to write the receipt.")
+    file_path: str | None = Field(
+        None, alias="file-path", pattern=r"^/tmp/.+$", description="Where to write the receipt."
+    )
     self_: int = Field(0, alias="self", ge=0, description="A parameter named self.")
 
 
@@ -235,10 +264,11 @@ class _Answer(BaseModel):
 
 
 class _Submit(_Answer):
-    tags: list[Literal["math", "code", "prose"]] = Field(default_factory=list, max_length=3,
-                                                         description="Labels for the answer.")
+    tags: list[Literal["math", "code", "prose"]] = Field(
+        default_factory=list, max_length=3, description="Labels for the answer."
+    )
     weights: dict[str, float] = Field(default_factory=dict, description="Per-criterion weights.")
-    retries: Optional[conint(ge=0, le=5)] = Field(3, description="Retry budget.")
+    retries: conint(ge=0, le=5) | None = Field(3, description="Retry budget.")
     level: Literal[1, 2, 3] = Field(2, description="A literal int enum with a default.")
 
 
@@ -250,7 +280,7 @@ class _Search(BaseModel):
     query: str = Field(description="What to look for.")
     mode: str = Field("fast", description="How to search.\nNote: exhaustive mode is slow.\nArgs: are checked.")
     format: Literal["json", "text"] = Field("json", description="Output format.")
-    pattern: Optional[str] = Field(None, description="Optional glob filter.")
+    pattern: str | None = Field(None, description="Optional glob filter.")
 
 
 class _Lookup(BaseModel):
@@ -271,10 +301,13 @@ def hostile_groups() -> list[Group]:
         t("draw", "Draw a shape: int enum, const, discriminated union, tuple | None, recursive model.", _Shapes),
         t("submit-solution", "Submit the final answer. The tool name is no identifier.", _Answer),
         t("submit", "Submit with metadata: enum items, a map, a constrained optional, an int Literal.", _Submit),
-        t("search", "Search the index. Args: are validated by the server, Returns: a list.\n\n"
-                    "Returns:\n    The hits, best first (choices: not json)", _Search),
-        t("lookup", "Look a key up. Its parameter description ends in a `(choices: ...)` that is no JSON.",
-          _Lookup),
+        t(
+            "search",
+            "Search the index. Args: are validated by the server, Returns: a list.\n\n"
+            "Returns:\n    The hits, best first (choices: not json)",
+            _Search,
+        ),
+        t("lookup", "Look a key up. Its parameter description ends in a `(choices: ...)` that is no JSON.", _Lookup),
     ]
     return [Group("hostile", "hostile", tools)]
 
@@ -473,8 +506,11 @@ def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
         for b in branches:
             if not _is_array(b):
                 continue
-            fixed = b.get("prefixItems") if isinstance(b.get("prefixItems"), list) else (
-                b["items"] if isinstance(b.get("items"), list) else None)
+            fixed = (
+                b.get("prefixItems")
+                if isinstance(b.get("prefixItems"), list)
+                else (b["items"] if isinstance(b.get("items"), list) else None)
+            )
             if fixed is not None:
                 for i, item in enumerate(fixed):
                     facts += [fact("items", f"{param}[{i}]", t) for t in sorted(_types(item, root) - {"null"})]
@@ -521,8 +557,16 @@ def prompt_chars(functions: list[JSON]) -> int:
 def raw_prompt_chars(tools: list[Any]) -> int:
     """The same measure for the server's raw schemas, shown as they are: name, description,
     `input_schema` as the parameters (an empty object schema for a tool without parameters)."""
-    return prompt_chars([{"name": t.name, "description": t.description,
-                          "parameters": t.input_schema or {"type": "object", "properties": {}}} for t in tools])
+    return prompt_chars(
+        [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema or {"type": "object", "properties": {}},
+            }
+            for t in tools
+        ]
+    )
 
 
 # ── the model's view ─────────────────────────────────────────────────────────
@@ -550,8 +594,10 @@ def _minimal_snapshot(group: Group) -> Any:
         name=f"fidelity_{group.name}",
         target=Target(kind="module", value=f"bench.fidelity:{group.name}", env=group.name),
         splits=[Split(name="train", num_tasks=1)],
-        tools=[Tool(name=t.name, description=t.description, input_schema=t.input_schema, shared=t.shared)
-               for t in group.tools],
+        tools=[
+            Tool(name=t.name, description=t.description, input_schema=t.input_schema, shared=t.shared)
+            for t in group.tools
+        ],
         terminal_tool=None,
         probed_tasks=[],
         tasks={"train": SplitTasks(coverage="none", tasks=[])},
@@ -580,11 +626,14 @@ def orlgen_view(group: Group, workdir: Path) -> View:
             spec.loader.exec_module(module)
         finally:
             sys.modules.pop(name, None)
-    except Exception as exc:  # noqa: BLE001 - any failure loses the whole group
+    except Exception as exc:  # any failure loses the whole group
         view.missing = {t.name: f"render/import failed: {_short(exc)}" for t in group.tools}
         return view
-    (env_class,) = dict.fromkeys(v for v in vars(module).values()  # also bound as `environment_factory`
-                                 if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter)
+    (env_class,) = dict.fromkeys(
+        v
+        for v in vars(module).values()  # also bound as `environment_factory`
+        if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter
+    )
     _collect(view, group, inspect.getmembers(env_class, inspect.isfunction))
     return view
 
@@ -602,17 +651,19 @@ def trl_view(group: Group) -> View:
     try:
         for tool in group.tools:
             try:
-                trl_env._bind_tool_method(cls, {"name": tool.name, "description": tool.description,
-                                                "input_schema": tool.input_schema or {}})
-            except Exception as exc:  # noqa: BLE001
+                trl_env._bind_tool_method(
+                    cls, {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema or {}}
+                )
+            except Exception as exc:
                 view.missing[tool.name] = f"binder raised {_short(exc)}"
                 continue
             if tool.name not in vars(cls):
                 bad = [p for p in (tool.input_schema or {}).get("properties") or {} if not p.isidentifier()]
                 view.missing[tool.name] = (
-                    f"binder skipped it (non-identifier tool name {tool.name!r})" if not tool.name.isidentifier()
-                    else f"binder skipped it (non-identifier param name {bad[0]!r})" if bad
-                    else "binder skipped it")
+                    f"binder skipped it (non-identifier tool name {tool.name!r})"
+                    if not tool.name.isidentifier()
+                    else f"binder skipped it (non-identifier param name {bad[0]!r})" if bad else "binder skipped it"
+                )
     finally:
         logger.setLevel(level)
     _collect(view, group, [(n, v) for n, v in vars(cls).items() if inspect.isfunction(v)])
@@ -631,7 +682,7 @@ def _collect(view: View, group: Group, members: list[tuple[str, Any]]) -> None:
             continue
         try:
             view.functions[wire] = _get_schema(fn)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             view.missing[wire] = f"get_json_schema raised {_short(exc)}"
     for tool in group.tools:
         if tool.name not in view.functions and tool.name not in view.missing:
@@ -655,14 +706,25 @@ class Outcome:
 
 
 _TYPE_WORDS = {
-    "string": r"string|str", "integer": r"integer|int", "number": r"number|float", "boolean": r"boolean|bool",
-    "object": r"object|dict", "array": r"array|list|tuple", "null": r"null|None", "any": r"any|Any",
+    "string": r"string|str",
+    "integer": r"integer|int",
+    "number": r"number|float",
+    "boolean": r"boolean|bool",
+    "object": r"object|dict",
+    "array": r"array|list|tuple",
+    "null": r"null|None",
+    "any": r"any|Any",
 }
 # What may start the text of a value of each type in a structure description.
 _TYPE_STARTS = {
-    "string": r"(?:string|str)\b|[\"']", "integer": r"(?:integer|int)\b|-?\d", "number": r"(?:number|float)\b|-?\d",
-    "boolean": r"(?:boolean|bool|true|false|True|False)\b", "object": r"(?:object|dict)\b|\{|<\w",
-    "array": r"(?:array|list|tuple)\b|\[", "null": r"(?:null|None)\b", "any": r"",
+    "string": r"(?:string|str)\b|[\"']",
+    "integer": r"(?:integer|int)\b|-?\d",
+    "number": r"(?:number|float)\b|-?\d",
+    "boolean": r"(?:boolean|bool|true|false|True|False)\b",
+    "object": r"(?:object|dict)\b|\{|<\w",
+    "array": r"(?:array|list|tuple)\b|\[",
+    "null": r"(?:null|None)\b",
+    "any": r"",
 }
 
 
@@ -832,14 +894,19 @@ def _classify(fact: Fact, view: View) -> Outcome:
         shown = name in (parameters.get("required") or [])
         if shown == (fact.value == "required"):
             return Outcome(fact, "structural")
-        return text_or_lost(r"\brequired\b" if fact.value == "required" else r"\b(?:optional|default)\b",
-                            re.IGNORECASE, f"model marks it {'required' if shown else 'optional'}")
+        return text_or_lost(
+            r"\brequired\b" if fact.value == "required" else r"\b(?:optional|default)\b",
+            re.IGNORECASE,
+            f"model marks it {'required' if shown else 'optional'}",
+        )
     if fact.kind == "enum":
         nodes = _out_branches(out)
         if fact.path.endswith("[]"):  # an enum of array items
             nodes = [i for b in nodes if isinstance(b.get("items"), dict) for i in _out_branches(b["items"])]
         for b in nodes:
-            if any(_same(v, fact.value) for v in b.get("enum") or []) or ("const" in b and _same(b["const"], fact.value)):
+            if any(_same(v, fact.value) for v in b.get("enum") or []) or (
+                "const" in b and _same(b["const"], fact.value)
+            ):
                 return Outcome(fact, "structural")
         forms = _value_forms(fact.value)
         quoted = [f for f in forms if not f[:1].isalnum() and f[:1] != "-"] if isinstance(fact.value, str) else forms
@@ -854,13 +921,16 @@ def _classify(fact: Fact, view: View) -> Outcome:
             return Outcome(fact, "structural")
         return text_or_lost(_constraint_re(key, value), re.IGNORECASE)
     if fact.kind == "items":
-        suffix = fact.path[len(wire):]
+        suffix = fact.path[len(wire) :]
         position = re.fullmatch(r"\[(\d+)\]", suffix)
         for b in _out_branches(out):
             if position:
                 fixed = b.get("prefixItems")
-                if isinstance(fixed, list) and int(position[1]) < len(fixed) and fact.value in _out_types(
-                        fixed[int(position[1])]):
+                if (
+                    isinstance(fixed, list)
+                    and int(position[1]) < len(fixed)
+                    and fact.value in _out_types(fixed[int(position[1])])
+                ):
                     return Outcome(fact, "structural")
             elif suffix == "{}":
                 if fact.value in _out_types(b.get("additionalProperties")):
@@ -874,7 +944,7 @@ def _classify(fact: Fact, view: View) -> Outcome:
             return lost(f"model sees {_brief(out)}")
         return text_or_lost(rf"(?:\[\s*|list\[\s*|(?:list|array) of\s+)(?:{start})")
     if fact.kind == "nested":
-        if _nested_structural(out, fact.path[len(wire):], fact.value):
+        if _nested_structural(out, fact.path[len(wire) :], fact.value):
             return Outcome(fact, "structural")
         leaf = re.split(r"[.\[\]{}]+", fact.path)[-1] or re.split(r"[.\[\]{}]+", fact.path)[-2]
         starts = "|".join(_TYPE_STARTS[t] for t in fact.value.split(" | ") if _TYPE_STARTS[t])
@@ -914,8 +984,12 @@ def _classify_description(fact: Fact, own: str, everywhere: list[str]) -> Outcom
         else:
             hi = mid - 1
     shown = own.strip()
-    return Outcome(fact, "lost", f"only {lo} of {len(source)} non-space chars shown; model's text: "
-                                 f"{(shown[:80] + '...') if len(shown) > 80 else shown!r}")
+    return Outcome(
+        fact,
+        "lost",
+        f"only {lo} of {len(source)} non-space chars shown; model's text: "
+        f"{(shown[:80] + '...') if len(shown) > 80 else shown!r}",
+    )
 
 
 def _brief(out: JSON) -> str:
@@ -936,35 +1010,54 @@ class Result:
     seconds: float = 0.0
 
     def altered(self, binder: str, set_name: str | None = None, kind: str | None = None) -> list[Outcome]:
-        return [o for o in self.outcomes[binder] if o.altered
-                and (set_name is None or o.fact.set_name == set_name) and (kind is None or o.fact.kind == kind)]
+        return [
+            o
+            for o in self.outcomes[binder]
+            if o.altered and (set_name is None or o.fact.set_name == set_name) and (kind is None or o.fact.kind == kind)
+        ]
 
     def counts(self, binder: str, set_name: str | None = None, kind: str | None = None) -> dict[str, int]:
-        found = Counter(o.status for o in self.outcomes[binder]
-                        if (set_name is None or o.fact.set_name == set_name) and (kind is None or o.fact.kind == kind))
+        found = Counter(
+            o.status
+            for o in self.outcomes[binder]
+            if (set_name is None or o.fact.set_name == set_name) and (kind is None or o.fact.kind == kind)
+        )
         return {status: found[status] for status in STATUSES}
 
     def lost(self, binder: str, set_name: str | None = None) -> list[Outcome]:
-        return [o for o in self.outcomes[binder]
-                if o.status == "lost" and (set_name is None or o.fact.set_name == set_name)]
+        return [
+            o for o in self.outcomes[binder] if o.status == "lost" and (set_name is None or o.fact.set_name == set_name)
+        ]
 
     def facts(self, set_name: str | None = None, kind: str | None = None) -> int:
         return sum(self.counts("orlgen", set_name, kind).values())
 
     def to_json(self) -> JSON:
         def block(set_name: str | None = None, kind: str | None = None) -> JSON:
-            return {"facts": self.facts(set_name, kind), "orlgen": self.counts("orlgen", set_name, kind),
-                    "trl": self.counts("trl", set_name, kind),
-                    "altered": {b: len(self.altered(b, set_name, kind)) for b in ("orlgen", "trl")}}
+            return {
+                "facts": self.facts(set_name, kind),
+                "orlgen": self.counts("orlgen", set_name, kind),
+                "trl": self.counts("trl", set_name, kind),
+                "altered": {b: len(self.altered(b, set_name, kind)) for b in ("orlgen", "trl")},
+            }
 
         return {
             "sets": {s: {"tools": self.tools[s], **block(s)} for s in SETS},
             "total": {"tools": sum(self.tools.values()), **block()},
             "by_kind": {k: block(kind=k) for k in KINDS},
             "lost": {
-                binder: [{"set": o.fact.set_name, "group": o.fact.group, "tool": o.fact.tool, "kind": o.fact.kind,
-                          "path": o.fact.path, "value": o.fact.value, "reason": o.reason}
-                         for o in self.lost(binder)]
+                binder: [
+                    {
+                        "set": o.fact.set_name,
+                        "group": o.fact.group,
+                        "tool": o.fact.tool,
+                        "kind": o.fact.kind,
+                        "path": o.fact.path,
+                        "value": o.fact.value,
+                        "reason": o.reason,
+                    }
+                    for o in self.lost(binder)
+                ]
                 for binder in ("orlgen", "trl")
             },
             "extra_functions": self.extra,
@@ -984,7 +1077,8 @@ def measure(groups: list[Group] | None = None) -> Result:
             views = {"orlgen": orlgen_view(group, Path(tmp)), "trl": trl_view(group)}
             prompt[f"{group.set_name}/{group.name}"] = {
                 "raw": raw_prompt_chars(group.tools),
-                **{binder: prompt_chars(list(view.functions.values())) for binder, view in views.items()}}
+                **{binder: prompt_chars(list(view.functions.values())) for binder, view in views.items()},
+            }
             for binder, view in views.items():
                 extra[binder] += [f"{group.name}:{name}" for name in view.extra]
             for tool in sorted(group.tools, key=lambda t: t.name):
@@ -1004,28 +1098,41 @@ def _row(label: str, tools: Any, facts: int, orl: dict[str, int], trl: dict[str,
 
 
 def report(result: Result) -> str:
-    header = (f"{'':<14}{'':>6}{'':>7}   {'orlgen':^20}   {'TRL OpenRewardSpec':^20}\n"
-              f"{'schema set':<14}{'tools':>6}{'facts':>7}   "
-              + " ".join(f"{s[:6]:>6}" for s in STATUSES) + "   " + " ".join(f"{s[:6]:>6}" for s in STATUSES))
+    header = (
+        f"{'':<14}{'':>6}{'':>7}   {'orlgen':^20}   {'TRL OpenRewardSpec':^20}\n"
+        f"{'schema set':<14}{'tools':>6}{'facts':>7}   "
+        + " ".join(f"{s[:6]:>6}" for s in STATUSES)
+        + "   "
+        + " ".join(f"{s[:6]:>6}" for s in STATUSES)
+    )
     lines = ["Schema facts reaching the model (transformers.utils.get_json_schema of each tool method)", "", header]
     for s in SETS:
         lines.append(_row(s, result.tools[s], result.facts(s), result.counts("orlgen", s), result.counts("trl", s)))
-    lines.append(_row("total", sum(result.tools.values()), result.facts(), result.counts("orlgen"),
-                      result.counts("trl")))
+    lines.append(
+        _row("total", sum(result.tools.values()), result.facts(), result.counts("orlgen"), result.counts("trl"))
+    )
     lines += ["", "By fact kind (all sets)", header.replace("schema set", "fact kind ").replace("tools", "     ")]
     for k in KINDS:
         lines.append(_row(k, "", result.facts(kind=k), result.counts("orlgen", kind=k), result.counts("trl", kind=k)))
-    lines += ["", "Facts altered on the way (shown, but not as written: text changed, parameter renamed)",
-              f"{'schema set':<14}{'orlgen':>8}{'TRL':>8}"]
+    lines += [
+        "",
+        "Facts altered on the way (shown, but not as written: text changed, parameter renamed)",
+        f"{'schema set':<14}{'orlgen':>8}{'TRL':>8}",
+    ]
     for s in SETS:
         lines.append(f"{s:<14}{len(result.altered('orlgen', s)):>8}{len(result.altered('trl', s)):>8}")
     lines.append(f"{'total':<14}{len(result.altered('orlgen')):>8}{len(result.altered('trl')):>8}")
     lines += [f"  [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}" for o in result.altered("orlgen")]
-    lines += ["", "Prompt size: characters of the tools JSON the model sees (chat template `tojson`), per module",
-              f"{'module':<34}{'raw':>8}{'orlgen':>8}{'TRL':>8}{'orlgen/raw':>12}{'orlgen/TRL':>12}"]
+    lines += [
+        "",
+        "Prompt size: characters of the tools JSON the model sees (chat template `tojson`), per module",
+        f"{'module':<34}{'raw':>8}{'orlgen':>8}{'TRL':>8}{'orlgen/raw':>12}{'orlgen/TRL':>12}",
+    ]
     for name, sizes in result.prompt.items():
-        lines.append(f"{name:<34}{sizes['raw']:>8}{sizes['orlgen']:>8}{sizes['trl']:>8}"
-                     f"{_ratio(sizes['orlgen'], sizes['raw']):>12}{_ratio(sizes['orlgen'], sizes['trl']):>12}")
+        lines.append(
+            f"{name:<34}{sizes['raw']:>8}{sizes['orlgen']:>8}{sizes['trl']:>8}"
+            f"{_ratio(sizes['orlgen'], sizes['raw']):>12}{_ratio(sizes['orlgen'], sizes['trl']):>12}"
+        )
     for binder, title in (("orlgen", "orlgen"), ("trl", "TRL")):
         lost = result.lost(binder)
         lines += ["", f"Facts {title} loses: {len(lost)}"]
@@ -1033,8 +1140,8 @@ def report(result: Result) -> str:
             lines += [f"  [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}\n      -> {o.reason}" for o in lost]
         else:
             by_reason = Counter(
-                (o.fact.set_name, o.reason if o.reason.startswith("tool not shown") else f"{o.fact.kind}")
-                for o in lost)
+                (o.fact.set_name, o.reason if o.reason.startswith("tool not shown") else f"{o.fact.kind}") for o in lost
+            )
             lines += [f"  {n:>4}  [{s}] {r}" for (s, r), n in sorted(by_reason.items(), key=lambda x: (-x[1], x[0]))]
     for binder, names in result.extra.items():
         if names:
@@ -1054,8 +1161,9 @@ def main(argv: list[str] | None = None) -> int:
     print(report(result))
     print(f"\nmeasured in {result.seconds:.1f} s")
     if args.json:
-        args.json.write_text(json.dumps(result.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-                             encoding="utf-8")
+        args.json.write_text(
+            json.dumps(result.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
     return 0
 
 

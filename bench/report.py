@@ -62,8 +62,14 @@ def text_table(rows: list[dict[str, Any]]) -> str:
         if row["case"] != "〃" and row["case"] != case:
             case = row["case"]
             lines.append(f"  {row['id']:<4}{case}")
-        cells = (row["metric"], value(row["orlgen"], row["unit"]), value(row["trl"], row["unit"]), ratio(row),
-                 row["target"], verdict(row))
+        cells = (
+            row["metric"],
+            value(row["orlgen"], row["unit"]),
+            value(row["trl"], row["unit"]),
+            ratio(row),
+            row["target"],
+            verdict(row),
+        )
         lines.append("      " + _cells(cells, widths))
         if row.get("note"):
             lines.append(f"        ↳ {row['note']}")
@@ -73,7 +79,7 @@ def text_table(rows: list[dict[str, Any]]) -> str:
 
 def _cells(cells: tuple[str, ...], widths: tuple[int, ...]) -> str:
     out = []
-    for i, (cell, width) in enumerate(zip(cells, widths)):
+    for i, (cell, width) in enumerate(zip(cells, widths, strict=False)):
         out.append(f"{cell:<{width}}" if i in (0, 4) else f"{cell:>{width}}")
     return "  ".join(out).rstrip()
 
@@ -85,9 +91,11 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         current = row["case"] if row["case"] != "〃" else case
         shown = "〃" if current == case else current
         case = current
-        lines.append(f"| {row['id']} | {shown} | {row['metric']} | {value(row['orlgen'], row['unit'])} | "
-                     f"{value(row['trl'], row['unit'])} | {ratio(row)} | {row['target']} | "
-                     f"{'**MISSED**' if row.get('met') is False else verdict(row)} |")
+        lines.append(
+            f"| {row['id']} | {shown} | {row['metric']} | {value(row['orlgen'], row['unit'])} | "
+            f"{value(row['trl'], row['unit'])} | {ratio(row)} | {row['target']} | "
+            f"{'**MISSED**' if row.get('met') is False else verdict(row)} |"
+        )
     return "\n".join(lines)
 
 

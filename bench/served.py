@@ -60,7 +60,7 @@ class _Counting:
         if scope["type"] == "http":
             path = scope.get("path", "")
             if path.startswith(BENCH_PREFIX):
-                await self._bench_route(path[len(BENCH_PREFIX):], send)
+                await self._bench_route(path[len(BENCH_PREFIX) :], send)
                 return
             self.counts[f"{scope.get('method', '')} {path}"] += 1
             if scope.get("client"):
@@ -73,13 +73,21 @@ class _Counting:
             self.connections.clear()
             body: Any = {"ok": True}
         elif route == "requests":
-            body = {"total": sum(self.counts.values()), "connections": len(self.connections),
-                    "by_path": dict(sorted(self.counts.items()))}
+            body = {
+                "total": sum(self.counts.values()),
+                "connections": len(self.connections),
+                "by_path": dict(sorted(self.counts.items())),
+            }
         else:
             body = {"error": f"unknown bench route {route!r}"}
         data = json.dumps(body).encode()
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())],
+            }
+        )
         await send({"type": "http.response.body", "body": data})
 
 
@@ -108,22 +116,24 @@ BULK_TASKS = 20_000
 _TOPICS = ["billing", "shipping", "returns", "accounts", "warranty", "hardware", "software", "security"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bulk_tasks(split: str) -> tuple[dict[str, Any], ...]:
     """Cheap, deterministic, about 300 bytes of JSON per task (nested object, list, nullable)."""
     tasks = []
     for i in range(BULK_TASKS):
         topic = _TOPICS[i % len(_TOPICS)]
-        tasks.append({
-            "id": f"{split}-{i:05d}",
-            "question": f"Ticket {i}: the customer asks about {topic}; find the answer code in the knowledge base.",
-            "answer": f"ANS-{(i * 7919) % 100000:05d}",
-            "difficulty": ("easy", "medium", "hard")[i % 3],
-            "topic": topic,
-            "tags": [topic, f"batch-{i // 1000}"],
-            "limits": {"max_turns": 4 + i % 5, "budget": round(0.5 + (i % 10) / 10, 2)},
-            "note": None if i % 4 else f"VIP customer #{i}",
-        })
+        tasks.append(
+            {
+                "id": f"{split}-{i:05d}",
+                "question": f"Ticket {i}: the customer asks about {topic}; find the answer code in the knowledge base.",
+                "answer": f"ANS-{(i * 7919) % 100000:05d}",
+                "difficulty": ("easy", "medium", "hard")[i % 3],
+                "topic": topic,
+                "tags": [topic, f"batch-{i // 1000}"],
+                "limits": {"max_turns": 4 + i % 5, "budget": round(0.5 + (i % 10) / 10, 2)},
+                "note": None if i % 4 else f"VIP customer #{i}",
+            }
+        )
     return tuple(tasks)
 
 

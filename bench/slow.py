@@ -31,8 +31,9 @@ GENERATIONS = 8  # GRPO's num_generations: rollouts i*8 .. i*8+7 play task i
 
 @contextmanager
 def slow_server(setup_s: float, tool_s: float) -> Iterator[str]:
-    from bench.common import child_env
     from orlgen.serve import ServerProcess
+
+    from bench.common import child_env
 
     saved = dict(os.environ)
     os.environ.update(child_env(ORLGEN_SLOW_SETUP_S=str(setup_s), ORLGEN_SLOW_TOOL_S=str(tool_s)))
@@ -46,10 +47,11 @@ def slow_server(setup_s: float, tool_s: float) -> Iterator[str]:
 
 def generated_module(out: Path) -> Any:
     """Capture the slow env (served in-process) and import its generated module."""
-    from bench.scenarios import _load_module
     from orlgen.capture import capture
     from orlgen.files import write_files
     from orlgen.render import generate
+
+    from bench.scenarios import _load_module
 
     snapshot = capture("bench.slow_env:Slow")
     path = out / snapshot.file_name
@@ -114,29 +116,67 @@ def slow_env(out: Path, quick: bool) -> tuple[list[Any], dict[str, Any]]:
                 log(f"8. slow env: batch {batch}")
                 got = {
                     "trl_serial": serial([trl_factory() for _ in range(batch)], lambda env: env._close()),
-                    "orlgen_serial": serial([module.SlowEnv(base_url=url) for _ in range(batch)],
-                                            lambda env: env.get_reward()),
+                    "orlgen_serial": serial(
+                        [module.SlowEnv(base_url=url) for _ in range(batch)], lambda env: env.get_reward()
+                    ),
                     # Cheap (a few seconds) and the most sensitive to a busy CPU: the median of 3.
-                    "orlgen_concurrent": median([concurrent([module.SlowEnv(base_url=url) for _ in range(batch)])
-                                                 for _ in range(CONCURRENT_REPS)]),
+                    "orlgen_concurrent": median(
+                        [
+                            concurrent([module.SlowEnv(base_url=url) for _ in range(batch)])
+                            for _ in range(CONCURRENT_REPS)
+                        ]
+                    ),
                     "orlgen_prefetch_serial": serial(
                         [module.SlowEnv(base_url=url, prefetch=GENERATIONS) for _ in range(batch)],
-                        lambda env: env.get_reward()),
+                        lambda env: env.get_reward(),
+                    ),
                 }
                 details["batches"][batch] = got
                 case = f"{batch} rollouts × {TURNS} tool turns; setup {setup_s:g} s, tool {tool_s:g} s"
-                rows.append(Row("8", "8 Slow env", f"{case}: serial order (GRPOTrainer)", "env-time per batch",
-                                "s", got["orlgen_serial"], got["trl_serial"], "", None,
-                                f"floor {floor:.2f} s; orlgen/floor {got['orlgen_serial'] / floor:.1f}×",
-                                samples=got))
+                rows.append(
+                    Row(
+                        "8",
+                        "8 Slow env",
+                        f"{case}: serial order (GRPOTrainer)",
+                        "env-time per batch",
+                        "s",
+                        got["orlgen_serial"],
+                        got["trl_serial"],
+                        "",
+                        None,
+                        f"floor {floor:.2f} s; orlgen/floor {got['orlgen_serial'] / floor:.1f}×",
+                        samples=got,
+                    )
+                )
                 # The goal is set for 1 s setups: --quick's 0.16 s floor is mostly per-request CPU.
                 judged = batch == 64 and not quick
                 met = got["orlgen_concurrent"] <= 1.5 * floor if judged else None
-                rows.append(Row("8", "8 Slow env", f"{case}: concurrent order (AsyncGRPOTrainer) vs TRL serial",
-                                "env-time per batch", "s", got["orlgen_concurrent"], got["trl_serial"],
-                                "≤ 1.5× floor at 64" if judged else "", met,
-                                f"floor {floor:.2f} s; orlgen/floor {got['orlgen_concurrent'] / floor:.2f}×"))
-                rows.append(Row("8", "8 Slow env", f"{case}: serial order, prefetch={GENERATIONS}",
-                                "env-time per batch", "s", got["orlgen_prefetch_serial"], got["orlgen_serial"], "",
-                                None, f"ratio is against orlgen serial without prefetch; floor {floor:.2f} s"))
+                rows.append(
+                    Row(
+                        "8",
+                        "8 Slow env",
+                        f"{case}: concurrent order (AsyncGRPOTrainer) vs TRL serial",
+                        "env-time per batch",
+                        "s",
+                        got["orlgen_concurrent"],
+                        got["trl_serial"],
+                        "≤ 1.5× floor at 64" if judged else "",
+                        met,
+                        f"floor {floor:.2f} s; orlgen/floor {got['orlgen_concurrent'] / floor:.2f}×",
+                    )
+                )
+                rows.append(
+                    Row(
+                        "8",
+                        "8 Slow env",
+                        f"{case}: serial order, prefetch={GENERATIONS}",
+                        "env-time per batch",
+                        "s",
+                        got["orlgen_prefetch_serial"],
+                        got["orlgen_serial"],
+                        "",
+                        None,
+                        f"ratio is against orlgen serial without prefetch; floor {floor:.2f} s",
+                    )
+                )
     return rows, details

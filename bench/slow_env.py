@@ -54,5 +54,6 @@ class Slow(Environment):
         await asyncio.sleep(TOOL_S)
         self.commands += 1
         done = self.commands == 3
-        return ToolOutput(blocks=[TextBlock(text=f"ran {params.command!r}")], reward=1.0 if done else None,
-                          finished=done)
+        return ToolOutput(
+            blocks=[TextBlock(text=f"ran {params.command!r}")], reward=1.0 if done else None, finished=done
+        )

@@ -20,8 +20,9 @@ def synthetic_snapshot(tools: int, source: Path = HELPDESK_SNAPSHOT):
     copies = []
     for i in range(tools):
         template = templates[i % len(templates)]
-        copies.append(template.model_copy(update={"name": f"{template.name}_{i:03d}", "shared": True,
-                                                  "offered_on": []}))
+        copies.append(
+            template.model_copy(update={"name": f"{template.name}_{i:03d}", "shared": True, "offered_on": []})
+        )
     return base.model_copy(update={"name": f"synthetic_{tools}", "tools": copies}).canonical()
 
 

@@ -37,8 +37,11 @@ def _load(path: str) -> Any:
 
 def _tools(instance: Any) -> list[str]:
     """TRL's rule: public functions of the class, but reset/get_reward; keyed by __name__."""
-    return sorted(fn.__name__ for name, fn in inspect.getmembers(type(instance), inspect.isfunction)
-                  if not name.startswith("_") and name not in ("reset", "get_reward"))
+    return sorted(
+        fn.__name__
+        for name, fn in inspect.getmembers(type(instance), inspect.isfunction)
+        if not name.startswith("_") and name not in ("reset", "get_reward")
+    )
 
 
 def start(args: argparse.Namespace) -> dict[str, Any]:
@@ -62,9 +65,15 @@ def start(args: argparse.Namespace) -> dict[str, Any]:
         instances = [spec.environment_factory() for _ in range(args.instances)]
     seconds = time.perf_counter() - started
     phases = {"import": imported - started, "dataset": built - imported, "instances": started + seconds - built}
-    return {"seconds": seconds, "phases": phases, "rows": len(dataset), "columns": list(dataset.column_names),
-            "instances": len(instances), "tools": _tools(instances[0]),
-            "imported_openreward": not had_openreward and "openreward" in sys.modules}
+    return {
+        "seconds": seconds,
+        "phases": phases,
+        "rows": len(dataset),
+        "columns": list(dataset.column_names),
+        "instances": len(instances),
+        "tools": _tools(instances[0]),
+        "imported_openreward": not had_openreward and "openreward" in sys.modules,
+    }
 
 
 def dataset(args: argparse.Namespace) -> dict[str, Any]:
@@ -76,8 +85,12 @@ def dataset(args: argparse.Namespace) -> dict[str, Any]:
         from trl.experimental.openreward import OpenRewardSpec
 
         built = OpenRewardSpec(args.url, split=args.split).train_dataset
-    return {"seconds": time.perf_counter() - started, "rows": len(built), "columns": len(built.column_names),
-            "imported_openreward": "openreward" in sys.modules}
+    return {
+        "seconds": time.perf_counter() - started,
+        "rows": len(built),
+        "columns": len(built.column_names),
+        "imported_openreward": "openreward" in sys.modules,
+    }
 
 
 def render(args: argparse.Namespace) -> dict[str, Any]:
@@ -110,8 +123,9 @@ def main(argv: list[str] | None = None) -> None:
         if name == "start":
             command.add_argument("--tasks", type=int, default=64)
             command.add_argument("--instances", type=int, default=8)
-            command.add_argument("--no-metadata", dest="metadata", action="store_false",
-                                 help="TRL: include_metadata=False")
+            command.add_argument(
+                "--no-metadata", dest="metadata", action="store_false", help="TRL: include_metadata=False"
+            )
             command.add_argument("--preimport", action="append", default=[])
     command = sub.add_parser("render")
     command.add_argument("snapshot")
@@ -119,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         answer = {"start": start, "dataset": dataset, "render": render}[args.command](args)
-    except Exception as exc:  # noqa: BLE001 - reported as the run's outcome
+    except Exception as exc:  # reported as the run's outcome
         answer = {"error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
     print(json.dumps(answer), flush=True)
     sys.stderr.flush()

@@ -1,8 +1,7 @@
 """The echo environment: the model must call `echo` with the task's target string."""
 
-from pydantic import BaseModel
-
 from openreward.environments import Environment, ListToolsOutput, TextBlock, ToolOutput, ToolSpec, tool
+from pydantic import BaseModel
 
 TARGETS = ["hello", "orlgen", "open reward", "grpo", "snapshot", "typed tools", "review me", "done"]
 

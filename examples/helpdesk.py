@@ -23,9 +23,8 @@ import random
 import sys
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
 from openreward.environments import Environment, ListToolsOutput, TextBlock, ToolOutput, ToolSpec, tool
+from pydantic import BaseModel, Field
 
 # --------------------------------------------------------------------------------------
 # The shop: catalog, places, people
@@ -65,13 +64,20 @@ class Country(str, enum.Enum):
 
 
 COUNTRY_NAMES = {
-    "GB": "United Kingdom", "IE": "Ireland", "FR": "France",
-    "DE": "Germany", "NL": "the Netherlands", "US": "the United States",
+    "GB": "United Kingdom",
+    "IE": "Ireland",
+    "FR": "France",
+    "DE": "Germany",
+    "NL": "the Netherlands",
+    "US": "the United States",
 }
 CITIES = {
-    "GB": ["London", "Leeds", "Bristol"], "IE": ["Dublin", "Cork", "Galway"],
-    "FR": ["Lyon", "Nantes", "Lille"], "DE": ["Berlin", "Hamburg", "Leipzig"],
-    "NL": ["Utrecht", "Leiden", "Delft"], "US": ["Portland", "Austin", "Denver"],
+    "GB": ["London", "Leeds", "Bristol"],
+    "IE": ["Dublin", "Cork", "Galway"],
+    "FR": ["Lyon", "Nantes", "Lille"],
+    "DE": ["Berlin", "Hamburg", "Leipzig"],
+    "NL": ["Utrecht", "Leiden", "Delft"],
+    "US": ["Portland", "Austin", "Denver"],
 }
 STREETS = ["High Street", "Station Road", "Mill Lane", "Church Street", "Park Avenue", "Harbour Way"]
 FIRST_NAMES = ["Ana", "Ben", "Chloe", "Dev", "Elif", "Farid", "Grace", "Hugo", "Iris", "Jonas", "Keiko", "Liam"]
@@ -200,7 +206,9 @@ def _make_orders(rng: random.Random, status: str, days: int, address: dict) -> t
     others = []
     for oid in ids[1 : 1 + rng.randint(1, 3)]:
         other_status = rng.choice(["processing", "shipped", "delivered", "delivered", "cancelled"])
-        other_days = {"processing": rng.randint(0, 2), "shipped": rng.randint(2, 8)}.get(other_status, rng.randint(5, 120))
+        other_days = {"processing": rng.randint(0, 2), "shipped": rng.randint(2, 8)}.get(
+            other_status, rng.randint(5, 120)
+        )
         other_products = rng.sample(others_pool, rng.randint(1, 2))
         others.append(_make_order(rng, f"ORD-{oid}", other_status, other_days, other_products, address))
     return order, others
@@ -210,8 +218,9 @@ def _items_phrase(items: list[dict]) -> str:
     return " and ".join(f"{i['quantity']} x {i['name']}" for i in items)
 
 
-def _scenario_message(issue: str, variant: str, order: dict, ref: str,
-                      refund_items: list[dict], new_address: dict | None) -> str:
+def _scenario_message(
+    issue: str, variant: str, order: dict, ref: str, refund_items: list[dict], new_address: dict | None
+) -> str:
     """The customer's message; `ref` names the order (its id, or a product in it)."""
     if issue == "refund":
         phrase = _items_phrase(refund_items)
@@ -222,8 +231,10 @@ def _scenario_message(issue: str, variant: str, order: dict, ref: str,
         return f"Hi, I've changed my mind about {phrase} from {ref}. It's unused; I'd like a refund please."
     if issue == "address_change":
         a = new_address or {}
-        return (f"Hi, I've just moved. Could you send {ref} to {a['street']}, {a['postcode']} {a['city']}, "
-                f"{COUNTRY_NAMES[a['country']]} instead?")
+        return (
+            f"Hi, I've just moved. Could you send {ref} to {a['street']}, {a['postcode']} {a['city']}, "
+            f"{COUNTRY_NAMES[a['country']]} instead?"
+        )
     if issue == "status_query":
         return f"Hello, I placed {ref} {order['placed_days_ago']} days ago and it still hasn't arrived. Where is it?"
     if variant == "duplicate_order":
@@ -245,8 +256,14 @@ def _escalation_priority(customer: dict, sla_hours: int | str, opened_hours_ago:
     return 1 if opened_hours_ago - sla_hours > VIP_URGENT_BREACH_HOURS else 2
 
 
-def _expected(issue: str, variant: str, order: dict, refund_items: list[dict], new_address: dict | None,
-              escalation_priority: int | None) -> dict[str, Any]:
+def _expected(
+    issue: str,
+    variant: str,
+    order: dict,
+    refund_items: list[dict],
+    new_address: dict | None,
+    escalation_priority: int | None,
+) -> dict[str, Any]:
     """What a correct resolution does; `submit_resolution` grades against this."""
     declined = variant.endswith("_declined")
     action, template = {
@@ -260,11 +277,15 @@ def _expected(issue: str, variant: str, order: dict, refund_items: list[dict], n
     return {
         "action": action,
         "order_id": order["order_id"],
-        "refund": None if action != "refund" else {
-            "items": [{"sku": i["sku"], "quantity": i["quantity"]} for i in refund_items],
-            "reason": "changed_mind" if variant.startswith("changed_mind") else variant,
-            "amount": round(sum(i["quantity"] * _price(order, i["sku"]) for i in refund_items), 2),
-        },
+        "refund": (
+            None
+            if action != "refund"
+            else {
+                "items": [{"sku": i["sku"], "quantity": i["quantity"]} for i in refund_items],
+                "reason": "changed_mind" if variant.startswith("changed_mind") else variant,
+                "amount": round(sum(i["quantity"] * _price(order, i["sku"]) for i in refund_items), 2),
+            }
+        ),
         "address": new_address if action == "update_shipping" else None,
         "cancel_reason": variant if action == "cancel" else None,
         "reply_template": template,
@@ -312,8 +333,9 @@ def make_task(split: str, index: int) -> dict[str, Any]:
     # Legacy accounts have no SLA: the field is then the string "none", not an int.
     sla_hours: int | str = "none" if rng.random() < 0.15 else rng.choice([4, 8, 24, 48])
     opened_hours_ago = rng.randint(1, 80)
-    expected = _expected(issue, variant, order, refund_items, new_address,
-                         _escalation_priority(customer, sla_hours, opened_hours_ago))
+    expected = _expected(
+        issue, variant, order, refund_items, new_address, _escalation_priority(customer, sla_hours, opened_hours_ago)
+    )
     return {
         "ticket_id": f"{SPLIT_PREFIXES[split]}-{index + 1:04d}",
         "customer": customer,
@@ -328,7 +350,7 @@ def make_task(split: str, index: int) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tasks(split: str) -> tuple[dict[str, Any], ...]:
     """All tasks of a split, generated once. Treat them as read-only."""
     return tuple(make_task(split, i) for i in range(SPLIT_SIZES[split]))
@@ -338,14 +360,17 @@ def _tasks(split: str) -> tuple[dict[str, Any], ...]:
 # Tool parameter models
 # --------------------------------------------------------------------------------------
 
+
 def _order_id_field() -> Any:
     """The `order_id` field every order-scoped tool shares."""
     return Field(min_length=1, description="The order id, e.g. 'ORD-12345'.")
 
 
 class SearchOrdersParams(BaseModel):
-    query: str = Field(description="Text matched (case-insensitively) against order ids, SKUs and product "
-                                   "names. An empty string matches every order.")
+    query: str = Field(
+        description="Text matched (case-insensitively) against order ids, SKUs and product "
+        "names. An empty string matches every order."
+    )
     status: OrderStatus | None = Field(None, description="Only return orders in this status.")
     limit: int = Field(10, ge=1, le=50, description="Maximum number of orders to return.")
 
@@ -504,7 +529,8 @@ class Helpdesk(Environment):
         """
         needle = params.query.strip().casefold()
         hits = [
-            o for o in sorted(self.orders.values(), key=lambda o: o["placed_days_ago"])
+            o
+            for o in sorted(self.orders.values(), key=lambda o: o["placed_days_ago"])
             if (params.status is None or o["status"] == params.status) and needle in _search_text(o)
         ]
         return _json([_summary(o) for o in hits[: params.limit]])
@@ -576,8 +602,15 @@ class Helpdesk(Environment):
         for sku, quantity in wanted.items():
             order["refunded"][sku] = order["refunded"].get(sku, 0) + quantity
         amount = round(sum(q * lines[s]["price"] for s, q in wanted.items()), 2)
-        self.refunds.append({"order_id": order["order_id"], "items": wanted, "reason": params.reason,
-                             "amount": amount, "note": params.note})
+        self.refunds.append(
+            {
+                "order_id": order["order_id"],
+                "items": wanted,
+                "reason": params.reason,
+                "amount": amount,
+                "note": params.note,
+            }
+        )
         return _text(f"Refunded {amount:.2f} on {order['order_id']}.")
 
     @tool
@@ -609,8 +642,14 @@ class Helpdesk(Environment):
         """
         if params.order_id not in self.orders:
             return _text(f"error: no order {params.order_id!r} for this customer")
-        self.replies.append({"order_id": params.order_id, "template": params.template.value,
-                             "tracking_number": params.tracking_number, "body": params.body})
+        self.replies.append(
+            {
+                "order_id": params.order_id,
+                "template": params.template.value,
+                "tracking_number": params.tracking_number,
+                "body": params.body,
+            }
+        )
         return _text(f"Reply '{params.template.value}' sent to {self.task_spec['customer']['email']}.")
 
     @tool(shared=False)
@@ -703,11 +742,15 @@ def _action_ok(expected: dict, state: dict) -> bool:
     if expected["action"] == "refund":
         want = {oid: {i["sku"]: i["quantity"] for i in expected["refund"]["items"]}}
         return _refund_totals(state["refunds"]) == want and all(
-            r["reason"] == expected["refund"]["reason"] for r in state["refunds"])
+            r["reason"] == expected["refund"]["reason"] for r in state["refunds"]
+        )
     if expected["action"] == "update_shipping":
         changes = state["address_changes"]
-        return (bool(changes) and all(c["order_id"] == oid for c in changes)
-                and _same_address(changes[-1]["address"], expected["address"]))
+        return (
+            bool(changes)
+            and all(c["order_id"] == oid for c in changes)
+            and _same_address(changes[-1]["address"], expected["address"])
+        )
     if expected["action"] == "cancel":
         return [(c["order_id"], c["reason"]) for c in state["cancellations"]] == [(oid, expected["cancel_reason"])]
     return True
@@ -733,8 +776,11 @@ def _reply_ok(expected: dict, replies: list[dict]) -> bool:
         return False
     last = replies[-1]
     tracking = expected["tracking_number"]
-    return (last["order_id"] == expected["order_id"] and last["template"] == expected["reply_template"]
-            and (tracking is None or (last["tracking_number"] or "").strip() == tracking))
+    return (
+        last["order_id"] == expected["order_id"]
+        and last["template"] == expected["reply_template"]
+        and (tracking is None or (last["tracking_number"] or "").strip() == tracking)
+    )
 
 
 def _escalation_ok(priority: int | None, escalations: list[dict]) -> bool:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from openreward.environments import Environment, ListToolsOutput, TextBlock, ToolOutput, ToolSpec, tool
+from pydantic import BaseModel, ConfigDict, Field
 
 CANARY = "orlgen-canary.txt"
 INJECTION = (
@@ -60,7 +59,7 @@ class Shapes(BaseModel):
 
 class Described(BaseModel):
     text: str = Field(
-        description='Quotes """ and \'\'\' and a backslash \\ at the end\\',
+        description="Quotes \"\"\" and ''' and a backslash \\ at the end\\",
     )
     mode: str = Field("a", description="Pick one (choices: a, b, or c)")
 
@@ -136,7 +135,9 @@ setattr(Hostile, "submit-solution", tool(_submit))
 # `definitions`, and the code-injection text in descriptions.
 DRAFT4: dict[str, Any] = {
     "type": "object",
-    "definitions": {"limits": {"type": "object", "properties": {"low": {"type": "integer"}}, "additionalProperties": False}},
+    "definitions": {
+        "limits": {"type": "object", "properties": {"low": {"type": "integer"}}, "additionalProperties": False}
+    },
     "properties": {
         "value": {"type": ["string", "integer", "null"], "description": INJECTION},
         "anything": True,

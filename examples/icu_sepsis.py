@@ -14,9 +14,8 @@ from __future__ import annotations
 import sys
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from openreward.environments import Environment, TextBlock, ToolOutput, tool
+from pydantic import BaseModel, ConfigDict, Field
 
 PATIENTS = [
     {"bed": i + 1, "lactate": round(2.5 + 0.5 * i, 1), "mean_arterial_pressure": 58 + i, "allergy": allergy}
@@ -72,8 +71,12 @@ class IcuSepsisEnvironment(Environment):
 
     def get_prompt(self):
         spec = self.task_spec
-        return [TextBlock(text=f"Bed {spec['bed']}: lactate {spec['lactate']} mmol/L, "
-                               f"MAP {spec['mean_arterial_pressure']} mmHg, allergy: {spec['allergy']}.")]
+        return [
+            TextBlock(
+                text=f"Bed {spec['bed']}: lactate {spec['lactate']} mmol/L, "
+                f"MAP {spec['mean_arterial_pressure']} mmHg, allergy: {spec['allergy']}."
+            )
+        ]
 
     @tool
     def register_patient(self, params: RegisterPatientParams) -> ToolOutput:
@@ -132,8 +135,11 @@ class IcuSepsisEnvironment(Environment):
         Returns:
             The results, one per line.
         """
-        values = {"lactate": f"{self.task_spec['lactate']} mmol/L", "blood_culture": "gram-negative rods",
-                  "creatinine": "1.4 mg/dL"}
+        values = {
+            "lactate": f"{self.task_spec['lactate']} mmol/L",
+            "blood_culture": "gram-negative rods",
+            "creatinine": "1.4 mg/dL",
+        }
         return ToolOutput(blocks=[TextBlock(text="\n".join(f"{t}: {values[t]}" for t in params.tests))])
 
     @tool

@@ -246,9 +246,8 @@ def train(args: argparse.Namespace, module) -> None:
         torch.set_num_threads(1)  # a model this small runs faster on one thread
         model = str(tiny_qwen3_dir())
 
-    from trl import GRPOTrainer
-
     from orlgen.runtime import outcome_reward_with, scoring_callback
+    from trl import GRPOTrainer
 
     reward_funcs = module.reward_funcs  # outcome-only: the last non-null reward, None when unscored
     if args.env_error_reward is not None or args.unfinished_reward is not None:

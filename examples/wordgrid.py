@@ -15,9 +15,8 @@ from __future__ import annotations
 import sys
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from openreward.environments import Environment, TextBlock, ToolOutput, tool
+from pydantic import BaseModel, Field
 
 SIZE = 5
 WORDS = ["grid", "word", "typed", "snap", "tool", "reward", "model", "train"]

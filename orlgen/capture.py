@@ -241,8 +241,10 @@ class _Capture:
             secret_names=sorted(self.options.secrets),
             splits=splits,
             tools=tools,
-            terminal_tool=None if terminal is None else TerminalTool(
-                name=terminal.name, arg=terminal.arg, description=terminal.description or ""
+            terminal_tool=(
+                None
+                if terminal is None
+                else TerminalTool(name=terminal.name, arg=terminal.arg, description=terminal.description or "")
             ),
             probed_tasks=probed,
             tasks=tasks,
@@ -268,14 +270,17 @@ class _Capture:
         try:
             return self.connection.run(call, timeout=min(self.options.request_timeout, left))
         except CallTimeout:
-            raise (past if left < self.options.request_timeout else CallTimeout(
-                f"no answer within {self.options.request_timeout:g} s (ORLGEN_REQUEST_TIMEOUT)")) from None
+            raise (
+                past
+                if left < self.options.request_timeout
+                else CallTimeout(f"no answer within {self.options.request_timeout:g} s (ORLGEN_REQUEST_TIMEOUT)")
+            ) from None
 
     def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """`_call`, with any failure turned into a one-line CaptureError."""
         try:
             return self._call(call)
-        except Exception as exc:  # noqa: BLE001 - SDK and transport errors have no common base
+        except Exception as exc:  # SDK and transport errors have no common base
             raise self._fail(f"cannot {what}: {self._describe(exc)}") from exc
 
     def _describe(self, exc: BaseException) -> str:
@@ -293,7 +298,9 @@ class _Capture:
         if not isinstance(available, list) or not all(isinstance(s, str) and s for s in available):
             raise self._fail("the server's split list is not a list of names")
         if len(set(available)) != len(available):
-            raise self._fail(f"the server lists a split twice: {sorted(s for s in available if available.count(s) > 1)[0]!r}")
+            raise self._fail(
+                f"the server lists a split twice: {sorted(s for s in available if available.count(s) > 1)[0]!r}"
+            )
         chosen = list(dict.fromkeys(self.options.splits)) or available
         unknown = sorted(set(chosen) - set(available))
         if unknown:
@@ -306,7 +313,9 @@ class _Capture:
             raise self._fail(f"the server says split {split!r} has {count!r} tasks")
         return count
 
-    def _probe(self, splits: list[Split], shared: dict[str, Any]) -> tuple[list[TaskRef], dict[str, tuple[Any, list[TaskRef]]]]:
+    def _probe(
+        self, splits: list[Split], shared: dict[str, Any]
+    ) -> tuple[list[TaskRef], dict[str, tuple[Any, list[TaskRef]]]]:
         """Open sessions on a few tasks per split; a tool a session lists beyond /tools is task-only."""
         probed: list[TaskRef] = []
         task_only: dict[str, tuple[Any, list[TaskRef]]] = {}
@@ -338,7 +347,7 @@ class _Capture:
 
         try:
             return self._call(open_and_list)
-        except Exception as exc:  # noqa: BLE001 - SDK and transport errors have no common base
+        except Exception as exc:  # SDK and transport errors have no common base
             given = f" (secrets sent: {', '.join(sorted(self.options.secrets))})" if self.options.secrets else ""
             raise self._fail(
                 f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}{given}. "
@@ -385,10 +394,13 @@ class _Capture:
         where = f"{split}[{start}:{stop}]"
         try:
             tasks = self._call(lambda env: env.get_task_range(split, start, stop))
-        except Exception as exc:  # noqa: BLE001 - SDK and transport errors have no common base
+        except Exception as exc:  # SDK and transport errors have no common base
             if _status(exc) not in UNSUPPORTED:
                 raise self._fail(f"cannot read tasks {where}: {self._describe(exc)}") from exc
-            tasks = [self._sdk(f"read task {split}[{i}]", lambda env, i=i: env.get_task(split, i)) for i in range(start, stop)]
+            tasks = [
+                self._sdk(f"read task {split}[{i}]", lambda env, i=i: env.get_task(split, i))
+                for i in range(start, stop)
+            ]
         if not isinstance(tasks, list) or len(tasks) != stop - start:
             count = len(tasks) if isinstance(tasks, list) else type(tasks).__name__
             raise self._fail(f"asked for tasks {where} ({stop - start}), the server sent {count}")

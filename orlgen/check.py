@@ -88,7 +88,7 @@ def cause(actual: bytes, expected: bytes) -> str:
 
 
 def _first_different_line(actual: bytes, expected: bytes, limit: int) -> int:
-    pairs = zip(actual.split(b"\n")[:limit], expected.split(b"\n")[:limit])
+    pairs = zip(actual.split(b"\n")[:limit], expected.split(b"\n")[:limit], strict=False)
     return next((number for number, (a, b) in enumerate(pairs, 1) if a != b), limit)
 
 

@@ -80,28 +80,50 @@ def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Ta
 @click.option("--env", help="The environment's key on a server that hosts several.")
 @click.option("--name", help="Module name (default: from the catalog name or the environment key).")
 @click.option("--split", "splits", multiple=True, help="Capture only this split (repeatable).")
-@click.option("--tasks", callback=_parse_tasks,
-              help="all, none, or N (a sample). Default: all when a split has at most 1000 tasks, else 200.")
+@click.option(
+    "--tasks",
+    callback=_parse_tasks,
+    help="all, none, or N (a sample). Default: all when a split has at most 1000 tasks, else 200.",
+)
 @click.option("--probes", default=3, show_default=True, help="Sessions opened per split to find task-only tools.")
-@click.option("--secret", "secrets", multiple=True, metavar="NAME[=VALUE]",
-              help="A secret for probe sessions (repeatable); without =VALUE, read from the environment "
-                   "variable NAME. Only the name is recorded.")
+@click.option(
+    "--secret",
+    "secrets",
+    multiple=True,
+    metavar="NAME[=VALUE]",
+    help="A secret for probe sessions (repeatable); without =VALUE, read from the environment "
+    "variable NAME. Only the name is recorded.",
+)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Default: [tool.orlgen] out.")
 @click.option("--no-generate", is_flag=True, help="Write the snapshot only.")
-@click.option("--check", "check_only", is_flag=True,
-              help="Write nothing: compare the live capture with the checked-in snapshot; exit 1 on drift.")
-def snapshot(target: str, env: str | None, name: str | None, splits: tuple[str, ...], tasks: Tasks,
-             probes: int, secrets: tuple[str, ...], out: Path | None, no_generate: bool, check_only: bool) -> None:
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Write nothing: compare the live capture with the checked-in snapshot; exit 1 on drift.",
+)
+def snapshot(
+    target: str,
+    env: str | None,
+    name: str | None,
+    splits: tuple[str, ...],
+    tasks: Tasks,
+    probes: int,
+    secrets: tuple[str, ...],
+    out: Path | None,
+    no_generate: bool,
+    check_only: bool,
+) -> None:
     """Capture TARGET (Owner/Env, a URL, or module:EnvClass) into a snapshot and a module."""
     from .capture import CaptureOptions
     from .config import parse_secrets
 
     with failures():
         project = _project([out] if out else [])
-        options = CaptureOptions(env=env, name=name, splits=splits, tasks=tasks, probes=probes,
-                                 secrets=parse_secrets(secrets))
-        _capture_one(project, target, options, out or project.out, generate=not no_generate,
-                     check_only=check_only)
+        options = CaptureOptions(
+            env=env, name=name, splits=splits, tasks=tasks, probes=probes, secrets=parse_secrets(secrets)
+        )
+        _capture_one(project, target, options, out or project.out, generate=not no_generate, check_only=check_only)
 
 
 @main.command()
@@ -128,9 +150,12 @@ def generate(snapshots: tuple[Path, ...]) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--cache", is_flag=True,
-              help="Skip re-rendering files already verified with the same bytes and inputs "
-                   "(cache kept outside the repository, in $XDG_CACHE_HOME/orlgen).")
+@click.option(
+    "--cache",
+    is_flag=True,
+    help="Skip re-rendering files already verified with the same bytes and inputs "
+    "(cache kept outside the repository, in $XDG_CACHE_HOME/orlgen).",
+)
 def check(paths: tuple[Path, ...], cache: bool) -> None:
     """Exit 1 if a generated file is missing, stale, hand-edited or orphaned, or a snapshot is invalid."""
     with failures():
@@ -169,8 +194,9 @@ def _project(paths: Sequence[Path] = ()) -> Project:
     return Project.find(list(paths))
 
 
-def _capture_one(project: Project, target: str, options: CaptureOptions, out: Path, *, generate: bool,
-                 check_only: bool = False) -> None:
+def _capture_one(
+    project: Project, target: str, options: CaptureOptions, out: Path, *, generate: bool, check_only: bool = False
+) -> None:
     from .capture import summary
 
     captured = project.capture(target, options, progress=_progress)

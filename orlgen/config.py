@@ -58,14 +58,22 @@ class EnvConfig(_Strict):
     def _names_only(cls, names: tuple[str, ...]) -> tuple[str, ...]:
         for name in names:
             if not _SECRET_NAME.match(name):
-                raise ValueError(f"{name[:40]!r} is not a secret name (letters, digits, _; the value comes from "
-                                 "the environment variable of that name, never from this file)")
+                raise ValueError(
+                    f"{name[:40]!r} is not a secret name (letters, digits, _; the value comes from "
+                    "the environment variable of that name, never from this file)"
+                )
         return names
 
     def capture_options(self) -> CaptureOptions:
         """The capture options, with secret values read from the environment now."""
-        return CaptureOptions(env=self.env, name=self.name, splits=self.splits, tasks=self.tasks, probes=self.probes,
-                              secrets=parse_secrets(self.secrets))
+        return CaptureOptions(
+            env=self.env,
+            name=self.name,
+            splits=self.splits,
+            tasks=self.tasks,
+            probes=self.probes,
+            secrets=parse_secrets(self.secrets),
+        )
 
 
 _SECRET_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -81,7 +89,9 @@ def parse_secrets(items: Iterable[str]) -> dict[str, str]:
     for item in items:
         name, has_value, value = item.partition("=")
         if not _SECRET_NAME.match(name):
-            raise ConfigFileError(f"secret {name[:40]!r}: expected NAME or NAME=VALUE, NAME made of letters, digits and _")
+            raise ConfigFileError(
+                f"secret {name[:40]!r}: expected NAME or NAME=VALUE, NAME made of letters, digits and _"
+            )
         if not has_value:
             value = os.environ.get(name, "")
             if not value:

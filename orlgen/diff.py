@@ -88,8 +88,9 @@ def _tools(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     for name in sorted(before.keys() & after.keys()):
         yield from _tool(before[name], after[name])
     if old.terminal_tool != new.terminal_tool:
-        yield Change("TERMINAL_TOOL_CHANGED", "terminal_tool",
-                     f"{_name(old.terminal_tool)} → {_name(new.terminal_tool)}")
+        yield Change(
+            "TERMINAL_TOOL_CHANGED", "terminal_tool", f"{_name(old.terminal_tool)} → {_name(new.terminal_tool)}"
+        )
 
 
 def _name(tool: Any) -> str:

@@ -17,8 +17,9 @@ import inspect
 import re
 from dataclasses import dataclass, field
 
-_ARG_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments",
-                           "Other Parameters"})
+_ARG_SECTIONS = frozenset(
+    {"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments", "Other Parameters"}
+)
 _RETURN_SECTIONS = frozenset({"Returns", "Return", "Yields"})
 _RAISE_SECTIONS = frozenset({"Raises", "Raise", "Exceptions"})
 _PARSED = _ARG_SECTIONS | _RETURN_SECTIONS | _RAISE_SECTIONS
@@ -26,7 +27,9 @@ _GOOGLE_HEADER = re.compile(r"^(?P<indent>[ \t]*)(?P<name>[A-Z][A-Za-z ]*?):[ \t
 _NUMPY_RULE = re.compile(r"^[ \t]*-{3,}[ \t]*$")
 _GOOGLE_ENTRY = re.compile(r"^(?P<name>\*{0,2}\w[\w-]*)[ \t]*(?:\((?P<type>[^()\n]*)\))?[ \t]*:[ \t]*(?P<text>.*)$")
 _NUMPY_ENTRY = re.compile(r"^(?P<name>\*{0,2}\w[\w-]*)[ \t]*(?::[ \t]*(?P<type>.*))?$")
-_REST_FIELD = re.compile(r"^:(?P<kind>param|parameter|arg|argument|returns?|raises?)(?:[ \t]+(?P<name>[^:]+))?:[ \t]*(?P<text>.*)$")
+_REST_FIELD = re.compile(
+    r"^:(?P<kind>param|parameter|arg|argument|returns?|raises?)(?:[ \t]+(?P<name>[^:]+))?:[ \t]*(?P<text>.*)$"
+)
 
 _SECTION_WORD = re.compile(r"(Args|Returns|Raises):")  # the parser cuts even mid-word
 _CHOICES = re.compile(r"\(choices:", re.IGNORECASE)
@@ -65,8 +68,8 @@ def parse(text: str) -> Docstring:
     return Docstring(
         prose=_tidy(prose),
         params={name: text for name, text in params.items() if text},
-        returns=" ".join(filter(None, returns + [rest.returns])),
-        raises="; ".join(filter(None, raises + [rest.raises])),
+        returns=" ".join(filter(None, [*returns, rest.returns])),
+        raises="; ".join(filter(None, [*raises, rest.raises])),
     )
 
 
@@ -83,9 +86,15 @@ def _section(lines: list[str], i: int) -> tuple[str | None, bool, list[str], int
     else:
         return None, False, [], i
     end = start
-    while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > indent
-                                or (numpy and not _GOOGLE_HEADER.match(lines[end])
-                                    and not (end + 1 < len(lines) and _NUMPY_RULE.match(lines[end + 1])))):
+    while end < len(lines) and (
+        not lines[end].strip()
+        or _indent(lines[end]) > indent
+        or (
+            numpy
+            and not _GOOGLE_HEADER.match(lines[end])
+            and not (end + 1 < len(lines) and _NUMPY_RULE.match(lines[end + 1]))
+        )
+    ):
         end += 1
     return name, bool(numpy), _dedent(lines[start:end]), end
 

@@ -57,7 +57,7 @@ def models(module_plan: ModulePlan) -> tuple[list[ast.stmt], str]:
                 enum_field_as_literal="all",
                 aliases=module_plan.models_aliases or None,
             )
-    except Exception as exc:  # noqa: BLE001 - dcg raises many unrelated types
+    except Exception as exc:  # dcg raises many unrelated types
         raise SchemaError(f"datamodel-code-generator cannot model the schemas: {exc}".splitlines()[0]) from exc
     return _split_imports(source)
 
@@ -96,8 +96,9 @@ def _candidates(dcg_imports: Iterable[ast.stmt]) -> dict[str, set[str]]:
     from . import runtime
 
     found = {module: set(members) for module, members in _TEMPLATE_NAMES.items()}
-    found["orlgen.runtime"] = {name if name != "build_dataset" else "build_dataset as _build_dataset"
-                               for name in runtime.__all__}
+    found["orlgen.runtime"] = {
+        name if name != "build_dataset" else "build_dataset as _build_dataset" for name in runtime.__all__
+    }
     for node in dcg_imports:
         if isinstance(node, ast.ImportFrom) and node.module not in (None, "__future__"):
             found.setdefault(node.module, set()).update(_alias(alias) for alias in node.names)

@@ -118,8 +118,12 @@ class ParamName(str):
 
 
 def _keepable(name: str) -> bool:
-    return (name.isidentifier() and not keyword.iskeyword(name) and unicodedata.normalize("NFKC", name) == name
-            and re.fullmatch(r"\w+", name) is not None)
+    return (
+        name.isidentifier()
+        and not keyword.iskeyword(name)
+        and unicodedata.normalize("NFKC", name) == name
+        and re.fullmatch(r"\w+", name) is not None
+    )
 
 
 def param_names(wire_names: Iterable[str], *, taken: Iterable[str] = ()) -> list[ParamName]:

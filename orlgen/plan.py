@@ -154,8 +154,18 @@ def plan(snapshot: Snapshot) -> ModulePlan:
 
 
 # What every module exports beside its adapter class and params models.
-_EXPORTS = ("SNAPSHOT_SHA256", "SPLITS", "TARGET", "TOOLS", "TaskSpec", "build_dataset", "environment_factory",
-            "outcome_reward", "reward_funcs", "summed_reward")
+_EXPORTS = (
+    "SNAPSHOT_SHA256",
+    "SPLITS",
+    "TARGET",
+    "TOOLS",
+    "TaskSpec",
+    "build_dataset",
+    "environment_factory",
+    "outcome_reward",
+    "reward_funcs",
+    "summed_reward",
+)
 
 
 def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) -> Source:
@@ -226,7 +236,7 @@ def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[s
     """Each property as a parameter and its one-line description, in the declared order."""
     wires = [wire for wire, _ in root.properties]
     out = []
-    for (wire, node), name in zip(root.properties, names.param_names(wires, taken=taken)):
+    for (wire, node), name in zip(root.properties, names.param_names(wires, taken=taken), strict=False):
         required = wire in root.required
         hint = python_hint(node, schema)
         default = _default(node, schema, required)

@@ -21,11 +21,11 @@ from .check import NOT_REGULAR, Drift, compare, is_regular, orphans
 from .config import Config, load_config, mixture_members
 from .diff import Change, diff
 from .errors import OrlgenError
+from .files import FileMap, RefusedWrite, check_name, remove_files, write_files
 from .plan import dropped_keywords
 from .schema import Dropped
-from .verify import Verifier
-from .files import FileMap, RefusedWrite, check_name, remove_files, write_files
 from .snapshot import SUFFIX, Snapshot, SnapshotError, load
+from .verify import Verifier
 
 PYPROJECT = "pyproject.toml"
 

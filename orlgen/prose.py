@@ -13,8 +13,7 @@ from typing import Any
 from .schema import Node, Schema
 
 _MAX_DEPTH = 4  # nested objects shown in a structure text before `{...}`
-_COUNTED = {"Length": ("character", "characters"), "Items": ("item", "items"),
-            "Properties": ("entry", "entries")}
+_COUNTED = {"Length": ("character", "characters"), "Items": ("item", "items"), "Properties": ("entry", "entries")}
 _SCALARS = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "null": "null"}
 
 
@@ -74,8 +73,13 @@ def constraints(node: Node, schema: Schema) -> list[str]:
 def _constraints(node: Node) -> list[str]:
     values = dict(node.constraints)
     phrases = []
-    for key, template in (("minimum", ">= {}"), ("maximum", "<= {}"), ("exclusiveMinimum", "> {}"),
-                          ("exclusiveMaximum", "< {}"), ("multipleOf", "a multiple of {}")):
+    for key, template in (
+        ("minimum", ">= {}"),
+        ("maximum", "<= {}"),
+        ("exclusiveMinimum", "> {}"),
+        ("exclusiveMaximum", "< {}"),
+        ("multipleOf", "a multiple of {}"),
+    ):
         if key in values:
             phrases.append(template.format(values[key]))
     for suffix, (one, many) in _COUNTED.items():

@@ -67,8 +67,11 @@ def jobs(
     """
     snapshots = list(snapshots)
     found = [
-        Job(module_path(path, snapshot), ("module", snapshot.name, snapshot.sha256),
-            functools.partial(render_module, snapshot, templates))
+        Job(
+            module_path(path, snapshot),
+            ("module", snapshot.name, snapshot.sha256),
+            functools.partial(render_module, snapshot, templates),
+        )
         for path, snapshot in snapshots
     ]
     by_name = {snapshot.name: (path, snapshot) for path, snapshot in snapshots}
@@ -99,16 +102,20 @@ def render_module(snapshot: Snapshot, templates: Path | None = None) -> str:
         imports, model_classes = models(module_plan)
     except SchemaError as exc:
         raise RenderError(f"{snapshot.file_name}: {exc}") from exc
-    body = _environment(templates).get_template("module.py.jinja").render(
-        context_version=TEMPLATE_CONTEXT_VERSION, plan=module_plan, imports=IMPORT_MARKER, models=model_classes
+    body = (
+        _environment(templates)
+        .get_template("module.py.jinja")
+        .render(context_version=TEMPLATE_CONTEXT_VERSION, plan=module_plan, imports=IMPORT_MARKER, models=model_classes)
     )
     body = with_imports(body, imports)
     return header.write(header.current(snapshot.file_name, snapshot.sha256)) + _format(body)
 
 
 def render_mixture(name: str, snapshots: list[Snapshot], templates: Path | None = None) -> str:
-    body = _environment(templates).get_template("mixture.py.jinja").render(
-        context_version=TEMPLATE_CONTEXT_VERSION, plan=plan_mixture(name, snapshots)
+    body = (
+        _environment(templates)
+        .get_template("mixture.py.jinja")
+        .render(context_version=TEMPLATE_CONTEXT_VERSION, plan=plan_mixture(name, snapshots))
     )
     sources = ", ".join(snapshot.file_name for snapshot in snapshots)
     combined = hashlib.sha256(" ".join(snapshot.sha256 for snapshot in snapshots).encode()).hexdigest()
@@ -119,7 +126,9 @@ def _format(source: str) -> str:
     """black with a pinned mode: independent of any `[tool.black]` the user has."""
     import black
 
-    return black.format_str(source, mode=black.Mode(target_versions={black.TargetVersion.PY311}, line_length=LINE_LENGTH))
+    return black.format_str(
+        source, mode=black.Mode(target_versions={black.TargetVersion.PY311}, line_length=LINE_LENGTH)
+    )
 
 
 def template_dir() -> Path:

@@ -39,11 +39,29 @@ _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multip
 CONSTRAINTS = _BOUNDS + _COUNTS + ("pattern", "uniqueItems")
 # Annotations that only clutter: pydantic puts a title on every property.
 _QUIET = frozenset({"title", "$schema", "$comment", "discriminator"})
-_STRUCTURE = frozenset({
-    "type", "properties", "required", "additionalProperties", "items", "prefixItems", "enum", "const",
-    "anyOf", "oneOf", "allOf", "$ref", "$defs", "definitions", "description", "default", "format",
-    "examples", *CONSTRAINTS,
-})
+_STRUCTURE = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "prefixItems",
+        "enum",
+        "const",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "$defs",
+        "definitions",
+        "description",
+        "default",
+        "format",
+        "examples",
+        *CONSTRAINTS,
+    }
+)
 
 
 class SchemaError(OrlgenError):
@@ -380,14 +398,18 @@ class _Parser:
             else:
                 raise self.error(f"{path}/$ref", f"{_short(ref)} points nowhere")
         if ref in self.inlining:
-            self.drop(path, "$ref", f"{_short(ref)} refers to itself through a JSON pointer; anything is accepted there")
+            self.drop(
+                path, "$ref", f"{_short(ref)} refers to itself through a JSON pointer; anything is accepted there"
+            )
             return {}
         self.inlining.append(ref)
         try:
             node = self.node(target, ref[1:], depth + 1)
         finally:
             self.inlining.pop()
-        return {name: getattr(node, name) for name in node.__dataclass_fields__ if getattr(node, name) != getattr(ANY, name)}
+        return {
+            name: getattr(node, name) for name in node.__dataclass_fields__ if getattr(node, name) != getattr(ANY, name)
+        }
 
     def value(self, value: Any, path: str) -> Any:
         """A JSON value kept from the schema (enum member, const, default, example): finite
@@ -398,7 +420,7 @@ class _Parser:
             if isinstance(value, float) and not math.isfinite(value):
                 raise self.error(path, f"{value} is not a finite number")
             if abs(value) > MAX_NUMBER:
-                raise self.error(path, f"a number of magnitude above 1e30 is not supported")
+                raise self.error(path, "a number of magnitude above 1e30 is not supported")
             return value
         if isinstance(value, str):
             return self.text(value, path)
@@ -433,8 +455,12 @@ class _Parser:
                 self.drop(path, key, f"{_short(value)} is not a count that can hold")
                 continue
             kept[key] = value
-        for low, high in (("minLength", "maxLength"), ("minItems", "maxItems"), ("minProperties", "maxProperties"),
-                          ("minimum", "maximum")):
+        for low, high in (
+            ("minLength", "maxLength"),
+            ("minItems", "maxItems"),
+            ("minProperties", "maxProperties"),
+            ("minimum", "maximum"),
+        ):
             if low in kept and high in kept and kept[low] > kept[high]:
                 self.drop(path, f"{low}/{high}", f"{kept[low]} > {kept[high]}: no value could satisfy both")
                 del kept[low], kept[high]
@@ -450,8 +476,12 @@ class _Parser:
 
 
 def _number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and abs(value) <= MAX_NUMBER)
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and abs(value) <= MAX_NUMBER
+    )
 
 
 def _unique(values: Iterable[Any]) -> Iterator[Any]:
@@ -543,8 +573,14 @@ def _fold_null(node: Node) -> Node:
     if len(nulls) != 1 or len(others) != 1:
         return node
     other = others[0]
-    if other.ref is not None or other.any_of or other.all_of or other.enum is not None or not other.types \
-            or "object" in other.types:  # an object stays a model of its own, shareable with its twins
+    if (
+        other.ref is not None
+        or other.any_of
+        or other.all_of
+        or other.enum is not None
+        or not other.types
+        or "object" in other.types
+    ):  # an object stays a model of its own, shareable with its twins
         return node
     return replace(
         other,
@@ -562,7 +598,7 @@ def pattern_compiles(pattern: str) -> bool:
 
     try:
         TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
-    except Exception:  # noqa: BLE001 - pydantic reports bad patterns with several error types
+    except Exception:  # pydantic reports bad patterns with several error types
         return False
     return True
 
@@ -633,8 +669,11 @@ def declared_order(schema: Any) -> dict[str, list[str]]:
         if isinstance(properties, dict) and len(properties) > 1 and all(isinstance(k, str) for k in properties):
             found[path] = list(properties)
         for key, value in node.items():
-            if isinstance(key, str) and isinstance(value, (dict, list)) and key not in ("enum", "const", "default",
-                                                                                       "examples"):
+            if (
+                isinstance(key, str)
+                and isinstance(value, (dict, list))
+                and key not in ("enum", "const", "default", "examples")
+            ):
                 walk(value, f"{path}/{_escape(key)}", depth + 1)
 
     walk(schema, "", 0)

@@ -18,9 +18,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Iterator
 
 from .errors import OrlgenError
 
@@ -81,8 +81,13 @@ def _uvicorn(app: object, port: int, startup_timeout: float, configure_logging: 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_keep_alive=60,
-                            log_config=LOGGING_CONFIG if configure_logging else None)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=60,
+        log_config=LOGGING_CONFIG if configure_logging else None,
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -129,7 +134,7 @@ def _output_to(path: Path) -> Iterator[None]:
             sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
-        for logger, (handlers, propagate) in zip(loggers, before):
+        for logger, (handlers, propagate) in zip(loggers, before, strict=False):
             logger.handlers, logger.propagate = handlers, propagate
         handler.close()
 
@@ -156,7 +161,10 @@ class ServerProcess:
         env = {**os.environ, "OPENREWARD_LOG_LEVEL": "WARNING", "PYTHONPATH": os.pathsep.join(sys.path)}
         self._process = subprocess.Popen(
             [sys.executable, "-m", self.entry, self.spec, str(self.port)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
         )
         deadline = time.monotonic() + self.startup_timeout
         # The URL, once the server accepts connections; lines the env's import printed come first.

@@ -140,10 +140,12 @@ class Snapshot(_Model):
             update={
                 "splits": sorted(self.splits, key=lambda s: s.name),
                 "tools": [
-                    tool.model_copy(update={
-                        "offered_on": sorted(set(tool.offered_on), key=_ref_key),
-                        "input_schema": _sorted_keys(tool.input_schema),
-                    })
+                    tool.model_copy(
+                        update={
+                            "offered_on": sorted(set(tool.offered_on), key=_ref_key),
+                            "input_schema": _sorted_keys(tool.input_schema),
+                        }
+                    )
                     for tool in sorted(self.tools, key=lambda t: t.name)
                 ],
                 "task_schema": _sorted_keys(self.task_schema),

@@ -142,7 +142,7 @@ class Verifier:
 
 
 # Runs in the child. Reads the jobs from stdin; exits 1 with one line naming what failed.
-_CHILD = r'''
+_CHILD = r"""
 import importlib.util, inspect, json, sys
 from pydantic import ValidationError
 try:
@@ -216,4 +216,4 @@ def run(job):
 
 for job in json.loads(sys.stdin.read()):
     run(job)
-'''
+"""

@@ -12,9 +12,8 @@ import os
 import threading
 import time
 
-from pydantic import BaseModel, Field
-
 from openreward.environments import Environment, TextBlock, ToolOutput, tool
+from pydantic import BaseModel, Field
 
 _lock = threading.Lock()
 

@@ -87,6 +87,7 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that gave up mid-answer is what these tests provoke
+
     upstream: str
     rules: dict[str, Rule]
     seen: list[str]

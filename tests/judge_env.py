@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 
-from pydantic import BaseModel
-
 from openreward.environments import Environment, ListToolsOutput, TextBlock, ToolOutput, ToolSpec, tool
+from pydantic import BaseModel
 
 QUESTIONS = [f"What is {i} + {i}?" for i in range(12)]
 

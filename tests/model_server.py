@@ -49,10 +49,10 @@ class CompletionModel:
                 output_scores=True,
                 return_dict_in_generate=True,
             )
-            token_ids = out.sequences[0, prompt.shape[1]:].tolist()
+            token_ids = out.sequences[0, prompt.shape[1] :].tolist()
             logprobs = [
                 float(torch.log_softmax(score[0].float(), dim=-1)[token])
-                for score, token in zip(out.scores, token_ids)
+                for score, token in zip(out.scores, token_ids, strict=False)
             ]
         return {"choices": [{"token_ids": token_ids, "logprobs": {"token_logprobs": logprobs}}]}
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from openreward.environments import Environment, TextBlock, ToolOutput, tool
+from pydantic import BaseModel, Field
 
 
 class RecordParams(BaseModel):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 
+from openreward.environments import Environment, TextBlock, ToolOutput, tool
 from pydantic import BaseModel, ConfigDict, Field
 
 from examples.wordgrid import SIZE, WordGrid
-from openreward.environments import Environment, TextBlock, ToolOutput, tool
 
 
 class ReorderedPlaceLetterParams(BaseModel):

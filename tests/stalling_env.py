@@ -10,9 +10,8 @@ import os
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from openreward.environments import Environment, TextBlock, ToolOutput, tool
+from pydantic import BaseModel
 
 
 class LookupParams(BaseModel):

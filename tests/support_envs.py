@@ -10,9 +10,8 @@ Serve one with `orlgen.serve.ServerProcess("tests.support_envs:ClassName")`.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from openreward.environments import Environment, ListToolsOutput, TextBlock, ToolOutput, ToolSpec, tool
+from pydantic import BaseModel
 
 
 class GuessParams(BaseModel):

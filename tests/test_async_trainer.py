@@ -25,8 +25,8 @@ import sys
 import time
 
 import pytest
-
 from orlgen.serve import ServerProcess
+
 from tests.model_server import CompletionModel, serving_completions
 from tests.test_env_reward import generated
 from tests.tiny_model import EOS_TOKEN, build_model, build_tokenizer, teach
@@ -96,7 +96,8 @@ class Renderer:
 
         self.tokenizer = tokenizer
         self.tools = [
-            getattr(env, name) for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+            getattr(env, name)
+            for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
             if name not in ("reset", "get_reward") and not name.startswith("_")
         ]
         prefix_preserving = is_chat_template_prefix_preserving(tokenizer)
@@ -134,12 +135,21 @@ def model_url(counting, counting_url, echo, echo_url):
     examples = []
     for index in (0, 1):
         row = counting.build_dataset(indices=[index])[0]
-        examples += lesson(tokenizer, counting.CountingEnv(base_url=counting_url), row,
-                           '<tool_call>\n{"name": "finish", "arguments": {}}\n</tool_call>', "finished")
+        examples += lesson(
+            tokenizer,
+            counting.CountingEnv(base_url=counting_url),
+            row,
+            '<tool_call>\n{"name": "finish", "arguments": {}}\n</tool_call>',
+            "finished",
+        )
         row = echo.build_dataset(indices=[index])[0]
-        examples += lesson(tokenizer, echo.EchoEnv(base_url=echo_url), row,
-                           '<tool_call>\n{"name": "echo", "arguments": {"text": "hello"}}\n</tool_call>',
-                           "correct" if index == 0 else "wrong: 'hello'")
+        examples += lesson(
+            tokenizer,
+            echo.EchoEnv(base_url=echo_url),
+            row,
+            '<tool_call>\n{"name": "echo", "arguments": {"text": "hello"}}\n</tool_call>',
+            "correct" if index == 0 else "wrong: 'hello'",
+        )
     assert teach(model, examples, steps=120) < 0.05
     with serving_completions(CompletionModel(model, tokenizer.convert_tokens_to_ids(EOS_TOKEN))) as url:
         yield url, tokenizer
@@ -190,8 +200,12 @@ def test_async_worker_single_env(counting, counting_url, count_file, model_url, 
 
     before = counts(count_file)
     rows = counting.build_dataset(indices=[0, 1, 2, 3])
-    samples = run_worker(model_url, Dataset.from_list(list(rows)),
-                         functools.partial(counting.CountingEnv, base_url=counting_url), monkeypatch)
+    samples = run_worker(
+        model_url,
+        Dataset.from_list(list(rows)),
+        functools.partial(counting.CountingEnv, base_url=counting_url),
+        monkeypatch,
+    )
 
     assert len(samples) >= ROLLOUTS and {s.group_id for s in samples} >= {0, 1, 2, 3}
     rewards = [s.metrics["rewards/CountingEnv"] for s in samples]
@@ -211,8 +225,10 @@ def test_async_worker_mixture(counting, counting_url, count_file, echo, echo_url
     from datasets import Dataset
 
     rows = [{"environment": "counting", **row} for row in counting.build_dataset(indices=[0, 1])]
-    rows += [{"environment": "echo", **{k: row[k] for k in ("prompt", "split", "task_index")}}
-             for row in echo.build_dataset(indices=[0, 1])]
+    rows += [
+        {"environment": "echo", **{k: row[k] for k in ("prompt", "split", "task_index")}}
+        for row in echo.build_dataset(indices=[0, 1])
+    ]
     rows = [rows[0], rows[2], rows[1], rows[3]]
     for row in rows:
         row.pop("n", None), row.pop("setup_seconds", None)

@@ -19,23 +19,30 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from examples.echo import TARGETS
-from examples.helpdesk import SPLIT_SIZES, Helpdesk
 from orlgen import snapshot as snapshot_mod
 from orlgen.capture import SAMPLE_SIZE, CaptureError, CaptureOptions, capture
 from orlgen.cli import main
 from orlgen.runtime.connection import Connection
 from orlgen.serve import ServerProcess
 from orlgen.snapshot import TaskRef
+
+from examples.echo import TARGETS
+from examples.helpdesk import SPLIT_SIZES, Helpdesk
 from tests import support_envs
 
 REPO = Path(__file__).resolve().parent.parent
 ORLGEN = (sys.executable, "-m", "orlgen")  # the interpreter running the tests, with its orlgen
 SUPPORT_ENVS = ("RangeRefused", "LargeIndexed", "ConflictingTaskTool")
 HELPDESK_TOOLS = {
-    "list_policies", "search_orders", "get_order", "update_shipping", "issue_refund",
-    "cancel_order", "send_reply", "submit_resolution", "escalate",
+    "list_policies",
+    "search_orders",
+    "get_order",
+    "update_shipping",
+    "issue_refund",
+    "cancel_order",
+    "send_reply",
+    "submit_resolution",
+    "escalate",
 }
 
 
@@ -193,7 +200,8 @@ def test_tasks_none_captures_no_task(urls):
     captured = capture(urls["Helpdesk"], CaptureOptions(tasks="none"))
     assert {split.name: split.num_tasks for split in captured.splits} == {"train": 300, "test": 60}
     assert {split: (st.coverage, st.tasks) for split, st in captured.tasks.items()} == {
-        "train": ("none", []), "test": ("none", []),
+        "train": ("none", []),
+        "test": ("none", []),
     }
     assert "escalate" in {tool.name for tool in captured.tools}  # probing still happens
     # tasks read as evidence for the task schema are not stored
@@ -318,7 +326,11 @@ def test_cli_snapshot_with_zero_tasks_does_not_crash(urls, tmp_path):
 def test_cli_snapshot_of_a_bad_target_exits_2_with_one_line(tmp_path):
     result = subprocess.run(
         [*ORLGEN, "snapshot", "not-a-target", "--out", str(tmp_path)],
-        capture_output=True, text=True, cwd=tmp_path, env=_cli_env(), timeout=60,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_cli_env(),
+        timeout=60,
     )
     assert result.returncode == 2
     assert result.stderr.startswith("orlgen: error: ")
@@ -330,7 +342,11 @@ def test_cli_snapshot_of_a_module_target_prints_only_its_own_lines(tmp_path):
     env = {key: value for key, value in _cli_env().items() if key != "OPENREWARD_LOG_LEVEL"}
     result = subprocess.run(
         [*ORLGEN, "snapshot", "examples.echo:Echo", "--out", str(tmp_path), "--tasks", "none", "--no-generate"],
-        capture_output=True, text=True, cwd=REPO, env=env, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [f"wrote {tmp_path / 'echo.snapshot.json'} (2 tools; tasks stored: train 0/8)"]
@@ -343,7 +359,11 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
     env = _cli_env(OPENREWARD_API_KEY=secret, OPENREWARD_SESSION_URL=urls["Echo"], OPENREWARD_API_URL=urls["Echo"])
     result = subprocess.run(
         [*ORLGEN, "snapshot", "Acme/Echo", "--out", "out"],
-        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     out = tmp_path / "out"
@@ -381,5 +401,5 @@ def test_tasks_10_of_a_large_split_stores_exactly_10_and_the_first_5_build_offli
     dataset = module.build_dataset("train", num_tasks=5)  # the server is stopped: no request possible
     assert dataset["task_index"] == [0, 1, 2, 3, 4]
     assert dataset["word"] == [support_envs.large_task("train", i)["word"] for i in range(5)]
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - any failure: the point is that a request was needed
         module.build_dataset("train", num_tasks=6)

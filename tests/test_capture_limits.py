@@ -12,9 +12,9 @@ import time
 
 import pytest
 from click.testing import CliRunner
-
 from orlgen.capture import CaptureError, CaptureOptions, capture
 from orlgen.cli import main
+
 from tests.fault_proxy import FaultProxy
 
 MB = 2**20
@@ -75,6 +75,7 @@ def test_a_server_trickling_one_byte_every_ten_seconds_is_bounded(echo_url):
 
 def test_the_whole_capture_has_a_deadline(echo_url):
     """Every answer is quick enough on its own; together they outlast the deadline."""
+
     def slow_task(handler, fetch):
         time.sleep(0.4)
         handler.send_json(fetch())
@@ -99,28 +100,41 @@ def test_a_task_range_timeout_is_an_error_not_a_fallback(echo_url):
 
 
 def test_a_task_range_server_error_names_the_servers_last_line(echo_url):
-    traceback = "Traceback (most recent call last):\n  File \"db.py\", line 3\nConnectionError: database is down"
+    traceback = 'Traceback (most recent call last):\n  File "db.py", line 3\nConnectionError: database is down'
     fail = lambda handler, fetch: handler.send_json({"detail": traceback}, status=500)  # noqa: E731
     with FaultProxy(echo_url, {"/task_range": fail}) as proxy:
         message, _ = _capture_error(proxy.url)
         assert not any(path.endswith("/task") for path in proxy.seen)
-    assert message == f"{proxy.url}: cannot read tasks train[0:8]: the server answered 500: ConnectionError: database is down"
+    assert (
+        message
+        == f"{proxy.url}: cannot read tasks train[0:8]: the server answered 500: ConnectionError: database is down"
+    )
 
 
 def _rewrite(change):
     def rule(handler, fetch):
         answer = fetch()
         handler.send_json(change(answer))
+
     return rule
 
 
 WRONG = {
-    "short task_range": ("/task_range", lambda a: {**a, "tasks": a["tasks"][:-1]},
-                         "asked for tasks train[0:8] (8), the server sent 7"),
-    "long task_range": ("/task_range", lambda a: {**a, "tasks": a["tasks"] * 2},
-                        "asked for tasks train[0:8] (8), the server sent 16"),
-    "task not an object": ("/task_range", lambda a: {**a, "tasks": [1] * len(a["tasks"])},
-                           "task train[0] is not a JSON object"),
+    "short task_range": (
+        "/task_range",
+        lambda a: {**a, "tasks": a["tasks"][:-1]},
+        "asked for tasks train[0:8] (8), the server sent 7",
+    ),
+    "long task_range": (
+        "/task_range",
+        lambda a: {**a, "tasks": a["tasks"] * 2},
+        "asked for tasks train[0:8] (8), the server sent 16",
+    ),
+    "task not an object": (
+        "/task_range",
+        lambda a: {**a, "tasks": [1] * len(a["tasks"])},
+        "task train[0] is not a JSON object",
+    ),
     "negative count": ("/num_tasks", lambda a: {"num_tasks": -5}, "the server says split 'train' has -5 tasks"),
     "duplicate tool": ("/tools", lambda a: {**a, "tools": a["tools"] * 2}, "/tools lists the tool 'echo' twice"),
     "duplicate split": ("/splits", lambda a: a * 2, "the server lists a split twice: 'train'"),
@@ -143,7 +157,10 @@ def test_server_text_is_stripped_of_escapes_and_cut_short(echo_url):
     with FaultProxy(echo_url, {"/splits": fail}) as proxy:
         message, _ = _capture_error(proxy.url)
     assert message == f"{proxy.url}: cannot list splits: the server answered 500: RuntimeError: red line"
-    fail_long = lambda handler, fetch: handler.send_json({"detail": "\x1b[1m" + "B" * 100_000}, status=500)  # noqa: E731
+
+    def fail_long(handler, fetch):
+        return handler.send_json({"detail": "\x1b[1m" + "B" * 100_000}, status=500)
+
     with FaultProxy(echo_url, {"/splits": fail_long}) as proxy:
         message, _ = _capture_error(proxy.url)
     assert len(message) < 500 and message.endswith("B…")
@@ -177,8 +194,11 @@ def test_credentials_in_a_target_url_are_never_recorded_nor_shown(echo_url, tmp_
 
 
 def test_an_adapters_repr_masks_credentials_in_its_url(echo_module):
-    adapter = echo_module.EchoEnv(base_url="http://alice:hunter22@127.0.0.1:9/?token=hunter22&x=1",
-                                  api_key="key-hunter22", secrets={"OPENAI_API_KEY": "sk-hunter22"})
+    adapter = echo_module.EchoEnv(
+        base_url="http://alice:hunter22@127.0.0.1:9/?token=hunter22&x=1",
+        api_key="key-hunter22",
+        secrets={"OPENAI_API_KEY": "sk-hunter22"},
+    )
     shown = repr(adapter)
     assert "hunter22" not in shown and "alice" not in shown
     assert "http://***@127.0.0.1:9/?token=***&x=1" in shown

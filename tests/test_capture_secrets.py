@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import load_module
 from orlgen.cli import main
 from orlgen.serve import ServerProcess
@@ -35,7 +34,9 @@ def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in ("JUDGE_API_KEY", "OPENREWARD_API_KEY")}
     environ.update(OPENREWARD_DISABLE_UPDATE_CHECK="1", PYTHONPATH=str(REPO), **env)
     environ.pop("OPENREWARD_LOG_LEVEL", None)  # the server's default logging: tracebacks and all
-    return subprocess.run([sys.executable, "-m", "orlgen", *args], capture_output=True, text=True, cwd=REPO, env=environ, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "orlgen", *args], capture_output=True, text=True, cwd=REPO, env=environ, timeout=180
+    )
 
 
 def _files_text(path: Path) -> str:
@@ -63,27 +64,34 @@ def test_with_secret_from_the_environment_the_task_only_tool_is_found(tmp_path):
     assert {tool["name"]: tool["shared"] for tool in snapshot["tools"]} == {"answer": True, "whoami": False}
     assert snapshot["secret_names"] == ["JUDGE_API_KEY"]
     assert KEY not in _files_text(tmp_path) and KEY not in result.stdout + result.stderr
-    assert result.stdout.splitlines()[0] == f"wrote {tmp_path / 'judged.snapshot.json'} (2 tools; tasks stored: train 12/12)"
+    assert (
+        result.stdout.splitlines()[0]
+        == f"wrote {tmp_path / 'judged.snapshot.json'} (2 tools; tasks stored: train 12/12)"
+    )
 
 
 def test_secret_given_with_its_value_and_probes_zero(judged_url, tmp_path):
-    given = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={KEY}", "--no-generate",
-                                      "--out", str(tmp_path / "a")])
+    given = CliRunner().invoke(
+        main,
+        ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={KEY}", "--no-generate", "--out", str(tmp_path / "a")],
+    )
     assert given.exit_code == 0, given.output
     assert "whoami" in (tmp_path / "a" / "judged.snapshot.json").read_text()
     assert KEY not in _files_text(tmp_path / "a") and KEY not in given.output
 
     # --probes 0 works without the secret, and gives up the task-only tool
-    skipped = CliRunner().invoke(main, ["snapshot", judged_url, "--probes", "0", "--no-generate",
-                                        "--out", str(tmp_path / "b")])
+    skipped = CliRunner().invoke(
+        main, ["snapshot", judged_url, "--probes", "0", "--no-generate", "--out", str(tmp_path / "b")]
+    )
     assert skipped.exit_code == 0, skipped.output
     assert "whoami" not in (tmp_path / "b" / "judged.snapshot.json").read_text()
 
 
 def test_a_secret_the_server_quotes_back_is_masked_in_the_message(judged_url, tmp_path):
     revoked = "revoked-7d1c9e"
-    result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={revoked}",
-                                       "--out", str(tmp_path)])
+    result = CliRunner().invoke(
+        main, ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={revoked}", "--out", str(tmp_path)]
+    )
     assert result.exit_code == 2
     assert "the server answered 500: PermissionError: the judge refused the key ***" in result.stderr
     assert revoked not in result.output and "secrets sent: JUDGE_API_KEY" in result.stderr
@@ -105,7 +113,7 @@ def test_sync_reads_secret_names_from_the_config(judged_url, tmp_path, monkeypat
     result = CliRunner().invoke(main, ["sync"])
     assert result.exit_code == 0, result.output
     assert "whoami" in (tmp_path / "gen" / "judged.snapshot.json").read_text()
-    assert "_secret_names = (\"JUDGE_API_KEY\",)" in (tmp_path / "gen" / "judged.py").read_text()
+    assert '_secret_names = ("JUDGE_API_KEY",)' in (tmp_path / "gen" / "judged.py").read_text()
     assert KEY not in _files_text(tmp_path / "gen")
 
 
@@ -153,7 +161,10 @@ def test_the_adapter_forwards_the_named_secrets_from_the_environment(judged_modu
     assert adapter.outcome == "env_error" and "JUDGE_API_KEY is required" in adapter.error
     # explicit secrets= replace the default, even when the variable is set
     monkeypatch.setenv("JUDGE_API_KEY", "from-env")
-    assert _session_secrets(judged_module, base_url=judged_url, secrets={"JUDGE_API_KEY": "given"})["JUDGE_API_KEY"] == "given"
+    assert (
+        _session_secrets(judged_module, base_url=judged_url, secrets={"JUDGE_API_KEY": "given"})["JUDGE_API_KEY"]
+        == "given"
+    )
 
 
 # (api_key=, secrets= key entries, OPENREWARD_API_KEY variable) → the key the session receives.

@@ -12,10 +12,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from orlgen.runtime import COVERAGE
 from orlgen.runtime.connection import _sdk_loop
 from orlgen.serve import ServerProcess
+
 from tests.test_env_reward import generated
 
 N = 64
@@ -64,7 +64,11 @@ def test_64_concurrent_rollouts(counting, drifted, caplog, monkeypatch):
     assert [r.message.count("differ from the snapshot") for r in caplog.records] == [1]
     # Coverage counted each rollout once.
     assert COVERAGE.drain() == {
-        "scored_fraction": 1.0, "env_errors": 0.0, "unfinished": 0.0, "tool_errors": 0.0, "tool_calls_mean": 3.0,
+        "scored_fraction": 1.0,
+        "env_errors": 0.0,
+        "unfinished": 0.0,
+        "tool_errors": 0.0,
+        "tool_calls_mean": 3.0,
     }
     # Nothing left pending on the SDK loop, and every session deleted on the server.
     assert not _sdk_loop().pending

@@ -6,7 +6,6 @@ import shutil
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import REPO
 from orlgen.cli import main
 from orlgen.config import ConfigFileError, load_config
@@ -51,7 +50,10 @@ def test_sync_snapshots_and_generates_every_listed_env(tmp_path, monkeypatch, ec
     runner = CliRunner()
     assert runner.invoke(main, ["sync"]).exit_code == 0
     assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == [
-        "echo.py", "echo.snapshot.json", "echo_live.py", "echo_live.snapshot.json",
+        "echo.py",
+        "echo.snapshot.json",
+        "echo_live.py",
+        "echo_live.snapshot.json",
     ]
     assert load(tmp_path / "gen" / "echo.snapshot.json").tasks["train"].coverage == "none"
     assert len(load(tmp_path / "gen" / "echo_live.snapshot.json").probed_tasks) == 2
@@ -79,7 +81,9 @@ def test_a_project_template_overrides_one_packaged_template(tmp_path, monkeypatc
     (tmp_path / "templates").mkdir()
     method = (REPO / "templates" / "tool_method.py.jinja").read_text()
     (tmp_path / "templates" / "tool_method.py.jinja").write_text(
-        method.replace("        {{ tool.docstring }}\n", "        {{ tool.docstring }}\n        # reviewed tool {{ tool.wire }}\n")
+        method.replace(
+            "        {{ tool.docstring }}\n", "        {{ tool.docstring }}\n        # reviewed tool {{ tool.wire }}\n"
+        )
     )
     write_project(tmp_path, "[tool.orlgen]\ntemplates = 'templates'\n")
     monkeypatch.chdir(tmp_path)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import pytest
 
+import pytest
 from conftest import REPO, load_module
 from orlgen.capture import CaptureOptions, capture
 from orlgen.files import write_files
@@ -89,7 +89,10 @@ def test_live_tasks_that_break_the_columns_say_to_resnapshot(uncaptured_module):
     spec = uncaptured_module._DATASET
 
     def drifted(split, start, stop):
-        return [{"prompt": "p", "task_index": i, "mixed": 1, "nested": {"k": i} if i else "flat"} for i in range(start, stop)]
+        return [
+            {"prompt": "p", "task_index": i, "mixed": 1, "nested": {"k": i} if i else "flat"}
+            for i in range(start, stop)
+        ]
 
     with pytest.raises(DatasetError, match="re-run `orlgen snapshot`"):
         build(spec, drifted, "train", 2, None)

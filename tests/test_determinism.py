@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from orlgen import render, snapshot
 from orlgen.snapshot import Snapshot
 

@@ -6,7 +6,6 @@ import copy
 import json
 
 from click.testing import CliRunner
-
 from conftest import REPO
 from orlgen.cli import main
 from orlgen.diff import RULES, Change, diff, render
@@ -86,7 +85,9 @@ def test_prompt_changes_are_not_breaking():
         search["limit"]["default"] = 5
         search["limit"]["maximum"] = 100
         search["fuzzy"] = {"type": "boolean", "default": False}
-        data["tools"].append({"name": "new_tool", "description": "x", "input_schema": None, "shared": True, "offered_on": []})
+        data["tools"].append(
+            {"name": "new_tool", "description": "x", "input_schema": None, "shared": True, "offered_on": []}
+        )
 
     changes = diff(old, edited(old, edit))
     assert {

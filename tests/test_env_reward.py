@@ -10,7 +10,6 @@ import pickle
 import sys
 
 import pytest
-
 from orlgen.capture import capture
 from orlgen.files import write_files
 from orlgen.render import generate
@@ -114,8 +113,17 @@ def test_copy_keeps_the_episode_but_never_the_session(stepped, stepped_url):
     env.advance()
     snapshot = copy.copy(env)
     assert type(snapshot) is type(env) and snapshot._options == env._options
-    for name in ("reward", "rewards", "metadata", "finished", "last_output", "outcome", "error",
-                 "tool_calls", "tool_errors"):
+    for name in (
+        "reward",
+        "rewards",
+        "metadata",
+        "finished",
+        "last_output",
+        "outcome",
+        "error",
+        "tool_calls",
+        "tool_errors",
+    ):
         assert getattr(snapshot, name) == getattr(env, name), name
     assert snapshot._session is None and snapshot._session_slot == [] and env._session_slot
     assert snapshot.rewards is not env.rewards  # the original's next steps do not leak into the copy

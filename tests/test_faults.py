@@ -17,7 +17,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from orlgen.capture import capture
 from orlgen.files import write_files
 from orlgen.render import generate
@@ -179,7 +178,11 @@ def test_scoring_coverage_and_failure_policy(counting, server):
     rewards = outcome_reward_with(env_error=-1.0)(envs)
     assert rewards == [1.0, None, -1.0, None]
     assert COVERAGE.drain() == {
-        "scored_fraction": 0.25, "env_errors": 1.0, "unfinished": 2.0, "tool_errors": 1.0, "tool_calls_mean": 0.75,
+        "scored_fraction": 0.25,
+        "env_errors": 1.0,
+        "unfinished": 2.0,
+        "tool_errors": 1.0,
+        "tool_calls_mean": 0.75,
     }
     assert COVERAGE.drain() == {}
 

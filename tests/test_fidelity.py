@@ -10,6 +10,7 @@ import pytest
 
 from bench import fidelity
 
+
 @pytest.fixture(scope="module")
 def result() -> fidelity.Result:
     return fidelity.measure()
@@ -70,12 +71,21 @@ def test_numbers_serialise(result):
 def test_facts_of_an_optional_pair():
     # pydantic's `tuple[int, int] | None = None`: one fact per position, nullable, default, lengths.
     schema = fidelity._Shapes.model_json_schema()
-    facts = {(f.kind, f.path, json.dumps(f.value)) for f in fidelity.tool_facts("s", "g", fidelity.ToolSchema(
-        "draw", "", schema)) if f.path == "point" or f.path.startswith("point[")}
+    facts = {
+        (f.kind, f.path, json.dumps(f.value))
+        for f in fidelity.tool_facts("s", "g", fidelity.ToolSchema("draw", "", schema))
+        if f.path == "point" or f.path.startswith("point[")
+    }
     assert facts == {
-        ("param-name", "point", '"point"'), ("type", "point", '"array"'), ("items", "point[0]", '"integer"'), ("items", "point[1]", '"integer"'),
-        ("required", "point", '"optional"'), ("nullable", "point", "true"), ("default", "point", "null"),
-        ("constraint", "point", '{"minItems": 2}'), ("constraint", "point", '{"maxItems": 2}'),
+        ("param-name", "point", '"point"'),
+        ("type", "point", '"array"'),
+        ("items", "point[0]", '"integer"'),
+        ("items", "point[1]", '"integer"'),
+        ("required", "point", '"optional"'),
+        ("nullable", "point", "true"),
+        ("default", "point", "null"),
+        ("constraint", "point", '{"minItems": 2}'),
+        ("constraint", "point", '{"maxItems": 2}'),
         ("description", "point", '"An optional pair."'),
     }
 
@@ -85,19 +95,31 @@ def test_docstring_sections_become_their_own_facts():
     describes its parameter (the params model has no descriptions), `Returns:` is a fact of its own."""
     from examples.wordgrid import PlaceLetterParams
 
-    tool = fidelity.ToolSchema("place_letter", "Write a letter.\n\nMore prose.\n\nArgs:\n    row: Row of the\n"
-                               "        cell.\n    column (int): Column.\n    letter: Letter.\n\nReturns:\n"
-                               "    The grid.", PlaceLetterParams.model_json_schema())
-    facts = {(f.kind, f.path): f.value for f in fidelity.tool_facts("s", "g", tool)
-             if f.kind in ("description", "returns")}
-    assert facts == {("description", ""): "Write a letter.\n\nMore prose.", ("returns", ""): "The grid.",
-                     ("description", "row"): "Row of the cell.", ("description", "column"): "Column.",
-                     ("description", "letter"): "Letter."}
+    tool = fidelity.ToolSchema(
+        "place_letter",
+        "Write a letter.\n\nMore prose.\n\nArgs:\n    row: Row of the\n"
+        "        cell.\n    column (int): Column.\n    letter: Letter.\n\nReturns:\n"
+        "    The grid.",
+        PlaceLetterParams.model_json_schema(),
+    )
+    facts = {
+        (f.kind, f.path): f.value for f in fidelity.tool_facts("s", "g", tool) if f.kind in ("description", "returns")
+    }
+    assert facts == {
+        ("description", ""): "Write a letter.\n\nMore prose.",
+        ("returns", ""): "The grid.",
+        ("description", "row"): "Row of the cell.",
+        ("description", "column"): "Column.",
+        ("description", "letter"): "Letter.",
+    }
 
 
 def test_only_needless_renames_count_as_altered(result):
-    altered = {(o.fact.group, o.fact.tool, o.fact.path) for o in result.altered("orlgen", "examples")
-               if o.fact.kind == "param-name"}
+    altered = {
+        (o.fact.group, o.fact.tool, o.fact.path)
+        for o in result.altered("orlgen", "examples")
+        if o.fact.kind == "param-name"
+    }
     assert ("icu_sepsis", "register_patient", "名前") not in altered
     assert ("icu_sepsis", "transfer", "from") not in altered  # a keyword must be renamed: not counted
     assert result.altered("trl", "examples", kind="param-name") == []  # TRL skips such tools: lost, not altered

@@ -18,27 +18,64 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
 import trl
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from transformers.utils import get_json_schema
-from transformers.utils.chat_template_utils import render_jinja_template
-
 from orlgen.errors import OrlgenError
 from orlgen.render import render_module
 from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
+from transformers.utils import get_json_schema
+from transformers.utils.chat_template_utils import render_jinja_template
 
 EXAMPLES = int(os.environ.get("ORLGEN_FUZZ_EXAMPLES", "40"))
 QWEN3 = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
 _modules = itertools.count()
 
-HOSTILE_TEXT = ['"""', "'''", "\\", "Args:", "Returns:", "Raises:", "(choices: x)", "{{ x }}", "{% if %}",
-                "\x00", "\n", "\t", "\u2028", "word:", "é", "ﬁ", "__import__('os')", "#", "self", "%s"]
+HOSTILE_TEXT = [
+    '"""',
+    "'''",
+    "\\",
+    "Args:",
+    "Returns:",
+    "Raises:",
+    "(choices: x)",
+    "{{ x }}",
+    "{% if %}",
+    "\x00",
+    "\n",
+    "\t",
+    "\u2028",
+    "word:",
+    "é",
+    "ﬁ",
+    "__import__('os')",
+    "#",
+    "self",
+    "%s",
+]
 names = st.one_of(
-    st.sampled_from(keyword.kwlist + keyword.softkwlist + ["reset", "get_reward", "reward", "self", "_x", "__init__", "tool_calls", "outcome",
-                                                           "a-b", "1st", "ﬁle", "", "Any", "Literal", "UNSET", "None"]),
+    st.sampled_from(
+        keyword.kwlist
+        + keyword.softkwlist
+        + [
+            "reset",
+            "get_reward",
+            "reward",
+            "self",
+            "_x",
+            "__init__",
+            "tool_calls",
+            "outcome",
+            "a-b",
+            "1st",
+            "ﬁle",
+            "",
+            "Any",
+            "Literal",
+            "UNSET",
+            "None",
+        ]
+    ),
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
 )
 prose = st.lists(st.one_of(st.sampled_from(HOSTILE_TEXT), st.text(max_size=8)), max_size=6).map("".join)
@@ -47,9 +84,17 @@ scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_si
 
 def schemas(depth: int = 2) -> st.SearchStrategy:
     leaf = st.one_of(
-        st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "number", "boolean", "null"])},
-                              optional={"description": prose, "default": scalars, "minimum": st.integers(0, 3),
-                                        "maxLength": st.integers(1, 9), "pattern": prose, "format": prose}),
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(["string", "integer", "number", "boolean", "null"])},
+            optional={
+                "description": prose,
+                "default": scalars,
+                "minimum": st.integers(0, 3),
+                "maxLength": st.integers(1, 9),
+                "pattern": prose,
+                "format": prose,
+            },
+        ),
         st.fixed_dictionaries({"enum": st.lists(scalars, min_size=1, max_size=4, unique_by=repr)}),
         st.fixed_dictionaries({"const": scalars}),
         st.just({}),
@@ -61,27 +106,37 @@ def schemas(depth: int = 2) -> st.SearchStrategy:
         leaf,
         st.fixed_dictionaries({"type": st.just("array"), "items": inner}),
         st.fixed_dictionaries({"anyOf": st.lists(inner, min_size=1, max_size=3)}),
-        st.fixed_dictionaries({"type": st.just("array"), "prefixItems": st.lists(inner, min_size=2, max_size=3),
-                               "maxItems": st.just(2)}),
+        st.fixed_dictionaries(
+            {"type": st.just("array"), "prefixItems": st.lists(inner, min_size=2, max_size=3), "maxItems": st.just(2)}
+        ),
         objects(inner),
     )
 
 
 def objects(inner: st.SearchStrategy) -> st.SearchStrategy:
     return st.dictionaries(names, inner, max_size=4).flatmap(
-        lambda props: st.fixed_dictionaries({
-            "type": st.just("object"),
-            "properties": st.just(props),
-            "required": st.lists(st.sampled_from(sorted(props)), unique=True) if props else st.just([]),
-        })
+        lambda props: st.fixed_dictionaries(
+            {
+                "type": st.just("object"),
+                "properties": st.just(props),
+                "required": st.lists(st.sampled_from(sorted(props)), unique=True) if props else st.just([]),
+            }
+        )
     )
 
 
 tools = st.lists(
-    st.builds(lambda name, description, schema, shared: Tool(name=name, description=description,
-                                                              input_schema=schema or None, shared=shared),
-              names, prose, st.one_of(st.none(), objects(schemas(2))), st.booleans()),
-    max_size=5, unique_by=lambda tool: tool.name,
+    st.builds(
+        lambda name, description, schema, shared: Tool(
+            name=name, description=description, input_schema=schema or None, shared=shared
+        ),
+        names,
+        prose,
+        st.one_of(st.none(), objects(schemas(2))),
+        st.booleans(),
+    ),
+    max_size=5,
+    unique_by=lambda tool: tool.name,
 )
 
 
@@ -108,7 +163,9 @@ def import_source(source: str, directory: Path):
     return module
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(tool_list=tools)
 def test_hostile_specs_give_a_working_module(tool_list, tmp_path_factory):
     directory = tmp_path_factory.mktemp("fuzz")
@@ -120,15 +177,18 @@ def test_hostile_specs_give_a_working_module(tool_list, tmp_path_factory):
     assert sorted(module.TOOLS) == sorted(tool.name for tool in tool_list)
     env_class = module.FuzzedEnv
     methods = {
-        fn.__name__: fn for name, fn in vars(env_class).items()
+        fn.__name__: fn
+        for name, fn in vars(env_class).items()
         if callable(fn) and not name.startswith("_") and name != "reset"
     }
     assert sorted(methods) == sorted(tool.name for tool in tool_list)  # every tool, under its wire name
     schemas_seen = [get_json_schema(fn) for fn in methods.values()]
-    for schema, tool in zip(schemas_seen, methods):
+    for schema, tool in zip(schemas_seen, methods, strict=False):
         assert schema["function"]["name"] == tool
     rendered, _ = render_jinja_template(
-        conversations=[[{"role": "user", "content": "hi"}]], tools=schemas_seen, chat_template=QWEN3,
+        conversations=[[{"role": "user", "content": "hi"}]],
+        tools=schemas_seen,
+        chat_template=QWEN3,
     )
     text = rendered[0]
     for name in methods:
@@ -141,29 +201,129 @@ CANARY_MODULE = "orlgen_fuzz_canary"
 # JSON Schema 2020-12 (core, applicator, validation, meta-data, format, content), drafts 4-2019
 # leftovers and OpenAPI's, then every key datamodel-code-generator 0.89 reads (grep of its source).
 VOCABULARY = [
-    "$schema", "$id", "$ref", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor",
-    "$vocabulary", "$comment", "$defs", "definitions", "type", "enum", "const", "multipleOf", "maximum",
-    "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
-    "uniqueItems", "maxContains", "minContains", "maxProperties", "minProperties", "required", "dependentRequired",
-    "dependencies", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "prefixItems",
-    "items", "additionalItems", "contains", "properties", "patternProperties", "additionalProperties",
-    "propertyNames", "unevaluatedItems", "unevaluatedProperties", "format", "contentEncoding", "contentMediaType",
-    "contentSchema", "title", "description", "default", "deprecated", "readOnly", "writeOnly", "examples",
-    "discriminator", "nullable",
+    "$schema",
+    "$id",
+    "$ref",
+    "$anchor",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+    "$comment",
+    "$defs",
+    "definitions",
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
+    "dependencies",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "prefixItems",
+    "items",
+    "additionalItems",
+    "contains",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "title",
+    "description",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "examples",
+    "discriminator",
+    "nullable",
 ]
 GENERATOR_EXTENSIONS = [
-    "customTypePath", "customBasePath", "x-python-type", "x-python-import", "x-is-base-class", "x-is-classvar",
-    "x-enum-varnames", "x-enumNames", "x-enum-descriptions", "x-enum-field-as-literal", "x-propertyNames",
-    "x-python-unserializable", "x-python-union-branch", "x-datamodel-code-generator-read-as-const",
-    "x-datamodel-code-generator-field-name", "x-avro-logicalType", "x-avro-scale", "x-avro-precision",
-    "x-xsd-totalDigits", "x-xsd-fractionDigits",
+    "customTypePath",
+    "customBasePath",
+    "x-python-type",
+    "x-python-import",
+    "x-is-base-class",
+    "x-is-classvar",
+    "x-enum-varnames",
+    "x-enumNames",
+    "x-enum-descriptions",
+    "x-enum-field-as-literal",
+    "x-propertyNames",
+    "x-python-unserializable",
+    "x-python-union-branch",
+    "x-datamodel-code-generator-read-as-const",
+    "x-datamodel-code-generator-field-name",
+    "x-avro-logicalType",
+    "x-avro-scale",
+    "x-avro-precision",
+    "x-xsd-totalDigits",
+    "x-xsd-fractionDigits",
 ]
-FORMATS = ["email", "idn-email", "ulid", "uuid", "password", "decimal", "date-time", "uri", "ipv4", "binary",
-           "byte", "int64", "path", "hostname", "date", "time", "duration"]
+FORMATS = [
+    "email",
+    "idn-email",
+    "ulid",
+    "uuid",
+    "password",
+    "decimal",
+    "date-time",
+    "uri",
+    "ipv4",
+    "binary",
+    "byte",
+    "int64",
+    "path",
+    "hostname",
+    "date",
+    "time",
+    "duration",
+]
 keyword_values = st.one_of(
     scalars,
-    st.sampled_from([f"{CANARY_MODULE}.Thing", {"module": CANARY_MODULE, "name": "Thing"}, "#", "#/$defs/X",
-                     "secret.json#/$defs/Leak", "file:///etc/hostname", True, -1, 10**30, 1e300, *FORMATS]),
+    st.sampled_from(
+        [
+            f"{CANARY_MODULE}.Thing",
+            {"module": CANARY_MODULE, "name": "Thing"},
+            "#",
+            "#/$defs/X",
+            "secret.json#/$defs/Leak",
+            "file:///etc/hostname",
+            True,
+            -1,
+            10**30,
+            1e300,
+            *FORMATS,
+        ]
+    ),
     st.lists(scalars, max_size=3),
     st.dictionaries(st.sampled_from(["x", "X", "type", "a"]), scalars, max_size=2),
     schemas(0),
@@ -186,22 +346,40 @@ def _canary() -> Path:
     """A module on the path that leaves a file when imported; returns that file."""
     directory = Path(tempfile.mkdtemp(prefix="orlgen-fuzz-canary-"))
     written = directory / "imported"
-    (directory / f"{CANARY_MODULE}.py").write_text(
-        f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n")
+    (directory / f"{CANARY_MODULE}.py").write_text(f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n")
     sys.path.append(str(directory))
     return written
 
 
-CANARY_EXAMPLE = [Tool(name="t", description="d", shared=True, input_schema={
-    "type": "object", "properties": {"a": {"type": "string", "customTypePath": f"{CANARY_MODULE}.Thing"}}})]
+CANARY_EXAMPLE = [
+    Tool(
+        name="t",
+        description="d",
+        shared=True,
+        input_schema={
+            "type": "object",
+            "properties": {"a": {"type": "string", "customTypePath": f"{CANARY_MODULE}.Thing"}},
+        },
+    )
+]
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @example(tool_list=CANARY_EXAMPLE)
-@given(tool_list=st.lists(
-    st.builds(lambda name, schema: Tool(name=name, description="A tool.", input_schema=schema, shared=True),
-              names, keyword_objects()),
-    min_size=1, max_size=3, unique_by=lambda tool: tool.name))
+@given(
+    tool_list=st.lists(
+        st.builds(
+            lambda name, schema: Tool(name=name, description="A tool.", input_schema=schema, shared=True),
+            names,
+            keyword_objects(),
+        ),
+        min_size=1,
+        max_size=3,
+        unique_by=lambda tool: tool.name,
+    )
+)
 def test_any_keyword_gives_a_working_module_or_a_one_line_error(tool_list, tmp_path_factory):
     written = _canary()
     try:

@@ -8,9 +8,8 @@ import re
 import subprocess
 import sys
 
-from transformers.utils import get_json_schema
-
 from conftest import REPO
+from transformers.utils import get_json_schema
 
 
 def trl_tools(env_class) -> dict:
@@ -92,9 +91,6 @@ def test_parameter_names_that_are_no_identifiers(recording_module):
 
 def test_import_does_not_load_the_sdk():
     """Importing a generated module must not import the SDK (about 2 s) or touch the network."""
-    code = (
-        "import sys; import generated.helpdesk as m; "
-        "print(int('openreward' in sys.modules), len(m.TOOLS))"
-    )
+    code = "import sys; import generated.helpdesk as m; " "print(int('openreward' in sys.modules), len(m.TOOLS))"
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "9"]

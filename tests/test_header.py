@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from orlgen import header
 
 REPO = Path(__file__).resolve().parent.parent

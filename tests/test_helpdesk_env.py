@@ -6,12 +6,19 @@ import pytest
 
 openreward = pytest.importorskip("openreward")
 
-from examples.helpdesk import Helpdesk, make_task, scripted_solution  # noqa: E402
 from orlgen.serve import serving  # noqa: E402
 
+from examples.helpdesk import Helpdesk, make_task, scripted_solution  # noqa: E402
+
 SHARED_TOOLS = {
-    "list_policies", "search_orders", "get_order", "update_shipping",
-    "issue_refund", "cancel_order", "send_reply", "submit_resolution",
+    "list_policies",
+    "search_orders",
+    "get_order",
+    "update_shipping",
+    "issue_refund",
+    "cancel_order",
+    "send_reply",
+    "submit_resolution",
 }
 
 
@@ -85,7 +92,7 @@ def test_scripted_solution_wins(env, split):
     # Episodes run side by side (one session each) to keep the test fast.
     with ThreadPoolExecutor(max_workers=len(indices)) as pool:
         outs = list(pool.map(lambda i, t: _play(env, split, i, scripted_solution(t)), indices, tasks))
-    for index, out in zip(indices, outs):
+    for index, out in zip(indices, outs, strict=False):
         assert out.finished and out.reward == 1.0, (split, index, out.blocks[0].text)
 
 

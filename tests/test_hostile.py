@@ -7,14 +7,14 @@ import inspect
 import json
 
 import pytest
-from transformers.utils import get_json_schema
-
 from conftest import REPO, load_module
-from examples.hostile import CANARY
 from orlgen.capture import capture
 from orlgen.files import write_files
 from orlgen.render import generate
 from orlgen.serve import ServerProcess
+from transformers.utils import get_json_schema
+
+from examples.hostile import CANARY
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +43,18 @@ def call(env, method, **arguments):
 def test_every_tool_is_shown_under_its_wire_name(hostile):
     module, env, _ = hostile
     methods = {
-        fn.__name__: name for name, fn in inspect.getmembers(type(env), inspect.isfunction)
+        fn.__name__: name
+        for name, fn in inspect.getmembers(type(env), inspect.isfunction)
         if name not in ("reset", "get_reward") and not name.startswith("_")
     }
     assert methods == {
-        "reset": "reset_", "reward": "reward_", "get_reward": "get_reward_", "_private": "private",
-        "class": "class_", "submit-solution": "submit_solution", "draft4": "draft4",
+        "reset": "reset_",
+        "reward": "reward_",
+        "get_reward": "get_reward_",
+        "_private": "private",
+        "class": "class_",
+        "submit-solution": "submit_solution",
+        "draft4": "draft4",
     }
     assert set(module.TOOLS) == set(methods)
     for wire, name in methods.items():
@@ -65,12 +71,21 @@ def test_renamed_parameters_reach_the_server_under_wire_names(hostile):
 def test_complex_types_are_validated_and_sent(hostile):
     _, env, _ = hostile
     env.reset(task_index=0)
-    sent = call(env, "reward_", priority=2, shape={"kind": "square", "side": 2}, version="v1", point=(1, 2),
-                tree={"label": "a", "children": [{"label": "b"}]})
+    sent = call(
+        env,
+        "reward_",
+        priority=2,
+        shape={"kind": "square", "side": 2},
+        version="v1",
+        point=(1, 2),
+        tree={"label": "a", "children": [{"label": "b"}]},
+    )
     assert sent["priority"] == 2 and sent["point"] == [1, 2] and sent["shape"] == {"kind": "square", "side": 2.0}
     assert sent["tree"]["children"][0]["label"] == "b"
     error = env.reward_(priority=5, shape={"kind": "triangle"}, version="v2")
-    assert error.startswith("Error: invalid arguments for reward: priority:") and "shape" in error and "version" in error
+    assert (
+        error.startswith("Error: invalid arguments for reward: priority:") and "shape" in error and "version" in error
+    )
     schema = get_json_schema(env.reward_)["function"]["parameters"]["properties"]
     assert schema["priority"]["enum"] == [1, 2, 3] and schema["version"]["enum"] == ["v1"]
     assert schema["point"]["prefixItems"] == [{"type": "integer"}, {"type": "integer"}]
@@ -106,12 +121,19 @@ def test_unicode_property_names_validate_under_their_wire_name(tmp_path):
     """`ﬁle` is `file` to Python's parser (NFKC): the model must still expect the key `ﬁle`."""
     from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
 
-    schema = {"type": "object", "properties": {"ﬁle": {"type": "string"}, "file": {"type": "integer"},
-                                               "é": {"type": "boolean"}}, "required": ["ﬁle"]}
+    schema = {
+        "type": "object",
+        "properties": {"ﬁle": {"type": "string"}, "file": {"type": "integer"}, "é": {"type": "boolean"}},
+        "required": ["ﬁle"],
+    }
     snapshot = Snapshot(
-        name="uni", target=Target(kind="url", value="http://127.0.0.1:9", env="uni"),
-        splits=[Split(name="train", num_tasks=0)], tools=[Tool(name="t", description="", input_schema=schema, shared=True)],
-        terminal_tool=None, probed_tasks=[], tasks={"train": SplitTasks(coverage="none", tasks=[])},
+        name="uni",
+        target=Target(kind="url", value="http://127.0.0.1:9", env="uni"),
+        splits=[Split(name="train", num_tasks=0)],
+        tools=[Tool(name="t", description="", input_schema=schema, shared=True)],
+        terminal_tool=None,
+        probed_tasks=[],
+        tasks={"train": SplitTasks(coverage="none", tasks=[])},
         task_schema={"type": "object"},
     ).canonical()
     path = tmp_path / snapshot.file_name

@@ -15,11 +15,11 @@ import re
 from collections import Counter
 
 import pytest
+from orlgen.runtime import COVERAGE, DatasetError, scoring_callback
 
 from generated import echo, helpdesk, support_mix
-from orlgen.runtime import COVERAGE, DatasetError, scoring_callback
-from tests.test_trl import Recorder, quiet_and_single_threaded  # noqa: F401 - an autouse fixture
 from tests import tiny_model
+from tests.test_trl import Recorder, quiet_and_single_threaded  # noqa: F401 - an autouse fixture
 from tests.tiny_model import EOS_TOKEN
 
 pytestmark = pytest.mark.filterwarnings(

@@ -3,7 +3,6 @@
 import keyword
 
 import pytest
-
 from orlgen.names import ClassName, PythonIdentifier, class_name, identifier, slug
 
 

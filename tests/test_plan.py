@@ -4,7 +4,6 @@ docstring, and the shared models. Each row's expected value was written by hand.
 from __future__ import annotations
 
 import pytest
-
 from orlgen import docstrings, names
 from orlgen.plan import plan
 from orlgen.snapshot import Snapshot, Split, Target, Tool
@@ -55,14 +54,28 @@ def test_parameters_keep_the_declared_order_and_defaults():
             "query": {"type": "string"},
             "limit": {"type": "integer", "default": 10},
             "status": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
-            "point": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}], "minItems": 2,
-                      "maxItems": 2, "default": None},
+            "point": {
+                "type": "array",
+                "prefixItems": [{"type": "integer"}, {"type": "integer"}],
+                "minItems": 2,
+                "maxItems": 2,
+                "default": None,
+            },
             "tags": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["query"],
     }
-    planned = plan(snapshot(Tool(name="find", description="Find.", input_schema=schema, shared=True,
-                                 property_order={"": ["query", "limit", "status", "point", "tags"]})))
+    planned = plan(
+        snapshot(
+            Tool(
+                name="find",
+                description="Find.",
+                input_schema=schema,
+                shared=True,
+                property_order={"": ["query", "limit", "status", "point", "tags"]},
+            )
+        )
+    )
     params = [(p.name, p.hint, p.default) for p in planned.tools[0].params]
     assert params == [
         ("query", "str", None),
@@ -92,10 +105,25 @@ GOOGLE = """Place a letter on the grid.
 
 
 def test_a_google_docstring_becomes_one_description_per_parameter():
-    schema = {"type": "object", "properties": {"row": {"type": "integer"}, "column": {"type": "integer"},
-                                               "letter": {"type": "string", "description": "The letter to place."}}}
-    planned = plan(snapshot(Tool(name="place_letter", description=GOOGLE, input_schema=schema, shared=True,
-                                 property_order={"": ["row", "column", "letter"]})))
+    schema = {
+        "type": "object",
+        "properties": {
+            "row": {"type": "integer"},
+            "column": {"type": "integer"},
+            "letter": {"type": "string", "description": "The letter to place."},
+        },
+    }
+    planned = plan(
+        snapshot(
+            Tool(
+                name="place_letter",
+                description=GOOGLE,
+                input_schema=schema,
+                shared=True,
+                property_order={"": ["row", "column", "letter"]},
+            )
+        )
+    )
     doc = planned.tools[0].docstring
     assert doc.count("Args:") == 1 and "Args :" not in doc
     assert "row: Row index, from 0." in doc
@@ -149,8 +177,12 @@ def test_identical_shapes_become_one_model():
 
 def test_definition_names_of_two_tools_cannot_collide():
     """Tool `a_b` with def `C` and tool `a` with def `BC` would both be `ABC...`: numbered."""
-    one = tool({"$defs": {"C": {"type": "integer"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/C"}}}, name="a_b")
-    two = tool({"$defs": {"BC": {"type": "string"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/BC"}}}, name="a")
+    one = tool(
+        {"$defs": {"C": {"type": "integer"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/C"}}}, name="a_b"
+    )
+    two = tool(
+        {"$defs": {"BC": {"type": "string"}}, "type": "object", "properties": {"x": {"$ref": "#/$defs/BC"}}}, name="a"
+    )
     defs = plan(snapshot(one, two)).models_schema["$defs"]
     int_def = defs["ABParams"]["properties"]["x"]["$ref"].rsplit("/", 1)[1]
     str_def = defs["AParams"]["properties"]["x"]["$ref"].rsplit("/", 1)[1]

@@ -8,10 +8,10 @@ import json
 import time
 
 import pytest
-
 from orlgen.runtime import prefetch
 from orlgen.runtime.adapter import _close_slot
 from orlgen.serve import ServerProcess
+
 from tests.test_env_reward import generated
 
 

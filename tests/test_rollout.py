@@ -5,13 +5,15 @@ from __future__ import annotations
 import time
 
 import pytest
+from orlgen.serve import ServerProcess
 
 from examples.helpdesk import scripted_solution
-from orlgen.serve import ServerProcess
 
 
 def by_wire_name(env) -> dict:
-    return {getattr(type(env), name).__name__: getattr(env, name) for name in dir(type(env)) if not name.startswith("_")}
+    return {
+        getattr(type(env), name).__name__: getattr(env, name) for name in dir(type(env)) if not name.startswith("_")
+    }
 
 
 def test_scripted_echo_rollout_wins(echo_module, echo_url):
@@ -65,14 +67,20 @@ def test_the_wire_name_is_accepted_and_defaults_are_left_to_the_server(recording
     default (`limit=10`, `mode=None`) is not sent, so the server applies its own default."""
     env = recording_module.RecordingEnv(base_url=recording_url)
     env.reset(task_index=0)
-    assert env.record(**{"query": "x", "from": "a", "file-path": "b"}) == "[('file-path', 'b'), ('from', 'a'), ('query', 'x')]"
+    assert (
+        env.record(**{"query": "x", "from": "a", "file-path": "b"})
+        == "[('file-path', 'b'), ('from', 'a'), ('query', 'x')]"
+    )
     assert env.record(query="x", limit=10, mode=None) == "[('query', 'x')]"
 
 
 def test_constraint_violation_is_caught_before_the_wire(recording_module, recording_url):
     env = recording_module.RecordingEnv(base_url=recording_url)
     env.reset(task_index=0)
-    assert env.record(query="x", limit=0) == "Error: invalid arguments for record: limit: Input should be greater than or equal to 1"
+    assert (
+        env.record(query="x", limit=0)
+        == "Error: invalid arguments for record: limit: Input should be greater than or equal to 1"
+    )
     assert env.rewards == []
 
 

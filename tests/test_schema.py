@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from orlgen import prose
 from orlgen.hints import python_hint
 from orlgen.schema import Schema, SchemaError
@@ -44,9 +43,15 @@ def hint(sub, defs=None):
         ({"enum": [{"x": 1}]}, "Any"),
         ({"type": "array", "items": {"type": "string"}}, "list[str]"),
         ({"type": "array"}, "list"),
-        ({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False}, "tuple[int, str]"),
+        (
+            {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
+            "tuple[int, str]",
+        ),
         ({"type": "array", "items": [{"type": "integer"}, {"type": "integer"}]}, "tuple[int, int]"),  # draft-04
-        ({"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}], "maxItems": 2}, "tuple[int, int]"),
+        (
+            {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}], "maxItems": 2},
+            "tuple[int, int]",
+        ),
         ({"type": "object", "properties": {"a": {"type": "string"}}}, "dict"),
         ({"type": "object", "additionalProperties": {"type": "integer"}}, "dict[str, int]"),
         ({"type": "object"}, "dict"),
@@ -56,7 +61,10 @@ def hint(sub, defs=None):
     ],
 )
 def test_hints(sub, expected):
-    defs = {"A": {"type": "string"}, "Tree": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}}
+    defs = {
+        "A": {"type": "string"},
+        "Tree": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}},
+    }
     schema = parse({"$defs": defs, "definitions": {"B": {"type": "integer"}}, **sub})
     assert python_hint(schema.root, schema) == expected
 
@@ -70,8 +78,20 @@ def test_properties_keep_the_declared_order_given_apart():
 
 @pytest.mark.parametrize(
     "keyword",
-    ["customTypePath", "customBasePath", "x-python-type", "x-python-import", "$dynamicRef", "$recursiveRef", "$id",
-     "$anchor", "if", "not", "patternProperties", "x-anything"],
+    [
+        "customTypePath",
+        "customBasePath",
+        "x-python-type",
+        "x-python-import",
+        "$dynamicRef",
+        "$recursiveRef",
+        "$id",
+        "$anchor",
+        "if",
+        "not",
+        "patternProperties",
+        "x-anything",
+    ],
 )
 def test_unknown_keywords_are_dropped_and_reported(keyword):
     raw = {"type": OBJ, "properties": {"a": {"type": "string", keyword: "os.system"}}}
@@ -171,8 +191,13 @@ def test_constraints_that_cannot_hold_are_dropped(sub, why):
         ({"type": OBJ, "properties": {"a": {"type": "integer", "default": 10}}}, "{a?: integer = 10}"),
         ({"type": OBJ, "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}, "{a?: string | null}"),
         ({"type": OBJ, "properties": {"c": {"enum": ["US", "DE"]}}, "required": ["c"]}, '{c: "US" | "DE"}'),
-        ({"type": "array", "items": {"type": OBJ, "properties": {"n": {"type": "array", "items": {"type": "number"}}}}},
-         "[{n?: [number]}]"),
+        (
+            {
+                "type": "array",
+                "items": {"type": OBJ, "properties": {"n": {"type": "array", "items": {"type": "number"}}}},
+            },
+            "[{n?: [number]}]",
+        ),
         ({"type": "array", "items": {"type": "string"}}, None),
     ],
 )
@@ -182,11 +207,16 @@ def test_structure_text(sub, expected):
 
 
 def test_emitted_schema_has_no_format_and_no_uncompilable_pattern():
-    schema = parse({"type": OBJ, "properties": {
-        "p": {"type": "string", "format": "password"},
-        "e": {"type": "string", "format": "email"},
-        "r": {"type": "string", "pattern": "(?<=a)b+(?P<x"},
-    }})
+    schema = parse(
+        {
+            "type": OBJ,
+            "properties": {
+                "p": {"type": "string", "format": "password"},
+                "e": {"type": "string", "format": "email"},
+                "r": {"type": "string", "pattern": "(?<=a)b+(?P<x"},
+            },
+        }
+    )
     emitted = schema.to_json(schema.root, str)
     assert emitted["properties"] == {"p": {"type": "string"}, "e": {"type": "string"}, "r": {"type": "string"}}
 
@@ -199,8 +229,12 @@ def test_a_null_default_on_a_non_nullable_type_admits_null():
 
 
 def test_definitions_resolve_with_the_referrers_description():
-    schema = parse({"$defs": {"A": {"type": "string", "description": "An A."}},
-                    "properties": {"a": {"$ref": "#/$defs/A", "description": "This a."}, "b": {"$ref": "#/$defs/A"}}})
+    schema = parse(
+        {
+            "$defs": {"A": {"type": "string", "description": "An A."}},
+            "properties": {"a": {"$ref": "#/$defs/A", "description": "This a."}, "b": {"$ref": "#/$defs/A"}},
+        }
+    )
     props = dict(schema.root.properties)
     assert schema.resolve(props["a"]).description == "This a."
     assert schema.resolve(props["b"]).description == "An A."

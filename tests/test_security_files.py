@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from orlgen import files
 from orlgen.serve import ServerProcess
 from orlgen.snapshot import Snapshot

@@ -25,18 +25,18 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from transformers.utils import get_json_schema
-
 from conftest import load_module
 from orlgen.cli import main
 from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
+from transformers.utils import get_json_schema
 
 SECRET_TEXT = "SECRET-FILE-CONTENT-7f3a"
 TASK_SCHEMA = {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}
 
 
-def sealed(tools: list[Tool], task_schema: dict | None = None, target: str = "http://127.0.0.1:9",
-           env: str = "attacked") -> str:
+def sealed(
+    tools: list[Tool], task_schema: dict | None = None, target: str = "http://127.0.0.1:9", env: str = "attacked"
+) -> str:
     """A snapshot file's text, sealed the way `orlgen snapshot` seals it."""
     return Snapshot(
         name="attacked",
@@ -102,9 +102,14 @@ def assert_sound(outcome: Outcome, tool_names: list[str]) -> Any:
 def methods(module: Any) -> dict[str, Any]:
     from orlgen.runtime.adapter import EnvAdapter
 
-    (cls,) = {v for v in vars(module).values() if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter}
-    return {fn.__name__: fn for name, fn in inspect.getmembers(cls, inspect.isfunction)
-            if not name.startswith("_") and name not in ("reset", "get_reward")}
+    (cls,) = {
+        v for v in vars(module).values() if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter
+    }
+    return {
+        fn.__name__: fn
+        for name, fn in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_") and name not in ("reset", "get_reward")
+    }
 
 
 # ── code the schema chose never runs ──────────────────────────────────────────
@@ -118,11 +123,14 @@ def _extension_schemas(target: str) -> dict[str, dict]:
         "customBasePath": {**params(a={"type": "string"}), "customBasePath": target},
         "customBasePath-nested": params(a={**params(b={"type": "string"}), "customBasePath": target}),
         "x-python-type": params(a={"type": "string", "x-python-type": target}),
-        "x-python-import": {**params(a={"$ref": "#/$defs/Thing"}),
-                            "$defs": {"Thing": {"type": "object", "x-python-import": {"module": module, "name": name}}}},
-        "x-is-base-class": {**params(a={"$ref": "#/$defs/Thing"}),
-                            "$defs": {"Thing": {**params(b={"type": "string"}), "x-is-base-class": True,
-                                                "customBasePath": target}}},
+        "x-python-import": {
+            **params(a={"$ref": "#/$defs/Thing"}),
+            "$defs": {"Thing": {"type": "object", "x-python-import": {"module": module, "name": name}}},
+        },
+        "x-is-base-class": {
+            **params(a={"$ref": "#/$defs/Thing"}),
+            "$defs": {"Thing": {**params(b={"type": "string"}), "x-is-base-class": True, "customBasePath": target}},
+        },
     }
 
 
@@ -133,8 +141,10 @@ def canary(tmp_path, monkeypatch) -> tuple[str, Path]:
     site.mkdir()
     name = f"orlgen_canary_{abs(hash(str(tmp_path))) % 10**8}"
     written = tmp_path / "canary-was-imported"
-    (site / f"{name}.py").write_text(f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
-                                     "from pydantic import BaseModel\nclass Base(BaseModel): pass\n")
+    (site / f"{name}.py").write_text(
+        f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
+        "from pydantic import BaseModel\nclass Base(BaseModel): pass\n"
+    )
     monkeypatch.syspath_prepend(str(site))
     return name, written
 
@@ -150,8 +160,10 @@ def test_generator_extensions_import_nothing(workdir, canary, where):
         if where == "tool":
             text = sealed([tool("t", schema)])
         else:
-            text = sealed([tool("t", None)], task_schema={**schema, "required": ["prompt"]} if "a" in schema.get(
-                "properties", {}) else schema)
+            text = sealed(
+                [tool("t", None)],
+                task_schema={**schema, "required": ["prompt"]} if "a" in schema.get("properties", {}) else schema,
+            )
         outcome = generate(workdir, text)
         module = assert_sound(outcome, ["t"])
         source = outcome.module_path.read_text() if outcome.module_path else ""
@@ -172,8 +184,10 @@ def test_hostile_server_extensions_import_nothing(workdir, tmp_path, monkeypatch
     site = tmp_path / "site"
     site.mkdir()
     written = tmp_path / "server-canary-was-imported"
-    (site / f"{SERVER_CANARY}.py").write_text(f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
-                                              "from pydantic import BaseModel\nclass Base(BaseModel): pass\n")
+    (site / f"{SERVER_CANARY}.py").write_text(
+        f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
+        "from pydantic import BaseModel\nclass Base(BaseModel): pass\n"
+    )
     monkeypatch.syspath_prepend(str(site))
     result = CliRunner().invoke(main, ["snapshot", "tests.schema_envs:Extensions", "--out", "generated"])
     assert result.exit_code in (0, 2), result.output
@@ -203,11 +217,17 @@ def _leaks(secret: Path) -> dict[str, tuple[list[Tool], dict | None]]:
     absolute = f"{secret}#/$defs/Leak"
     leaks: dict[str, tuple[list[Tool], dict | None]] = {}
     for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
-        for label, ref in (("relative", relative), ("./relative", f"./{relative}"), ("absolute", absolute),
-                           ("file uri", uri)):
+        for label, ref in (
+            ("relative", relative),
+            ("./relative", f"./{relative}"),
+            ("absolute", absolute),
+            ("file uri", uri),
+        ):
             leaks[f"tool {keyword} {label}"] = ([tool("t", params(a={keyword: ref}))], None)
-            leaks[f"task {keyword} {label}"] = ([tool("t", None)], {
-                **TASK_SCHEMA, "properties": {"prompt": {"type": "string"}, "x": {keyword: ref}}})
+            leaks[f"task {keyword} {label}"] = (
+                [tool("t", None)],
+                {**TASK_SCHEMA, "properties": {"prompt": {"type": "string"}, "x": {keyword: ref}}},
+            )
     leaks["tool $id + local $ref"] = ([tool("t", {**params(a={"$ref": "#/$defs/Leak"}), "$id": secret.as_uri()})], None)
     leaks["task root $ref"] = ([tool("t", None)], {"$ref": uri})
     return leaks
@@ -215,7 +235,11 @@ def _leaks(secret: Path) -> dict[str, tuple[list[Tool], dict | None]]:
 
 def test_no_local_file_content_reaches_the_module(workdir):
     secret = workdir / "secret.json"
-    leak = {"type": "object", "description": SECRET_TEXT, "properties": {SECRET_TEXT.replace("-", "_"): {"type": "string"}}}
+    leak = {
+        "type": "object",
+        "description": SECRET_TEXT,
+        "properties": {SECRET_TEXT.replace("-", "_"): {"type": "string"}},
+    }
     secret.write_text(json.dumps({**leak, "$defs": {"Leak": leak}}))
     leaked = []
     for label, (tools, task_schema) in _leaks(secret).items():
@@ -242,8 +266,11 @@ def test_formats_need_no_extra_package(workdir, fmt):
 def _nest(kind: str, depth: int) -> dict:
     node: dict = {"type": "string"}
     for _ in range(depth):
-        node = {"array": {"type": "array", "items": node}, "object": params(x=node),
-                "anyOf": {"anyOf": [node, {"type": "null"}]}}[kind]
+        node = {
+            "array": {"type": "array", "items": node},
+            "object": params(x=node),
+            "anyOf": {"anyOf": [node, {"type": "null"}]},
+        }[kind]
     return node
 
 
@@ -298,8 +325,13 @@ def test_hostile_schema_gives_a_working_module_or_one_line(workdir, label):
 
 
 def test_deep_task_schema_gives_a_working_module_or_one_line(workdir):
-    outcome = generate(workdir, sealed([tool("t", None)], task_schema={**TASK_SCHEMA, "properties": {
-        "prompt": {"type": "string"}, "deep": _nest("object", 70)}}))
+    outcome = generate(
+        workdir,
+        sealed(
+            [tool("t", None)],
+            task_schema={**TASK_SCHEMA, "properties": {"prompt": {"type": "string"}, "deep": _nest("object", 70)}},
+        ),
+    )
     assert_sound(outcome, ["t"])
     text = sealed([tool("t", None)])
     data = json.loads(text)
@@ -345,14 +377,25 @@ def _sent(output: str) -> Any:
 
 
 def test_password_reaches_the_server_unmasked(workdir, recorder_url):
-    env, found = _episode(workdir, recorder_url, [tool("record", {
-        **params(token={"type": "string", "format": "password", "writeOnly": True}), "required": ["token"]})])
+    env, found = _episode(
+        workdir,
+        recorder_url,
+        [
+            tool(
+                "record",
+                {**params(token={"type": "string", "format": "password", "writeOnly": True}), "required": ["token"]},
+            )
+        ],
+    )
     assert _sent(found["record"](env, token="hunter2")) == {"token": "hunter2"}
 
 
 def test_decimal_is_sent_as_a_number(workdir, recorder_url):
-    env, found = _episode(workdir, recorder_url, [tool("record", {
-        **params(amount={"type": "number", "format": "decimal"}), "required": ["amount"]})])
+    env, found = _episode(
+        workdir,
+        recorder_url,
+        [tool("record", {**params(amount={"type": "number", "format": "decimal"}), "required": ["amount"]})],
+    )
     assert _sent(found["record"](env, amount=12.5)) == {"amount": 12.5}
 
 
@@ -360,15 +403,27 @@ def test_colliding_defs_names_each_validate_against_their_own(workdir, recorder_
     def with_item(item: dict) -> dict:
         return {**params(item={"$ref": "#/$defs/Item"}), "required": ["item"], "$defs": {"Item": item}}
 
-    env, found = _episode(workdir, recorder_url, [
-        tool("record", with_item({**params(x={"type": "integer"}), "required": ["x"]})),
-        tool("record_too", with_item({**params(y={"type": "string"}), "required": ["y"]})),
-    ])
+    env, found = _episode(
+        workdir,
+        recorder_url,
+        [
+            tool("record", with_item({**params(x={"type": "integer"}), "required": ["x"]})),
+            tool("record_too", with_item({**params(y={"type": "string"}), "required": ["y"]})),
+        ],
+    )
     assert _sent(found["record"](env, item={"x": 1})) == {"item": {"x": 1}}
     assert _sent(found["record_too"](env, item={"y": "b"})) == {"item": {"y": "b"}}
 
 
 def test_from_and_from_underscore_each_sent_under_its_own_name(workdir, recorder_url):
-    env, found = _episode(workdir, recorder_url, [tool("record", {
-        **params(**{"from": {"type": "string"}, "from_": {"type": "string"}}), "required": ["from", "from_"]})])
+    env, found = _episode(
+        workdir,
+        recorder_url,
+        [
+            tool(
+                "record",
+                {**params(**{"from": {"type": "string"}, "from_": {"type": "string"}}), "required": ["from", "from_"]},
+            )
+        ],
+    )
     assert _sent(found["record"](env, **{"from": "a", "from_": "b"})) == {"from": "a", "from_": "b"}

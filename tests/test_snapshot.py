@@ -8,7 +8,6 @@ import random
 from pathlib import Path
 
 import pytest
-
 from orlgen import snapshot
 from orlgen.snapshot import Snapshot, SnapshotError, Split, SplitTasks, Task, TaskRef, Tool, load
 
@@ -131,7 +130,9 @@ def test_sha256_is_the_hash_of_the_canonical_content_without_it(echo: Snapshot):
 def _edit_one_task(s: Snapshot) -> Snapshot:
     train = s.tasks["train"]
     first = train.tasks[0].model_copy(update={"spec": {**train.tasks[0].spec, "target": "HELLO"}})
-    return s.model_copy(update={"tasks": {**s.tasks, "train": train.model_copy(update={"tasks": [first, *train.tasks[1:]]})}})
+    return s.model_copy(
+        update={"tasks": {**s.tasks, "train": train.model_copy(update={"tasks": [first, *train.tasks[1:]]})}}
+    )
 
 
 def _edit_description(s: Snapshot) -> Snapshot:
@@ -151,7 +152,9 @@ def _edit_offered_on(s: Snapshot) -> Snapshot:
         pytest.param(_edit_description, id="tool-description"),
         pytest.param(_edit_offered_on, id="offered-on"),
         pytest.param(lambda s: s.model_copy(update={"splits": [Split(name="train", num_tasks=9)]}), id="num-tasks"),
-        pytest.param(lambda s: s.model_copy(update={"target": s.target.model_copy(update={"value": "x:Y"})}), id="target"),
+        pytest.param(
+            lambda s: s.model_copy(update={"target": s.target.model_copy(update={"value": "x:Y"})}), id="target"
+        ),
         pytest.param(lambda s: s.model_copy(update={"task_schema": {}}), id="task-schema"),
         pytest.param(lambda s: s.model_copy(update={"probed_tasks": s.probed_tasks[1:]}), id="probed-tasks"),
     ],
@@ -225,7 +228,9 @@ def _duplicate_first_tool(data: dict) -> dict:
     "edit, expected",
     [
         pytest.param(lambda data: [data], "top level", id="not-an-object"),
-        pytest.param(_set("unexpected_field", 1), "unexpected_field: Extra inputs are not permitted", id="unknown-field"),
+        pytest.param(
+            _set("unexpected_field", 1), "unexpected_field: Extra inputs are not permitted", id="unknown-field"
+        ),
         pytest.param(_set("format_version", 2), "format_version 2 is not supported", id="format-version"),
         pytest.param(_set("splits", "train"), "splits: ", id="wrong-type"),
         pytest.param(_duplicate_first_tool, "two tools share one name", id="duplicate-tool"),
@@ -293,8 +298,14 @@ def test_a_lone_surrogate_is_recorded_as_an_escape(tmp_path: Path):
     """A server may send `\\ud800`, which has no UTF-8 form: the snapshot keeps it as the JSON
     escape (the file stays UTF-8, the record faithful), and an unsealed edit is one line."""
     snapshot = load(ECHO)
-    tasks = snapshot.tasks["train"].model_copy(update={"tasks": [
-        task.model_copy(update={"spec": {**task.spec, "target": "x\ud800"}}) for task in snapshot.tasks["train"].tasks]})
+    tasks = snapshot.tasks["train"].model_copy(
+        update={
+            "tasks": [
+                task.model_copy(update={"spec": {**task.spec, "target": "x\ud800"}})
+                for task in snapshot.tasks["train"].tasks
+            ]
+        }
+    )
     text = snapshot.model_copy(update={"tasks": {"train": tasks}}).to_json()
     path = _write(tmp_path, text)
     path.read_bytes().decode("utf-8")

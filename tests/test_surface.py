@@ -20,10 +20,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from conftest import REPO, load_module
 from transformers.utils import get_json_schema
 from transformers.utils.chat_template_utils import render_jinja_template
 
-from conftest import REPO, load_module
 from tests.tiny_model import qwen3_chat_template
 
 ENVS = {
@@ -36,18 +36,22 @@ ENVS = {
 AUTHOR: dict[tuple[str, str], dict[str, Any]] = {
     ("wordgrid", "place_letter"): {
         "prose": "Write one letter into a cell of the grid, replacing what was there. "
-                 "Rows and columns count from zero at the top-left corner.",
-        "params": {"row": "Row of the cell, counted from the top.",
-                   "column": "Column of the cell, counted from the left.",
-                   "letter": "The letter to write."},
+        "Rows and columns count from zero at the top-left corner.",
+        "params": {
+            "row": "Row of the cell, counted from the top.",
+            "column": "Column of the cell, counted from the left.",
+            "letter": "The letter to write.",
+        },
         "returns": "The grid after the move, one line per row.",
     },
     ("wordgrid", "find_words"): {
         "prose": "List the words of the dictionary that start with a prefix.",
-        "params": {"prefix": "Letters the words must start with.",
-                   "limit": "Largest number of words to list.",
-                   "start": "Optional (row, column) cell the word would start from.",
-                   "options": "How to search the grid."},
+        "params": {
+            "prefix": "Letters the words must start with.",
+            "limit": "Largest number of words to list.",
+            "start": "Optional (row, column) cell the word would start from.",
+            "options": "How to search the grid.",
+        },
         "returns": "The matching words, comma-separated.",
     },
     ("wordgrid", "submit"): {
@@ -63,15 +67,21 @@ AUTHOR: dict[tuple[str, str], dict[str, Any]] = {
     ("icu", "transfer"): {
         "prose": "Move the patient between wards.",
         # Python cannot declare a parameter `from`: the model sees `from_` (the wire name is accepted too).
-        "params": {"from_": "Ward the patient leaves.", "to": "Ward the patient goes to.",
-                   "urgent": "Skip the bed-management queue."},
+        "params": {
+            "from_": "Ward the patient leaves.",
+            "to": "Ward the patient goes to.",
+            "urgent": "Skip the bed-management queue.",
+        },
         "returns": "The arguments the ward received, by wire name.",
     },
     ("icu", "administer"): {
         "prose": "Give the patient one dose of a drug. "
-                 "Fluids and vasopressors raise the pressure; antibiotics treat the infection.",
-        "params": {"drug": "What to give.", "dose": "Amount in millilitres for fluids, else milligrams.",
-                   "route": "How the drug is given."},
+        "Fluids and vasopressors raise the pressure; antibiotics treat the infection.",
+        "params": {
+            "drug": "What to give.",
+            "dose": "Amount in millilitres for fluids, else milligrams.",
+            "route": "How the drug is given.",
+        },
         "returns": "The patient's mean arterial pressure after the dose.",
     },
     ("icu", "order_labs"): {
@@ -81,8 +91,11 @@ AUTHOR: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("icu", "edit"): {
         "prose": "Replace text in one of the patient's chart notes.",
-        "params": {"file_path": "Path of the note, relative to the chart.",
-                   "old_string": "The exact text to replace.", "new_string": "The text to put in its place."},
+        "params": {
+            "file_path": "Path of the note, relative to the chart.",
+            "old_string": "The exact text to replace.",
+            "new_string": "The text to put in its place.",
+        },
         "returns": "The note after the edit.",
     },
 }
@@ -101,14 +114,20 @@ class Generated:
     def env_class(self) -> type:
         from orlgen.runtime.adapter import EnvAdapter
 
-        (cls,) = {v for v in vars(self.module).values()
-                  if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter}
+        (cls,) = {
+            v
+            for v in vars(self.module).values()
+            if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter
+        }
         return cls
 
     def methods(self) -> dict[str, Any]:
         """Tool methods as TRL collects them: public functions of the class, keyed by `__name__`."""
-        return {fn.__name__: fn for name, fn in inspect.getmembers(self.env_class, inspect.isfunction)
-                if not name.startswith("_") and name not in ("reset", "get_reward")}
+        return {
+            fn.__name__: fn
+            for name, fn in inspect.getmembers(self.env_class, inspect.isfunction)
+            if not name.startswith("_") and name not in ("reset", "get_reward")
+        }
 
     def seen(self) -> dict[str, dict]:
         """Wire name → the `function` block of the JSON the model is shown."""
@@ -147,8 +166,7 @@ def _rendered_tools(functions: list[dict]) -> str:
     """The text TRL's Qwen3 template renders for these tools, minus the text it renders without them."""
     conversation = [[{"role": "user", "content": "hi"}]]
     tools = [{"type": "function", "function": f} for f in functions]
-    with_tools, _ = render_jinja_template(conversations=conversation, tools=tools,
-                                          chat_template=qwen3_chat_template())
+    with_tools, _ = render_jinja_template(conversations=conversation, tools=tools, chat_template=qwen3_chat_template())
     return with_tools[0]
 
 
@@ -195,8 +213,8 @@ def test_chat_template_shows_each_parameter_once_in_order(generated):
     for key in AUTHORED:
         for words in AUTHOR[key]["params"].values():
             assert text.count(words) == 1, words
-    place = text[text.index('"name": "place_letter"'):]
-    properties = place[place.index('"properties"'):]
+    place = text[text.index('"name": "place_letter"') :]
+    properties = place[place.index('"properties"') :]
     assert properties.index('"row"') < properties.index('"column"') < properties.index('"letter"')
 
 
@@ -287,8 +305,10 @@ def test_wire_name_keyword_is_accepted(generated, icu_url):
 def test_keyword_parameter_reaches_the_server_under_its_wire_name(generated, icu_url):
     env, methods = _episode(generated, icu_url)
     name = next(p for p in inspect.signature(methods["transfer"]).parameters if p.rstrip("_") == "from")
-    assert methods["transfer"](env, **{name: "ED", "to": "ICU", "urgent": True}) == \
-        "[('from', 'ED'), ('to', 'ICU'), ('urgent', True)]"
+    assert (
+        methods["transfer"](env, **{name: "ED", "to": "ICU", "urgent": True})
+        == "[('from', 'ED'), ('to', 'ICU'), ('urgent', True)]"
+    )
 
 
 def test_unicode_parameter_is_called_by_its_name(generated, icu_url):
@@ -315,22 +335,34 @@ def _run(*command: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_generated_modules_pass_ruff(generated):
     paths = [str(g.path) for g in generated.values()]
     ruff = str(Path(sys.executable).parent / "ruff")
-    result = _run(ruff, "check", "--isolated", "--extend-select", "I", "--no-cache", *paths,
-                  cwd=generated["icu"].path.parent)
+    result = _run(
+        ruff, "check", "--isolated", "--extend-select", "I", "--no-cache", *paths, cwd=generated["icu"].path.parent
+    )
     assert result.returncode == 0, result.stdout[-3000:]
 
 
 def test_generated_modules_pass_mypy(generated, tmp_path):
     paths = [str(g.path) for g in generated.values()]
-    result = _run(sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), *paths,
-                  cwd=generated["icu"].path.parent)
+    result = _run(
+        sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), *paths, cwd=generated["icu"].path.parent
+    )
     assert result.returncode == 0, result.stdout[-3000:]
 
 
 def test_diff_reports_a_parameter_reorder_as_a_prompt_change(generated, tmp_path):
     reordered = _capture("tests.schema_envs:ReorderedWordGrid", tmp_path, name="wordgrid_reordered")
-    result = _run(sys.executable, "-m", "orlgen", "diff", str(generated["wordgrid"].snapshot_path),
-                  "--against", str(reordered.snapshot_path), "--format", "json", cwd=tmp_path)
+    result = _run(
+        sys.executable,
+        "-m",
+        "orlgen",
+        "diff",
+        str(generated["wordgrid"].snapshot_path),
+        "--against",
+        str(reordered.snapshot_path),
+        "--format",
+        "json",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr  # a reorder breaks no call: parameters are keyword-only
     changes = json.loads(result.stdout)["changes"]
     assert any(c["category"] == "PROMPT" and "place_letter" in c["subject"] for c in changes), changes

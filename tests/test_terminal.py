@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 
 import pytest
-
 from orlgen.runtime import final_message, submit_final_message, summed_reward
 from orlgen.serve import ServerProcess
+
 from tests.test_env_reward import generated
 from tests.test_trl import EOS_TOKEN, make_trainer, quiet_and_single_threaded, teach  # noqa: F401 - an autouse fixture
 from tests.tiny_model import tiny_qwen3_dir
@@ -80,7 +80,9 @@ def test_only_unfinished_rollouts_that_answered_are_submitted(quiz, quiz_url):
 
 def test_final_message_shapes():
     assert final_message("plain text") == "plain text"
-    assert final_message(answer([{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}])) == "ab"
+    assert (
+        final_message(answer([{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}])) == "ab"
+    )
     assert final_message([]) is None
     assert final_message([*answer("x"), {"role": "tool", "name": "lookup", "content": "y"}]) is None
 
@@ -109,8 +111,12 @@ def test_grpo_step_scores_the_final_message(quiz, quiz_url, tiny_model_path, tmp
         prompt = quiz.QuizEnv(base_url=quiz_url).reset(**row)
         user = {**row["prompt"][-1], "content": row["prompt"][-1]["content"] + prompt}
         prompt_ids = tokenizer.apply_chat_template(
-            [*row["prompt"][:-1], user], tools=trainer.tools, chat_template=trainer.chat_template,
-            add_generation_prompt=True, tokenize=True, return_dict=True,
+            [*row["prompt"][:-1], user],
+            tools=trainer.tools,
+            chat_template=trainer.chat_template,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
         )["input_ids"]
         examples.append((prompt_ids, tokenizer("paris", add_special_tokens=False)["input_ids"] + eos))
     assert teach(trainer.model, examples) < 0.05

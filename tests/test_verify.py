@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import REPO
 from orlgen.cli import main
 from orlgen.snapshot import load
@@ -33,8 +32,10 @@ def project(tmp_path: Path, tool_method: str) -> Path:
     ("broken", "cause"),
     [
         (METHOD.replace("{{ tool.docstring }}", ""), "get_json_schema cannot read the method"),
-        (METHOD.replace("{{ tool.docstring }}", "{{ tool.docstring }}\n        import nowhere_to_be_found"),
-         "calling it with a valid payload failed: ModuleNotFoundError"),
+        (
+            METHOD.replace("{{ tool.docstring }}", "{{ tool.docstring }}\n        import nowhere_to_be_found"),
+            "calling it with a valid payload failed: ModuleNotFoundError",
+        ),
         ("    raise_at_import = 1 / 0\n", "does not import"),
     ],
     ids=["no-docstring", "call-fails", "import-fails"],
@@ -61,8 +62,16 @@ def test_samples_satisfy_the_schema():
     from examples import helpdesk
 
     built = samples(load(REPO / "generated" / "helpdesk.snapshot.json"))
-    assert set(built) == {"cancel_order", "escalate", "get_order", "issue_refund", "search_orders", "send_reply",
-                          "submit_resolution", "update_shipping"}
+    assert set(built) == {
+        "cancel_order",
+        "escalate",
+        "get_order",
+        "issue_refund",
+        "search_orders",
+        "send_reply",
+        "submit_resolution",
+        "update_shipping",
+    }
     models = {name: getattr(helpdesk.Helpdesk, name).__annotations__.get("params") for name in built}
     for name, payload in built.items():
         model = models[name]

@@ -148,7 +148,7 @@ def build_tiny_qwen3(path: str | Path) -> Path:
     return path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tiny_qwen3_dir() -> Path:
     """The checkpoint dir of the tiny model, built on first use and reused for the rest of the process."""
     path = Path(tempfile.mkdtemp(prefix="orlgen-tiny-qwen3-"))

@@ -20,25 +20,25 @@ from .scoring import (
 )
 
 __all__ = [
+    "COVERAGE",
     "UNSET",
     "CallTimeout",
     "Column",
     "ConfigError",
-    "DriftError",
     "Connection",
     "DatasetError",
     "DatasetSpec",
+    "DriftError",
     "EnvAdapter",
     "Target",
     "build_dataset",
+    "final_message",
     "mix",
-    "COVERAGE",
     "outcome_reward",
     "outcome_reward_with",
     "scoring_callback",
     "submit_final_message",
     "summed_reward",
-    "final_message",
     "tool_method",
 ]
 

@@ -35,8 +35,17 @@ logger = logging.getLogger("orlgen")
 
 Outcome = Literal["running", "finished", "env_error"]
 # The public instance attributes of an adapter: no tool method may take one of these names.
-STATE_ATTRIBUTES = ("reward", "rewards", "metadata", "finished", "last_output", "outcome", "error",
-                    "tool_calls", "tool_errors")
+STATE_ATTRIBUTES = (
+    "reward",
+    "rewards",
+    "metadata",
+    "finished",
+    "last_output",
+    "outcome",
+    "error",
+    "tool_calls",
+    "tool_errors",
+)
 DriftPolicy = Literal["warn", "raise", "ignore"]
 Aggregate = Literal["outcome", "summed"]
 # What `copy.copy` carries over: the episode, never the session.
@@ -67,9 +76,7 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-def tool_method(
-    method: Callable[..., str] | None = None, *, aliases: dict[str, str] | None = None
-) -> Any:
+def tool_method(method: Callable[..., str] | None = None, *, aliases: dict[str, str] | None = None) -> Any:
     """Decorates every generated tool method. A call whose arguments do not fit the signature (a
     missing required argument, an unknown one) returns an error the model can read, as a wrong
     value does, instead of raising a TypeError into TRL's tool loop. `aliases` maps a parameter's
@@ -158,8 +165,16 @@ class EnvAdapter:
     ) -> None:
         if reward not in ("outcome", "summed"):
             raise ValueError(f"reward must be 'outcome' or 'summed', not {reward!r}")
-        self._options = {"base_url": base_url, "api_key": api_key, "secrets": secrets, "split": split,
-                         "timeout": timeout, "on_drift": on_drift, "reward": reward, "prefetch": prefetch}
+        self._options = {
+            "base_url": base_url,
+            "api_key": api_key,
+            "secrets": secrets,
+            "split": split,
+            "timeout": timeout,
+            "on_drift": on_drift,
+            "reward": reward,
+            "prefetch": prefetch,
+        }
         self._aggregate: Aggregate = reward
         self._prefetch = prefetch
         self._connection = Connection.resolve(self._target, self._env_var, base_url, choose_api_key(api_key, secrets))
@@ -231,7 +246,7 @@ class EnvAdapter:
         except ToolCallError as exc:
             self._env_failed(f"terminal tool {self._terminal_tool} was not run ({exc.reason})", exc)
             return
-        except Exception as exc:  # noqa: BLE001 - transport, dead session, crashed tool, timeout
+        except Exception as exc:  # transport, dead session, crashed tool, timeout
             self._env_failed(f"terminal tool {self._terminal_tool} failed", exc)
             return
         self._record(output)
@@ -258,7 +273,7 @@ class EnvAdapter:
             return _text(prompt)
         except DriftError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any SDK or transport failure is the environment's
+        except Exception as exc:  # any SDK or transport failure is the environment's
             return self._env_failed(f"could not start task {split}[{index}]", exc)
 
     def _open_session(self, split: str, index: int, secrets: dict[str, Any] | None) -> Any:
@@ -271,7 +286,8 @@ class EnvAdapter:
         session = _prefetch.take(key)
         if session is None:
             opening = lambda env: _prefetch.open_group(  # noqa: E731
-                lambda: _open(env, split, index, secrets), self._prefetch)
+                lambda: _open(env, split, index, secrets), self._prefetch
+            )
             session, spare = self._connection.run(opening, self._timeout)
             _prefetch.keep(key, spare)
         return session
@@ -293,8 +309,11 @@ class EnvAdapter:
         """Validate the arguments with the tool's model, send only those given, record the result."""
         self.tool_calls += 1
         if self._session is None:
-            return self._model_error(f"{name} was not run: the episode is over" if self.finished
-                                     else f"{name} was not run: no episode is running (call reset first)")
+            return self._model_error(
+                f"{name} was not run: the episode is over"
+                if self.finished
+                else f"{name} was not run: no episode is running (call reset first)"
+            )
         given = {key: value for key, value in arguments.items() if value is not UNSET}
         payload = given
         if params_model is not None:
@@ -313,7 +332,7 @@ class EnvAdapter:
             output = self._connection.run(lambda env: session.call_tool(name, payload), self._timeout)
         except ToolCallError as exc:
             return self._model_error(f"{name} was not run ({exc.reason}): {exc.detail}")
-        except Exception as exc:  # noqa: BLE001 - transport, dead session, crashed tool, timeout
+        except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
         return self._record(output)
 
@@ -361,8 +380,10 @@ class EnvAdapter:
         problems = tool_drift(cls._tool_fingerprints, {spec.name: spec for spec in live})
         if not problems:
             return
-        message = (f"{cls.__name__}: the live environment's tools differ from the snapshot ({'; '.join(problems)}); "
-                   "run `orlgen snapshot` and review `orlgen diff`")
+        message = (
+            f"{cls.__name__}: the live environment's tools differ from the snapshot ({'; '.join(problems)}); "
+            "run `orlgen snapshot` and review `orlgen diff`"
+        )
         if self._on_drift == "raise":
             raise DriftError(message)
         logger.warning(message)
@@ -401,7 +422,7 @@ def _close_slot(slot: list[Any], connection: Connection, wait: bool = True) -> N
             continue
         try:
             connection.run(close, timeout=10.0)
-        except Exception:  # noqa: BLE001
+        except Exception:
             pass
 
 

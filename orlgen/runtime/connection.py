@@ -114,7 +114,9 @@ def public_url(url: str, mask: str | None = None) -> str:
                 query.append((name, mask))
         else:
             query.append((name, value))
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="*"), parts.fragment))
+    return urllib.parse.urlunsplit(
+        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="*"), parts.fragment)
+    )
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -177,7 +179,7 @@ class Connection:
         async def with_environment() -> None:
             try:
                 await call(await _environment(self))
-            except Exception:  # noqa: BLE001 - best effort; nobody is waiting
+            except Exception:  # best effort; nobody is waiting
                 pass
 
         _sdk_loop().submit(with_environment())
@@ -291,7 +293,7 @@ def _run_exit_hooks() -> None:
         hook = _exit_hooks.pop()
         try:
             hook()
-        except Exception:  # noqa: BLE001 - exit is best effort; the server reaps what we miss
+        except Exception:  # exit is best effort; the server reaps what we miss
             pass
     loop = _loops.get(os.getpid())
     if loop is None:
@@ -304,5 +306,5 @@ def _run_exit_hooks() -> None:
 
     try:
         loop.run(close_clients(), timeout=5.0)
-    except Exception:  # noqa: BLE001
+    except Exception:
         pass

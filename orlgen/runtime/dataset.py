@@ -89,7 +89,9 @@ def build(
     total = spec.num_tasks[split]
     if num_tasks is not None and indices is not None:
         raise DatasetError("pass num_tasks or indices, not both")
-    wanted = list(indices) if indices is not None else list(range(min(total, total if num_tasks is None else num_tasks)))
+    wanted = (
+        list(indices) if indices is not None else list(range(min(total, total if num_tasks is None else num_tasks)))
+    )
     bad = [i for i in wanted if not 0 <= i < total]
     if bad:
         raise DatasetError(f"task indices {bad[:5]} are out of range for {split!r} ({total} tasks)")
@@ -107,7 +109,7 @@ def build(
         rows[column.name] = [_json(v) for v in values] if column.as_json else values
     try:
         return Dataset.from_dict(rows)
-    except Exception as exc:  # noqa: BLE001 - pyarrow's errors have no common public base
+    except Exception as exc:  # pyarrow's errors have no common public base
         raise DatasetError(
             f"task fields do not fit the columns generated from the snapshot ({exc}); "
             "the environment's tasks changed: re-run `orlgen snapshot`"

@@ -39,11 +39,17 @@ def mix(
         indices = sorted(rng.sample(range(num_tasks[env][split]), count))
         part = builders[env](split, indices=indices) if indices else []
         for row in part:
-            rows.append({
-                "environment": env,
-                **{key: row[key] for key in SHARED_COLUMNS},
-                **{f"{env}{PREFIX_SEPARATOR}{key}": value for key, value in row.items() if key not in SHARED_COLUMNS},
-            })
+            rows.append(
+                {
+                    "environment": env,
+                    **{key: row[key] for key in SHARED_COLUMNS},
+                    **{
+                        f"{env}{PREFIX_SEPARATOR}{key}": value
+                        for key, value in row.items()
+                        if key not in SHARED_COLUMNS
+                    },
+                }
+            )
     rng.shuffle(rows)
     columns = list(dict.fromkeys(key for row in rows for key in row))
     return Dataset.from_dict({column: [row.get(column) for row in rows] for column in columns})

@@ -77,23 +77,26 @@ COVERAGE = Coverage()
 os.register_at_fork(after_in_child=COVERAGE._clear)  # a child counts its own rollouts only
 
 
-def outcome_reward(environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
-                   **_: Any) -> list[float | None]:
+def outcome_reward(
+    environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **_: Any
+) -> list[float | None]:
     """Outcome-only reward: each rollout's last non-null reward; None when nothing scored it,
     so TRL leaves the rollout out of the baseline instead of counting a zero."""
     return _scored("outcome_reward", "outcome", environments, completions)
 
 
-def summed_reward(environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
-                  **_: Any) -> list[float | None]:
+def summed_reward(
+    environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **_: Any
+) -> list[float | None]:
     """Summed reward: the sum of each rollout's non-null step rewards; None when none scored it.
     For envs whose step rewards add up to the episode's score (`[None, None, 0.005, 0.0]` sums
     to 0.005, where the outcome is 0.0)."""
     return _scored("summed_reward", "summed", environments, completions)
 
 
-def submit_final_message(environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,
-                         **_: Any) -> list[None]:
+def submit_final_message(
+    environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **_: Any
+) -> list[None]:
     """Not a score: hands each unfinished rollout's final assistant message to its env's
     terminal tool, which records the reward that `get_reward()` then returns. Returns None for
     every rollout (TRL logs an empty `submit_final_message` column)."""
@@ -125,8 +128,9 @@ def outcome_reward_with(
     return outcome_reward_with_failures
 
 
-def _scored(scorer: str, aggregate: str, environments: Sequence[Any] | None,
-            completions: Sequence[Any] | None) -> list[float | None]:
+def _scored(
+    scorer: str, aggregate: str, environments: Sequence[Any] | None, completions: Sequence[Any] | None
+) -> list[float | None]:
     if environments is None:
         raise TypeError(
             f"{scorer} needs `environments`, which AsyncGRPOTrainer does not pass to reward functions: "
@@ -143,8 +147,9 @@ def _submit_all(environments: Sequence[Any], completions: Sequence[Any] | None) 
         return
     pending = [
         (env, message)
-        for env, completion in zip(environments, completions)
-        if getattr(env, "_terminal_tool", None) is not None and not env.finished
+        for env, completion in zip(environments, completions, strict=False)
+        if getattr(env, "_terminal_tool", None) is not None
+        and not env.finished
         and (message := final_message(completion)) is not None
     ]
     if len(pending) == 1:
