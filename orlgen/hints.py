@@ -21,15 +21,37 @@ def python_hint(node: Node, schema: Schema) -> str:
     return _join(_members(node, schema, frozenset()))
 
 
-def _join(members: list[str]) -> str:
-    """Union members → hint text: `Any` absorbs everything, `None` goes last, no repeats."""
-    unique = list(dict.fromkeys(members))
+class _Literal(tuple):  # type: ignore[type-arg]
+    """The values of one `Literal[...]` union member; `_join` merges all of a union's into one."""
+
+
+def _join(members: list[str | _Literal]) -> str:
+    """Union members → hint text: `Any` absorbs everything, one `Literal[...]` for all literal
+    values, `None` goes last, no repeats."""
+    values = [value for member in members if isinstance(member, _Literal) for value in member]
+    unique = list(dict.fromkeys(member for member in members if not isinstance(member, _Literal)))
+    if values:
+        literal = f"Literal[{', '.join(repr(v) for v in _distinct(values))}]"
+        first = next(i for i, member in enumerate(members) if isinstance(member, _Literal))
+        unique.insert(len([m for m in dict.fromkeys(members[:first]) if not isinstance(m, _Literal)]), literal)
     if not unique or "Any" in unique or unique == ["None"]:  # `list[None]` is no hint get_json_schema reads
         return "Any"
     return " | ".join([m for m in unique if m != "None"] + (["None"] if "None" in unique else []))
 
 
-def _members(node: Node, schema: Schema, seen: frozenset[str]) -> list[str]:
+def _distinct(values: list[Any]) -> list[Any]:
+    """Values without repeats, `1` and `True` kept apart (equal in Python, not in JSON)."""
+    seen: set[tuple[str, Any]] = set()
+    out = []
+    for value in values:
+        key = (type(value).__name__, value)
+        if key not in seen:
+            seen.add(key)
+            out.append(value)
+    return out
+
+
+def _members(node: Node, schema: Schema, seen: frozenset[str]) -> list[str | _Literal]:
     """The union members of the hint for `node` (one member for a non-union)."""
     if node.ref is not None:
         if node.ref in seen:  # a recursive model: the cycle ends in a plain container
@@ -60,11 +82,11 @@ def _only(node: Node, kind: str) -> Node:
     return replace(node, types=(kind,))
 
 
-def _literal(values: tuple[Any, ...]) -> list[str]:
+def _literal(values: tuple[Any, ...]) -> list[str | _Literal]:
     if not all(isinstance(v, (str, int, float, bool)) or v is None for v in values):
         return ["Any"]
     members = [v for v in values if v is not None]
-    literal = [f"Literal[{', '.join(repr(v) for v in members)}]"] if members else []
+    literal: list[str | _Literal] = [_Literal(members)] if members else []
     return literal + (["None"] if None in values else [])
 
 

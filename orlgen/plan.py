@@ -24,6 +24,8 @@ from .snapshot import Snapshot, Tool
 
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
 RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
+# Names method signatures use in their hints: a parameter named like one would shadow it.
+_HINT_NAMES = ("Any", "Literal")
 # Module-level names a generated model class may not take.
 RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel", "TaskSpec"})
 
@@ -213,7 +215,7 @@ def _plan_tool(parsed: tuple[Tool, Schema], bundle: Bundle, methods: set[str]) -
     params: tuple[tuple[Param, str], ...] = ()
     if params_class is not None:
         bundle.add(params_class, schema)
-        params = _params(root, schema, docs, taken={"self", params_class})
+        params = _params(root, schema, docs, taken={"self", params_class, *_HINT_NAMES})
     renamed = {param.wire: param.name for param, _ in params if literal(param.name) != param.wire}
     return ToolPlan(
         wire=literal(tool.name),
@@ -325,10 +327,15 @@ def _escape(text: str) -> str:
     return "".join(out)
 
 
+# Names the models' annotations use: a field named like one would shadow it in its class.
+_SHADOWING = frozenset({"Annotated", "Any", "BaseModel", "ConfigDict", "Field", "Literal", "RootModel"})
+
+
 def _aliases(bundle: JSON) -> dict[str, str]:
     """Field names for property names Python would misread: it reads identifiers NFKC-normalised
     (`ﬁle` is `file`), so a field named as the property would expect another key on the wire;
-    with an explicit field name, datamodel-code-generator keeps the property as the alias."""
+    and a field named `Literal` would shadow the `Literal` of the annotations after it. With an
+    explicit field name, datamodel-code-generator keeps the property as the alias."""
     found: set[str] = set()
 
     def collect(node: Any) -> None:
@@ -342,8 +349,8 @@ def _aliases(bundle: JSON) -> dict[str, str]:
                 collect(item)
 
     collect(bundle)
-    misread = sorted(name for name in found if not name.isascii() and not _stable(name))
-    taken = {name for name in found if name.isascii()}
+    misread = sorted(name for name in found if (not name.isascii() and not _stable(name)) or name in _SHADOWING)
+    taken = {name for name in found if name.isascii() and name not in _SHADOWING}
     aliases = {}
     for name in misread:
         aliases[name] = names.identifier(name, taken=taken)

@@ -86,7 +86,7 @@ class Dropped:
     why: str
 
     def __str__(self) -> str:
-        return f"{self.where}: dropped {self.keyword!r} at {self.path or '/'}: {self.why}"
+        return f"{self.where}: dropped {self.keyword!r} at {printable(self.path or '/')}: {self.why}"
 
 
 @dataclass(frozen=True, eq=True)
@@ -227,7 +227,7 @@ class _Parser:
 
     def __init__(self, raw: Any, where: str, order: Mapping[str, Sequence[str]]) -> None:
         self.raw = raw
-        self.where = where
+        self.where = printable(where)
         self.order = order
         self.dropped: dict[tuple[str, str], Dropped] = {}
         self.nodes = 0
@@ -260,7 +260,7 @@ class _Parser:
         return Schema(root, dict(sorted(self.defs.items())), tuple(self.dropped.values()))
 
     def error(self, path: str, why: str) -> SchemaError:
-        return SchemaError(f"{self.where}: {path or '/'}: {why}")
+        return SchemaError(f"{self.where}: {printable(path or '/')}: {why}")
 
     def text(self, value: Any, path: str) -> str:
         """A string that can be written as UTF-8: lone surrogates cannot, and are refused."""
@@ -303,7 +303,24 @@ class _Parser:
             else:
                 fields["any_of"] = branches
         fields["constraints"] = self.constraints(fields, path)
+        self.fit_default(fields, path)
         return Node(**fields)
+
+    def fit_default(self, fields: dict[str, Any], path: str) -> None:
+        """A default of another type than the schema's own (`"type": "string", "default": 3`)
+        cannot be a Python default of that type: dropped, with a report. A null default stays
+        (pydantic's `x: T = None`; the models admit null for it)."""
+        if "default" not in fields or fields["default"] is None:
+            return
+        kind = json_type(fields["default"])
+        types = set(fields.get("types", ()))
+        enum = fields.get("enum")
+        misfit = (types and kind not in types and not (kind == "integer" and "number" in types)) or (
+            enum is not None and _canonical_json(fields["default"]) not in {_canonical_json(v) for v in enum}
+        )
+        if misfit:
+            self.drop(path, "default", f"{_short(fields['default'])} does not fit the schema's type")
+            del fields["default"], fields["default_json"]
 
     def keyword(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
         here = f"{path}/{key}"
@@ -475,6 +492,12 @@ class _Parser:
         return tuple((key, kept[key]) for key in CONSTRAINTS if key in kept)
 
 
+def printable(text: str, limit: int = 200) -> str:
+    """Server text fit for a one-line message: control characters escaped, length bounded."""
+    shown = "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
+
+
 def _number(value: Any) -> bool:
     return (
         isinstance(value, (int, float))
@@ -517,15 +540,18 @@ def _unescape(part: str) -> str:
 # --- emission: Node → plain JSON Schema for datamodel-code-generator ------------------------
 
 
-def _emit(node: Node, ref: Callable[[str], str], schema: Schema) -> JSON:
-    node = _fold_null(node)
+def _emit(node: Node, ref: Callable[[str], str], schema: Schema, field: bool = False) -> JSON:
+    """`node` as JSON Schema; `field` when it is a property's schema, the one place a default means
+    something to a model (on a branch, an item or a definition datamodel-code-generator would
+    give it to a root model instead)."""
+    node = _fold_null(_merge_literals(node))
     out: JSON = {}
     if node.ref is not None:
         out["$ref"] = ref(node.ref)
     if node.types:
         out["type"] = node.types[0] if len(node.types) == 1 else list(node.types)
     if node.properties:
-        out["properties"] = {name: _emit(sub, ref, schema) for name, sub in node.properties}
+        out["properties"] = {name: _emit(sub, ref, schema, field=True) for name, sub in node.properties}
     if node.required:
         out["required"] = list(node.required)
     if isinstance(node.additional, bool):
@@ -549,17 +575,52 @@ def _emit(node: Node, ref: Callable[[str], str], schema: Schema) -> JSON:
     for key, value in node.constraints:
         if key != "pattern" or pattern_compiles(value):
             out[key] = value
-    if node.has_default and not (isinstance(node.default, dict) and (node.ref is not None or node.properties)):
+    if (
+        field
+        and node.has_default
+        and not (isinstance(node.default, dict) and (node.ref is not None or node.properties))
+    ):
         # A model's default stays with the server: datamodel-code-generator would write the dict
         # itself as the default of a model-typed field (a type error); unset, nothing is sent.
         out["default"] = node.default
         if node.default is None and not schema.admits_null(node):
-            # pydantic's `x: T = None`: the model must accept the None it defaults to.
-            inner = {k: v for k, v in out.items() if k not in ("default", "description")}
-            out = {"anyOf": [inner, {"type": "null"}], "default": None}
-            if node.description is not None:
-                out["description"] = node.description
+            out = _nullable(out)  # pydantic's `x: T = None`: the model must accept the None it defaults to
     return out
+
+
+def _nullable(out: JSON) -> JSON:
+    """An emitted property schema that also admits null: `null` added to a plain type list (a
+    union of branches would become a root model holding the field's default), else a branch."""
+    plain = isinstance(out.get("type"), str) and out["type"] != "object"
+    if plain and not any(key in out for key in ("$ref", "anyOf", "allOf", "enum")):
+        return {**out, "type": [out["type"], "null"]}
+    inner = {key: value for key, value in out.items() if key not in ("default", "description")}
+    usage = {key: out[key] for key in ("default", "description") if key in out}
+    return {"anyOf": [inner, {"type": "null"}], **usage}
+
+
+def _merge_literals(node: Node) -> Node:
+    """`anyOf` branches that are bare enums/consts → one enum branch, where the first stood, once
+    bare nested `anyOf`s are spliced in. Same meaning, and one `Literal[...]` in the model."""
+    if not node.any_of:
+        return node
+    node = replace(node, any_of=tuple(_flat(node.any_of)))
+    bare = [b for b in node.any_of if b.enum is not None and replace(b, enum=None, description=None) == ANY]
+    if len(bare) < 2:
+        return node
+    merged = Node(enum=tuple(_unique(value for branch in bare for value in branch.enum or ())))
+    branches = [merged if b is bare[0] else b for b in node.any_of if b is bare[0] or b not in bare]
+    if len(branches) == 1:
+        return replace(node, any_of=(), enum=merged.enum)
+    return replace(node, any_of=tuple(branches))
+
+
+def _flat(branches: tuple[Node, ...]) -> Iterator[Node]:
+    for branch in branches:
+        if branch.any_of and replace(branch, any_of=(), description=None) == ANY:
+            yield from _flat(branch.any_of)
+        else:
+            yield branch
 
 
 def _fold_null(node: Node) -> Node:

@@ -285,7 +285,7 @@ def test_a_null_default_on_a_non_nullable_type_admits_null():
     """pydantic's `x: tuple[int, int] = None`: the model must accept the None it defaults to."""
     schema = parse({"type": OBJ, "properties": {"x": {"type": "integer", "default": None}}})
     emitted = schema.to_json(schema.root, str)["properties"]["x"]
-    assert emitted == {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None}
+    assert emitted == {"type": ["integer", "null"], "default": None}
 
 
 def test_definitions_resolve_with_the_referrers_description():
