@@ -86,6 +86,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from orlgen.schema import json_type
 from pydantic import BaseModel, ConfigDict, Field, conint
 
 REPO = Path(__file__).resolve().parent.parent
@@ -346,20 +347,6 @@ def _resolve(schema: Any, root: JSON) -> Any:
     return node
 
 
-def _type_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def _branches(schema: Any, root: JSON, seen: frozenset[str] = frozenset()) -> list[JSON]:
     """The concrete alternatives of a schema: `$ref`s followed, anyOf/oneOf/allOf[1] flattened."""
     if not isinstance(schema, dict):
@@ -388,9 +375,9 @@ def _types(schema: Any, root: JSON) -> set[str]:
         return {"object"}
     for b in branches:
         if "const" in b:
-            t = {_type_of(b["const"])}
+            t = {json_type(b["const"])}
         elif isinstance(b.get("enum"), list):
-            t = {_type_of(v) for v in b["enum"]}
+            t = {json_type(v) for v in b["enum"]}
         elif isinstance(b.get("type"), str):
             t = {b["type"]}
         elif isinstance(b.get("type"), list):
@@ -789,7 +776,7 @@ def _out_types(node: Any) -> set[str]:
         if b.get("nullable") is True:
             found.add("null")
         if isinstance(b.get("enum"), list):
-            found |= {_type_of(v) for v in b["enum"]}
+            found |= {json_type(v) for v in b["enum"]}
     return found
 
 

@@ -13,74 +13,12 @@ from orlgen.schema import Schema, SchemaError
 
 from tests.test_fuzz import GENERATOR_EXTENSIONS, VOCABULARY
 
-UNDERSTOOD = {
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "prefixItems",
-    "enum",
-    "const",
-    "anyOf",
-    "oneOf",
-    "allOf",
-    "$ref",
-    "$defs",
-    "definitions",
-    "description",
-    "default",
-    "format",
-    "examples",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "minItems",
-    "maxItems",
-    "minProperties",
-    "maxProperties",
-    "pattern",
-    "uniqueItems",
-}
-QUIET = {"title", "$schema", "$comment", "discriminator"}
-
-UNDERSTOOD = {
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "prefixItems",
-    "enum",
-    "const",
-    "anyOf",
-    "oneOf",
-    "allOf",
-    "$ref",
-    "$defs",
-    "definitions",
-    "description",
-    "default",
-    "format",
-    "examples",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minLength",
-    "maxLength",
-    "minItems",
-    "maxItems",
-    "minProperties",
-    "maxProperties",
-    "pattern",
-    "uniqueItems",
-}
+# The keywords orlgen models, written out here as the specification the sanitiser must follow.
+UNDERSTOOD = set(
+    """type properties required additionalProperties items prefixItems enum const anyOf oneOf allOf $ref $defs
+    definitions description default format examples minimum maximum exclusiveMinimum exclusiveMaximum multipleOf
+    minLength maxLength minItems maxItems minProperties maxProperties pattern uniqueItems""".split()
+)
 QUIET = {"title", "$schema", "$comment", "discriminator"}
 
 OBJ = "object"
