@@ -238,12 +238,12 @@ def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[s
     """Each property as a parameter and its one-line description, in the declared order."""
     wires = [wire for wire, _ in root.properties]
     out = []
-    for (wire, node), name in zip(root.properties, names.param_names(wires, taken=taken), strict=False):
+    for (wire, node), name in zip(root.properties, names.param_names(wires, taken=taken), strict=True):
         required = wire in root.required
         hint = python_hint(node, schema)
         default = _default(node, schema, required)
-        if default not in (None, "UNSET") and schema.resolve(node).default is None and "None" not in hint.split(" | "):
-            hint = "None" if hint == "Any" else f"{hint} | None"  # pydantic's `x: T = None`
+        if default == "None" and hint != "Any" and "None" not in hint.split(" | "):
+            hint = f"{hint} | None"  # pydantic's `x: T = None`: the hint admits the default
         param = Param(literal(wire), name, Source(hint), default)
         out.append((param, _param_doc(wire, name, node, schema, docs)))
     return tuple(out)
