@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from . import names
 from .errors import OrlgenError
 from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
@@ -233,6 +235,23 @@ class _Capture:
         for split in splits:
             tasks[split.name], read = self._tasks(split)
             specs += read
+        try:
+            return self._snapshot(splits, shared, terminal, probed, task_only, tasks, specs)
+        except ValidationError as exc:  # e.g. a schema nested deeper than a snapshot may hold
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "the answer"
+            raise self._fail(f"the server's answer cannot be recorded: {where}: {first['msg']}") from exc
+
+    def _snapshot(
+        self,
+        splits: list[Split],
+        shared: dict[str, Any],
+        terminal: Any,
+        probed: list[TaskRef],
+        task_only: dict[str, tuple[Any, list[TaskRef]]],
+        tasks: dict[str, SplitTasks],
+        specs: list[dict[str, Any]],
+    ) -> Snapshot:
         tools = [_tool(spec, shared=True, offered_on=[]) for spec in shared.values()]
         tools += [_tool(spec, shared=False, offered_on=refs) for spec, refs in task_only.values()]
         return Snapshot(

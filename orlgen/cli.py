@@ -70,7 +70,7 @@ def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Ta
         return None
     if value in ("all", "none"):
         return "all" if value == "all" else "none"
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # "²" is a digit to str.isdigit, not to int()
         return int(value)
     raise click.BadParameter("expected all, none or a number")
 

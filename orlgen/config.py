@@ -28,7 +28,7 @@ import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -49,7 +49,7 @@ class EnvConfig(_Strict):
     name: str | None = None
     env: str | None = None
     splits: tuple[str, ...] = ()
-    tasks: Literal["all", "none"] | int | None = None
+    tasks: Literal["all", "none"] | Annotated[int, Field(ge=0)] | None = None
     probes: int = Field(3, ge=0)
     secrets: tuple[str, ...] = ()  # names only; values come from the environment
 
@@ -125,8 +125,11 @@ def load_config(project: Path = Path(".")) -> Config:
     if not path.exists():
         return Config(out=project / "generated")
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("orlgen", {})
+        tool = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
+        table = tool.get("orlgen", {}) if isinstance(tool, dict) else None
         config = Config.model_validate(table)
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: not valid TOML: {exc}") from exc
     except ValidationError as exc:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .schema import Node, Schema
+from .schema import Node, Schema, printable
 from .snapshot import Snapshot, Tool
 
 Category = Literal["CALL", "PROMPT", "DATA"]
@@ -265,12 +265,15 @@ def render(changes: list[Change], style: Literal["text", "json", "github"]) -> s
     for change in changes:
         if style == "github":
             level = "error" if change.breaking else "notice"
-            lines.append(f"::{level} title=orlgen {change.rule}::{change.subject}: {_github(change.detail)}")
-        else:
+            lines.append(f"::{level} title=orlgen {change.rule}::{_github(f'{change.subject}: {change.detail}')}")
+        else:  # subjects and details hold server names: one line each, whatever they contain
             mark = "BREAKING " if change.breaking else ""
-            lines.append(f"{change.rule:<26} {change.category:<6} {mark}{change.subject}: {change.detail}")
+            lines.append(
+                f"{change.rule:<26} {change.category:<6} {mark}{printable(change.subject)}: {printable(change.detail)}"
+            )
     return "".join(line + "\n" for line in lines)
 
 
 def _github(text: str) -> str:
+    """A workflow-command message: `%`, CR and LF escaped, so a name cannot start a command."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

@@ -45,7 +45,7 @@ class Docstring:
 
 def parse(text: str) -> Docstring:
     """Split a docstring into prose, parameter descriptions, and `Returns`/`Raises` text."""
-    lines = inspect.cleandoc(text.expandtabs(4)).splitlines()
+    lines = inspect.cleandoc(text.expandtabs(4)).split("\n")  # only newlines end a docstring line
     prose: list[str] = []
     params: dict[str, str] = {}
     returns: list[str] = []

@@ -99,7 +99,7 @@ def write_files(files: FileMap) -> list[Path]:
     Refuses the whole batch, before writing anything, when one path holds a file orlgen did not
     write. Modules are written before snapshots and Ctrl-C waits for the batch to finish, so an
     interrupted run never leaves a new snapshot without its module."""
-    changed = [path for path in _write_order(files) if not path.exists() or path.read_bytes() != files[path]]
+    changed = [path for path in _write_order(files) if not _holds(path, files[path])]
     for path in changed:
         if path.exists() and not is_own(path):
             raise RefusedWrite(f"{path}: refused to overwrite: {_not_own(path)}")
@@ -107,6 +107,12 @@ def write_files(files: FileMap) -> list[Path]:
         for path in changed:
             write_atomic(path, files[path])
     return changed
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether `path` is a regular file holding `data`; a link or special file is never read
+    (a FIFO would hang, `/dev/zero` never end) and counts as changed, to be refused."""
+    return not path.is_symlink() and path.is_file() and path.read_bytes() == data
 
 
 def remove_files(paths: Iterable[Path]) -> list[Path]:

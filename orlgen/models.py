@@ -69,7 +69,7 @@ def _split_imports(source: str) -> tuple[list[ast.stmt], str]:
     rest = [node for node in tree.body if not isinstance(node, (ast.Import, ast.ImportFrom))]
     if not rest:
         return imports, ""
-    lines = source.splitlines()
+    lines = source.split("\n")  # not splitlines(): \x1e and friends may stand inside a string literal
     first = rest[0].lineno - 1 - len(getattr(rest[0], "decorator_list", None) or [])
     return imports, "\n".join(lines[first:])
 

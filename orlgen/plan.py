@@ -90,6 +90,7 @@ class ModulePlan:
     models_schema: JSON  # one JSON Schema bundle: every params model and TaskSpec, for dcg
     models_aliases: dict[str, str]  # property name Python would misread → model field name, for dcg
     terminal_tool: Source  # literal wire name or None
+    has_terminal_tool: bool
     exports: Source  # the module's `__all__`, a list literal
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
 
@@ -111,7 +112,7 @@ class MixturePlan:
 def plan_mixture(name: str, snapshots: list[Snapshot]) -> MixturePlan:
     """A module that hands several environments to one trainer: `environment_factory` as a dict."""
     members = tuple(
-        MixtureMember(names.slug(s.name), names.class_name(s.name, suffix="Env"), literal(names.slug(s.name)))
+        MixtureMember(PythonIdentifier(s.name), names.class_name(s.name, suffix="Env"), literal(s.name))
         for s in sorted(snapshots, key=lambda s: s.name)
     )
     summary = (
@@ -127,7 +128,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     # snapshot came with: re-hashing every task would cost more than the render itself.
     snapshot = snapshot.ordered().model_copy(update={"sha256": snapshot.sha256})
     env_class = names.class_name(snapshot.name, suffix="Env")
-    env_var = f"ORLGEN_{names.slug(snapshot.name).upper()}_URL"
+    env_var = f"ORLGEN_{PythonIdentifier(snapshot.name).upper()}_URL"  # names are checked identifiers
     task_schema = Schema.parse(snapshot.task_schema, "task schema")
     bundle = Bundle(taken=RESERVED_CLASSES | {env_class})
     methods: set[str] = set(RESERVED_METHODS)
@@ -150,6 +151,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         models_schema={"$defs": definitions},
         models_aliases=_aliases(definitions),
         terminal_tool=literal(snapshot.terminal_tool.name if snapshot.terminal_tool else None),
+        has_terminal_tool=snapshot.terminal_tool is not None,
         exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
     )
@@ -295,7 +297,7 @@ def _tool_docstring(wire: str, docs: docstrings.Docstring, params: tuple[tuple[P
     summary = docstrings.safe(docs.prose) or _sentence(_humanise(wire))
     if docs.raises:
         summary += f"\n\nFails with {docstrings.safe(docs.raises)}"
-    lines = summary.splitlines()
+    lines = summary.split("\n")
     if params:
         lines += ["", "Args:"] + [f"    {param.name}: {doc}" for param, doc in params]
     if docs.returns:
@@ -366,6 +368,9 @@ def _stable(name: str) -> bool:
     return True
 
 
+_ARROW_DEPTH = 16  # nested levels a task field may have and still be one Arrow column
+
+
 def _columns(task_schema: Schema) -> tuple[ColumnPlan, ...]:
     root = task_schema.resolve(task_schema.root)
     taken = set(RESERVED_COLUMNS)
@@ -379,11 +384,14 @@ def _columns(task_schema: Schema) -> tuple[ColumnPlan, ...]:
     return tuple(out)
 
 
-def _arrow_safe(node: Node, schema: Schema) -> bool:
-    """Whether every value the schema admits fits one Arrow type (nulls aside)."""
+def _arrow_safe(node: Node, schema: Schema, depth: int = 0) -> bool:
+    """Whether every value the schema admits fits one Arrow type (nulls aside). A recursive
+    shape has no fixed Arrow type: past a few levels it is stored as JSON text."""
+    if depth > _ARROW_DEPTH:
+        return False
     concrete = [b for b in schema.branches(node) if schema.json_types(b) != {"null"}]
     if len(concrete) == 1 and len(schema.branches(node)) > 1:
-        return _arrow_safe(concrete[0], schema)
+        return _arrow_safe(concrete[0], schema, depth + 1)
     types = schema.json_types(node) - {"null"}
     if types == {"integer", "number"}:
         return True
@@ -392,7 +400,7 @@ def _arrow_safe(node: Node, schema: Schema) -> bool:
     (kind,) = types
     node = schema.resolve(node)
     if kind == "object":
-        return bool(node.properties) and all(_arrow_safe(sub, schema) for _, sub in node.properties)
+        return bool(node.properties) and all(_arrow_safe(sub, schema, depth + 1) for _, sub in node.properties)
     if kind == "array":
-        return node.items is None or _arrow_safe(node.items, schema)
+        return node.items is None or _arrow_safe(node.items, schema, depth + 1)
     return True

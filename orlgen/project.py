@@ -23,6 +23,7 @@ from .diff import Change, diff
 from .errors import OrlgenError
 from .files import FileMap, RefusedWrite, check_name, remove_files, write_files
 from .plan import dropped_keywords
+from .runtime.connection import secrets_from_env
 from .schema import Dropped
 from .snapshot import SUFFIX, Snapshot, SnapshotError, load
 from .verify import Verifier
@@ -165,7 +166,9 @@ class Project:
         """Capture `target` the way `like` was captured, reading only what a comparison needs."""
         env = like.target.env if target_kind(target) == "url" else None
         splits = tuple(split.name for split in like.splits)
-        options = CaptureOptions(env=env, name=like.name, splits=splits, tasks="none")
+        probes = max((sum(ref.split == split for ref in like.probed_tasks) for split in splits), default=0)
+        secrets = secrets_from_env(like.secret_names)  # the names the snapshot records, from the environment
+        options = CaptureOptions(env=env, name=like.name, splits=splits, tasks="none", probes=probes, secrets=secrets)
         return capture(target, options, progress=progress)
 
     def save(self, captured: Snapshot, out: Path, generate: bool) -> tuple[Path, Written]:

@@ -14,7 +14,6 @@ from .schema import Node, Schema
 
 _MAX_DEPTH = 4  # nested objects shown in a structure text before `{...}`
 _COUNTED = {"Length": ("character", "characters"), "Items": ("item", "items"), "Properties": ("entry", "entries")}
-_SCALARS = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean", "null": "null"}
 
 
 def json_text(value: Any) -> str:
@@ -33,9 +32,11 @@ def _shape(node: Node, schema: Schema, depth: int, seen: frozenset[str]) -> str:
         if node.ref in seen:
             return f"<{node.ref or 'itself'}>"
         seen = seen | {node.ref}
+    if depth > _MAX_DEPTH:  # also ends a cycle that runs through union branches or items
+        return "..."
     branches = schema.branches(node)
     if len(branches) > 1:
-        return " | ".join(dict.fromkeys(_shape(branch, schema, depth, seen) for branch in branches))
+        return " | ".join(dict.fromkeys(_shape(branch, schema, depth + 1, seen) for branch in branches))
     node = branches[0]
     if node.enum is not None:
         return " | ".join(json_text(value) for value in node.enum)
@@ -49,8 +50,7 @@ def _shape(node: Node, schema: Schema, depth: int, seen: frozenset[str]) -> str:
         return "[" + ", ".join(_shape(item, schema, depth + 1, seen) for item in node.prefix_items) + "]"
     if node.items is not None:
         return f"[{_shape(node.items, schema, depth + 1, seen)}]"
-    types = [_SCALARS.get(t, t) for t in node.types]
-    return " | ".join(types) if types else "any"
+    return " | ".join(node.types) if node.types else "any"
 
 
 def _field(name: str, sub: Node, parent: Node, schema: Schema, depth: int, seen: frozenset[str]) -> str:

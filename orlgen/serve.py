@@ -39,8 +39,8 @@ def load_env_class(spec: str) -> type:
         sys.path.insert(0, "")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ServeError(f"cannot import {module_name!r}: {exc}") from exc
+    except Exception as exc:  # a module that fails on import, however it fails
+        raise ServeError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
     env_cls = getattr(module, attr, None)
     from openreward.environments import Environment
 

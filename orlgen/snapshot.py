@@ -214,16 +214,17 @@ def load(path: Path) -> Snapshot:
         raise SnapshotError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
     except _NonStandardJSON as exc:
         raise SnapshotError(f"{path}: not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise SnapshotError(f"{path}: not a valid snapshot: nested deeper than Python can read") from exc
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise SnapshotError(f"{path}: not valid JSON: {str(exc).splitlines()[0]}") from exc
     try:
         snapshot = Snapshot.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
         raise SnapshotError(f"{path}: not a valid snapshot: {where}: {first['msg']}") from exc
-    try:
-        canonical = snapshot.canonical()
-    except UnicodeEncodeError as exc:  # a lone surrogate escaped as \udXXX: no UTF-8 form to hash
-        raise SnapshotError(f"{path}: not valid JSON: a string holds a lone surrogate ({exc.reason})") from exc
+    canonical = snapshot.canonical()
     if snapshot.sha256 != canonical.sha256:
         raise SnapshotError(
             f"{path}: sha256 does not match the content (edited by hand?); re-capture with `orlgen snapshot`"

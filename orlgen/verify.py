@@ -56,16 +56,8 @@ def _sample(node: Node, schema: Schema, depth: int) -> Any:
         return _sample(usable[0], schema, depth + 1)
     if len(node.all_of) == 1:
         return _sample(node.all_of[0], schema, depth + 1)
-    kind = next((t for t in node.types if t != "null"), None) or _implied(node)
+    kind = next((t for t in node.types if t != "null"), None) or next(iter(sorted(schema.json_types(node))), None)
     return _SAMPLERS.get(kind, lambda n, s, d: None)(node, schema, depth)
-
-
-def _implied(node: Node) -> str | None:
-    if node.properties or node.additional is not None:
-        return "object"
-    if node.items is not None or node.prefix_items:
-        return "array"
-    return None
 
 
 def _string(node: Node, schema: Schema, depth: int) -> str:
@@ -73,16 +65,40 @@ def _string(node: Node, schema: Schema, depth: int) -> str:
     return "a" * min(length, 1000)
 
 
-def _number(node: Node, schema: Schema, depth: int) -> int | float:
-    low = node.constraint("minimum")
-    if low is None and node.constraint("exclusiveMinimum") is not None:
-        low = node.constraint("exclusiveMinimum") + 1
-    high = node.constraint("maximum")
-    value = low if low is not None else min(high, 0) if high is not None else 0
-    step = node.constraint("multipleOf")
-    if step:
-        value = (value // step + (1 if value % step else 0)) * step
-    return int(value) if "integer" in node.types and float(value).is_integer() else value
+def _number(node: Node, schema: Schema, depth: int) -> int | float | None:
+    """A number inside the bounds, or None when none of a few candidates is (the parameter is
+    then left out of the payload rather than failing the check)."""
+    bounds = dict(node.constraints)
+    low = (
+        max(v for v in (bounds.get("minimum"), bounds.get("exclusiveMinimum")) if v is not None)
+        if any(bounds.get(k) is not None for k in ("minimum", "exclusiveMinimum"))
+        else None
+    )
+    high = (
+        min(v for v in (bounds.get("maximum"), bounds.get("exclusiveMaximum")) if v is not None)
+        if any(bounds.get(k) is not None for k in ("maximum", "exclusiveMaximum"))
+        else None
+    )
+    step = bounds.get("multipleOf")
+    candidates = [0, low, high, None if low is None else low + 1, None if high is None else high - 1]
+    candidates += [(low + high) / 2] if low is not None and high is not None else []
+    candidates += [(low // step + 1) * step] if step and low is not None else []
+    for value in candidates:
+        if value is not None and _fits(value, bounds, "integer" in node.types):
+            return int(value) if "integer" in node.types else value
+    return None
+
+
+def _fits(value: float, bounds: dict[str, Any], integer: bool) -> bool:
+    step = bounds.get("multipleOf")
+    return (
+        (not integer or float(value).is_integer())
+        and (bounds.get("minimum") is None or value >= bounds["minimum"])
+        and (bounds.get("maximum") is None or value <= bounds["maximum"])
+        and (bounds.get("exclusiveMinimum") is None or value > bounds["exclusiveMinimum"])
+        and (bounds.get("exclusiveMaximum") is None or value < bounds["exclusiveMaximum"])
+        and (not step or (value / step).is_integer())
+    )
 
 
 def _array(node: Node, schema: Schema, depth: int) -> list[Any]:
@@ -93,7 +109,12 @@ def _array(node: Node, schema: Schema, depth: int) -> list[Any]:
 
 
 def _object(node: Node, schema: Schema, depth: int) -> dict[str, Any]:
-    return {name: _sample(sub, schema, depth + 1) for name, sub in node.properties if name in node.required}
+    sampled = {name: _sample(sub, schema, depth + 1) for name, sub in node.properties if name in node.required}
+    return {name: value for name, value in sampled.items() if value is not None or _nullable(name, node, schema)}
+
+
+def _nullable(name: str, node: Node, schema: Schema) -> bool:
+    return schema.admits_null(dict(node.properties)[name])
 
 
 _SAMPLERS = {
@@ -135,7 +156,10 @@ class Verifier:
                 file = Path(tmp) / f"m{i}.py"
                 file.write_text(source, encoding="utf-8")
                 jobs.append({"name": str(path), "file": str(file), "samples": samples(snapshot)})
-            out, err = self._child.communicate(json.dumps(jobs), timeout=300)
+            try:
+                out, err = self._child.communicate(json.dumps(jobs), timeout=300)
+            except subprocess.TimeoutExpired:
+                raise VerifyError("verifying the modules took more than 300 s") from None
         if self._child.returncode != 0:
             lines = (out.strip() or err.strip() or "the verifier died").splitlines()
             raise VerifyError(lines[-1])

@@ -5,7 +5,7 @@ the text `reset` returns), `split`, `task_index`, and one column per task-spec f
 decided at generation time from the snapshot's task schema, so every build of one module has
 the same columns and types whatever tasks it picks:
 - a field whose JSON type varies across tasks (an int here, a string there) is stored as JSON
-  text, since an Arrow column has one type; `json_columns` lists them;
+  text, since an Arrow column has one type (its `Column` has `as_json=True`);
 - a field named like a reserved column (`prompt`, `split`, `task_index`, `environment`) is
   stored under the `task_` prefix (`task_prompt`).
 """

@@ -10,4 +10,5 @@ from typing import Any
 def fingerprint(description: str | None, input_schema: Any) -> str:
     """Equal for equal descriptions and schemas, whatever the key order; 16 hex digits."""
     canonical = json.dumps([description or "", input_schema or None], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    # surrogatepass: a server may send a lone surrogate, and its fingerprint must still exist.
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]

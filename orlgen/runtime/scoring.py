@@ -34,13 +34,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 logger = logging.getLogger("orlgen")
-METRICS = ("scored_fraction", "env_errors", "unfinished", "tool_errors", "tool_calls_mean")
 
 
 class Coverage:
     """Scoring statistics accumulated since the last `drain`, for one process."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clear()
+
+    def _after_fork(self) -> None:
+        """A child counts its own rollouts only, with a lock no thread of the parent holds."""
         self._lock = threading.Lock()
         self._clear()
 
@@ -74,7 +78,7 @@ class Coverage:
 
 
 COVERAGE = Coverage()
-os.register_at_fork(after_in_child=COVERAGE._clear)  # a child counts its own rollouts only
+os.register_at_fork(after_in_child=COVERAGE._after_fork)
 
 
 def outcome_reward(
