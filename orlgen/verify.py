@@ -69,16 +69,8 @@ def _number(node: Node, schema: Schema, depth: int) -> int | float | None:
     """A number inside the bounds, or None when none of a few candidates is (the parameter is
     then left out of the payload rather than failing the check)."""
     bounds = dict(node.constraints)
-    low = (
-        max(v for v in (bounds.get("minimum"), bounds.get("exclusiveMinimum")) if v is not None)
-        if any(bounds.get(k) is not None for k in ("minimum", "exclusiveMinimum"))
-        else None
-    )
-    high = (
-        min(v for v in (bounds.get("maximum"), bounds.get("exclusiveMaximum")) if v is not None)
-        if any(bounds.get(k) is not None for k in ("maximum", "exclusiveMaximum"))
-        else None
-    )
+    low = _bound(bounds, ("minimum", "exclusiveMinimum"), max)
+    high = _bound(bounds, ("maximum", "exclusiveMaximum"), min)
     step = bounds.get("multipleOf")
     candidates = [0, low, high, None if low is None else low + 1, None if high is None else high - 1]
     candidates += [(low + high) / 2] if low is not None and high is not None else []
@@ -87,6 +79,11 @@ def _number(node: Node, schema: Schema, depth: int) -> int | float | None:
         if value is not None and _fits(value, bounds, "integer" in node.types):
             return int(value) if "integer" in node.types else value
     return None
+
+
+def _bound(bounds: dict[str, Any], keys: tuple[str, str], pick: Any) -> Any:
+    found = [bounds[key] for key in keys if bounds.get(key) is not None]
+    return pick(found) if found else None
 
 
 def _fits(value: float, bounds: dict[str, Any], integer: bool) -> bool:
