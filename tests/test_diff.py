@@ -173,3 +173,12 @@ def test_a_parameter_reorder_is_a_prompt_change():
     changes = [c for c in diff(old, edited(old, edit)) if c.rule == "PARAM_ORDER_CHANGED"]
     assert [(c.subject, c.category, c.breaking) for c in changes] == [("issue_refund", "PROMPT", False)]
     assert changes[0].detail == "(order_id, items, reason, note) → (note, reason, items, order_id)"
+
+
+def test_names_cannot_inject_lines_or_workflow_commands():
+    """Subjects are server names: a newline in one must not start a GitHub workflow command or
+    forge another report line."""
+    change = Change("TOOL_ADDED", "evil\n::error::forged", "new tool")
+    assert render([change], "github").count("\n") == 1
+    assert "::error::forged" not in render([change], "github").split("::", 2)[2].split("%0A")[0]
+    assert render([change], "text").count("\n") == 1

@@ -188,3 +188,24 @@ def test_definition_names_of_two_tools_cannot_collide():
     str_def = defs["AParams"]["properties"]["x"]["$ref"].rsplit("/", 1)[1]
     assert int_def != str_def
     assert defs[int_def]["type"] == "integer" and defs[str_def]["type"] == "string"
+
+
+def test_recursive_shapes_end():
+    """A list of itself (`L = list[L | None]`), as pydantic writes recursive models: the prose and
+    the dataset columns stop instead of recursing forever."""
+    from orlgen.render import render_module
+
+    recursive = {
+        "$defs": {"L": {"type": "array", "items": {"anyOf": [{"$ref": "#/$defs/L"}, {"type": "null"}]}}},
+        "type": "object",
+        "properties": {"tree": {"$ref": "#/$defs/L"}},
+    }
+    task = {"type": "object", "properties": {"kid": {"$ref": "#"}, "n": {"type": "integer"}}}
+    source = render_module(snapshot(tool(recursive), task_schema=task))
+    compile(source, "demo.py", "exec")
+    assert "Column(name='kid', field='kid', as_json=True)".replace("'", '"') in source
+
+
+def test_a_lone_surrogate_in_a_description_renders():
+    source_plan = plan(snapshot(tool({"type": "object", "properties": {"a": {"type": "string"}}}, "Odd \ud800 text.")))
+    assert "\\ud800" in source_plan.tools[0].docstring

@@ -324,3 +324,9 @@ def test_load_refuses_a_key_given_twice(tmp_path: Path):
     """JSON readers keep the last of two equal keys; a reviewer may read the first."""
     text = ECHO.read_text().replace('"name": "echo",', '"name": "echo",\n  "name": "echo",', 1)
     assert "the key 'name' appears twice in one object" in _load_error(_write(tmp_path, text))
+
+
+def test_load_turns_unreadable_json_into_one_line(tmp_path: Path):
+    too_long = ECHO.read_text().replace('"num_tasks": 8', '"num_tasks": ' + "9" * 5000, 1)
+    assert "not valid JSON" in _load_error(_write(tmp_path, too_long))
+    assert "nested deeper" in _load_error(_write(tmp_path, "[" * 100_000))

@@ -78,3 +78,33 @@ def test_samples_satisfy_the_schema():
         if isinstance(model, str):
             model = vars(helpdesk)[model]
         model.model_validate(payload)
+
+
+@pytest.mark.parametrize(
+    ("schema", "inside"),
+    [
+        ({"type": "integer", "exclusiveMaximum": 0}, lambda v: v < 0),
+        ({"type": "number", "exclusiveMinimum": 0, "maximum": 0.5}, lambda v: 0 < v <= 0.5),
+        ({"type": "integer", "multipleOf": 5, "minimum": 1}, lambda v: v >= 1 and v % 5 == 0),
+    ],
+)
+def test_sampled_numbers_respect_their_bounds(schema, inside):
+    from orlgen.snapshot import Snapshot, Split, Target, Tool
+
+    tool = Tool(
+        name="t",
+        description="T.",
+        shared=True,
+        input_schema={"type": "object", "properties": {"x": schema}, "required": ["x"]},
+    )
+    snap = Snapshot(
+        name="s",
+        target=Target(kind="url", value="http://127.0.0.1:1", env="s"),
+        splits=[Split(name="train", num_tasks=0)],
+        tools=[tool],
+        terminal_tool=None,
+        probed_tasks=[],
+        tasks={},
+        task_schema={"type": "object"},
+    )
+    assert inside(samples(snap)["t"]["x"])
