@@ -101,9 +101,22 @@ class Project:
         paths = list(paths) or [self.out]
         with Verifier() as verifier:  # the child warms up while the parent renders
             snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
+            self._refuse_partial_mixtures([path for path in paths if path.is_dir()], snapshots)
             files = {job.path: job.render().encode() for job in self._jobs(snapshots)}
             _verify(verifier, files, snapshots)
         return Generation(files, orphans([path for path in paths if path.is_dir()], files), _dropped(snapshots))
+
+    def _refuse_partial_mixtures(self, directories: list[Path], snapshots: dict[Path, Snapshot]) -> None:
+        """A mixture of the config that misses a member in a generated directory (a typo, a
+        removed snapshot) would vanish without a word, its module removed as an orphan."""
+        for directory in directories:
+            present = {snapshot.name for path, snapshot in snapshots.items() if path.parent == directory}
+            for mixture, members in sorted(self.mixtures().items()):
+                missing = sorted(set(members) - present)
+                if missing and present & set(members):
+                    raise UsageError(
+                        f"{directory}: mixture {mixture!r} names {missing[0]!r}, which has no snapshot there"
+                    )
 
     def _jobs(self, snapshots: dict[Path, Snapshot]) -> list[render.Job]:
         """Every file orlgen owns for these snapshots: each snapshot in canonical form (a file

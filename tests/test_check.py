@@ -351,3 +351,16 @@ def test_a_cached_verdict_does_not_survive_a_snapshot_change(gen: Path, cache_ho
     change_snapshot(gen / "echo.snapshot.json")
     result = orlgen("check", "--cache", gen)
     assert result.returncode == 1 and problems(result.stdout)["echo.py"].startswith("stale: the snapshot changed")
+
+
+def test_a_mixture_missing_a_member_is_refused_not_dropped(tmp_path: Path):
+    """A mixture whose member has no snapshot (a typo in the config) stops `generate` with one
+    line; its module is not removed as an orphan."""
+    gen = tmp_path / "generated"
+    shutil.copytree(GENERATED, gen)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.orlgen]\nout = "generated"\n\n[[tool.orlgen.mixtures]]\nname = "support_mix"\nenvs = ["echo", "helpdesks"]\n'
+    )
+    result = orlgen("generate", gen)  # the project is found from the path: tmp_path's pyproject
+    assert result.returncode == 2 and "mixture 'support_mix' names 'helpdesks'" in result.stderr
+    assert (gen / "support_mix.py").exists()
