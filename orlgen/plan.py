@@ -352,7 +352,9 @@ def _aliases(bundle: JSON) -> dict[str, str]:
 
     collect(bundle)
     misread = sorted(name for name in found if (not name.isascii() and not _stable(name)) or name in _SHADOWING)
-    taken = {name for name in found if name.isascii() and name not in _SHADOWING}
+    # The names datamodel-code-generator gives the other fields (`if` → `if_`, `a-b` → `a_b`).
+    plain = [name for name in found if name.isascii() and name not in _SHADOWING]
+    taken = {variant for name in plain for base in (name, names.snake_case(name)) for variant in (base, f"{base}_")}
     aliases = {}
     for name in misread:
         aliases[name] = names.identifier(name, taken=taken)

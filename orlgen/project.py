@@ -101,8 +101,9 @@ class Project:
         paths = list(paths) or [self.out]
         with Verifier() as verifier:  # the child warms up while the parent renders
             snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
+            jobs = self._jobs(snapshots)  # refuses a name that would write elsewhere, first
             self._refuse_partial_mixtures([path for path in paths if path.is_dir()], snapshots)
-            files = {job.path: job.render().encode() for job in self._jobs(snapshots)}
+            files = {job.path: job.render().encode() for job in jobs}
             _verify(verifier, files, snapshots)
         return Generation(files, orphans([path for path in paths if path.is_dir()], files), _dropped(snapshots))
 
