@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import header
 from .cache import Verdicts
+from .files import is_regular
 from .render import Job
 from .snapshot import SUFFIX
 
@@ -90,13 +91,6 @@ def cause(actual: bytes, expected: bytes) -> str:
 def _first_different_line(actual: bytes, expected: bytes, limit: int) -> int:
     pairs = zip(actual.split(b"\n")[:limit], expected.split(b"\n")[:limit], strict=False)
     return next((number for number, (a, b) in enumerate(pairs, 1) if a != b), limit)
-
-
-def is_regular(path: Path) -> bool:
-    """A regular file, not a symbolic link: a link committed in place of a generated file could
-    make `check` read (and print in its diff) any file on the machine running it, or never
-    finish reading (`/dev/zero`)."""
-    return not path.is_symlink() and path.is_file()
 
 
 NOT_REGULAR = "hand-edited: not a regular file (a symbolic link or a special file); orlgen writes regular files"

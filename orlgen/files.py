@@ -54,11 +54,18 @@ def check_name(name: str, what: str) -> str:
     return name
 
 
+def is_regular(path: Path) -> bool:
+    """A regular file, not a symbolic link: a link committed in place of a generated file could
+    make `check` read (and print in its diff) any file on the machine running it, or never
+    finish reading (`/dev/zero`)."""
+    return not path.is_symlink() and path.is_file()
+
+
 def is_own(path: Path) -> bool:
     """Whether orlgen may replace the existing file at `path`: a module that starts with the
     generated header, or a snapshot (a JSON object with a format version and a hash). Never a
     symbolic link or special file: orlgen only writes regular files."""
-    if path.is_symlink() or not path.is_file():
+    if not is_regular(path):
         return False
     if path.name.endswith(SUFFIX):
         return _is_snapshot(path)
@@ -112,7 +119,7 @@ def write_files(files: FileMap) -> list[Path]:
 def _holds(path: Path, data: bytes) -> bool:
     """Whether `path` is a regular file holding `data`; a link or special file is never read
     (a FIFO would hang, `/dev/zero` never end) and counts as changed, to be refused."""
-    return not path.is_symlink() and path.is_file() and path.read_bytes() == data
+    return is_regular(path) and path.read_bytes() == data
 
 
 def remove_files(paths: Iterable[Path]) -> list[Path]:
@@ -128,7 +135,7 @@ def remove_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def _not_own(path: Path) -> str:
-    if path.is_symlink() or not path.is_file():
+    if not is_regular(path):
         return "it is not a regular file (a symbolic link or a special file)"
     if path.name.endswith(SUFFIX):
         return "it is not an orlgen snapshot"

@@ -17,11 +17,11 @@ from pathlib import Path
 from . import render
 from .cache import Verdicts, default_directory
 from .capture import CaptureOptions, capture, target_kind
-from .check import NOT_REGULAR, Drift, compare, is_regular, orphans
+from .check import NOT_REGULAR, Drift, compare, orphans
 from .config import Config, load_config, mixture_members
 from .diff import Change, diff
 from .errors import OrlgenError
-from .files import FileMap, RefusedWrite, check_name, remove_files, write_files
+from .files import FileMap, RefusedWrite, check_name, is_regular, remove_files, write_files
 from .plan import dropped_keywords
 from .runtime.connection import secrets_from_env
 from .schema import Dropped
