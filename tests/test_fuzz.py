@@ -186,7 +186,7 @@ def _canary() -> Path:
     directory = Path(tempfile.mkdtemp(prefix="orlgen-fuzz-canary-"))
     written = directory / "imported"
     (directory / f"{CANARY_MODULE}.py").write_text(
-        f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n")
+        f"open({str(written)!r}, 'w').close()\nThing = str\n")
     sys.path.append(str(directory))
     return written
 

@@ -110,19 +110,20 @@ def methods(module: Any) -> dict[str, Any]:
 # ── code the schema chose never runs ──────────────────────────────────────────
 
 
-def _extension_schemas(target: str) -> dict[str, dict]:
-    """Every datamodel-code-generator key that names Python code, pointing at `target` (module.Name)."""
-    module, name = target.rsplit(".", 1)
+def _extension_schemas(module: str) -> dict[str, dict]:
+    """Every datamodel-code-generator key that names Python code, naming `module`'s `Thing` (a
+    type) or `Base` (a model base class)."""
+    thing, base = f"{module}.Thing", f"{module}.Base"
     return {
-        "customTypePath": params(a={"type": "string", "customTypePath": target}),
-        "customBasePath": {**params(a={"type": "string"}), "customBasePath": target},
-        "customBasePath-nested": params(a={**params(b={"type": "string"}), "customBasePath": target}),
-        "x-python-type": params(a={"type": "string", "x-python-type": target}),
+        "customTypePath": params(a={"type": "string", "customTypePath": thing}),
+        "customBasePath": {**params(a={"type": "string"}), "customBasePath": base},
+        "customBasePath-nested": params(a={**params(b={"type": "string"}), "customBasePath": base}),
+        "x-python-type": params(a={"type": "string", "x-python-type": thing}),
         "x-python-import": {**params(a={"$ref": "#/$defs/Thing"}),
-                            "$defs": {"Thing": {"type": "object", "x-python-import": {"module": module, "name": name}}}},
+                            "$defs": {"Thing": {"type": "object", "x-python-import": {"module": module, "name": "Thing"}}}},
         "x-is-base-class": {**params(a={"$ref": "#/$defs/Thing"}),
                             "$defs": {"Thing": {**params(b={"type": "string"}), "x-is-base-class": True,
-                                                "customBasePath": target}}},
+                                                "customBasePath": base}}},
     }
 
 
@@ -133,13 +134,10 @@ def canary(tmp_path, monkeypatch) -> tuple[str, Path]:
     site.mkdir()
     name = f"orlgen_canary_{abs(hash(str(tmp_path))) % 10**8}"
     written = tmp_path / "canary-was-imported"
-    (site / f"{name}.py").write_text(f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
+    (site / f"{name}.py").write_text(f"open({str(written)!r}, 'w').close()\nThing = str\n"
                                      "from pydantic import BaseModel\nclass Base(BaseModel): pass\n")
     monkeypatch.syspath_prepend(str(site))
     return name, written
-
-
-EXTENSIONS = sorted(_extension_schemas("m.T"))
 
 
 @pytest.mark.xfail(strict=True, reason="issue 10: dcg extensions become imports of the schema's module")
@@ -147,12 +145,12 @@ EXTENSIONS = sorted(_extension_schemas("m.T"))
 def test_generator_extensions_import_nothing(workdir, canary, where):
     name, written = canary
     failures = []
-    for key, schema in _extension_schemas(f"{name}.Thing").items():
+    for key, schema in _extension_schemas(name).items():
         if where == "tool":
             text = sealed([tool("t", schema)])
-        else:
-            text = sealed([tool("t", None)], task_schema={**schema, "required": ["prompt"]} if "a" in schema.get(
-                "properties", {}) else schema)
+        else:  # the same keys in the task schema, next to the task's real field
+            text = sealed([tool("t", None)], task_schema={
+                **schema, "properties": {"prompt": {"type": "string"}, **schema["properties"]}})
         outcome = generate(workdir, text)
         module = assert_sound(outcome, ["t"])
         source = outcome.module_path.read_text() if outcome.module_path else ""
@@ -196,7 +194,7 @@ def test_hostile_server_extensions_import_nothing(server_capture, tmp_path, monk
     site = tmp_path / "site"
     site.mkdir()
     written = tmp_path / "server-canary-was-imported"
-    (site / f"{SERVER_CANARY}.py").write_text(f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
+    (site / f"{SERVER_CANARY}.py").write_text(f"open({str(written)!r}, 'w').close()\nThing = str\n"
                                               "from pydantic import BaseModel\nclass Base(BaseModel): pass\n")
     monkeypatch.syspath_prepend(str(site))
     try:
