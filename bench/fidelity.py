@@ -56,7 +56,8 @@ Matching rules (documented, applied identically to both sides):
 
 Besides found/lost, a shown fact is **altered** when its text changed on the way: a description or
 Returns text not shown verbatim (runs of whitespace aside), or a parameter shown under another
-name although Python allows its own (a keyword or a non-identifier must be renamed: not counted).
+name although a method can take its own (a keyword, a non-identifier or `self` must be renamed:
+not counted).
 **Prompt size** per module: characters of the tools JSON the model sees, each function dumped as
 the chat template's `tojson` does, for orlgen, TRL, and the server's raw schemas shown as they are.
 
@@ -823,8 +824,8 @@ def classify(fact: Fact, view: View) -> Outcome:
     if outcome.status == "lost":
         return outcome
     fn = view.functions[fact.tool]
-    if fact.kind == "param-name":  # Python forces a rename only of keywords and non-identifiers
-        allowed = fact.value.isidentifier() and not keyword.iskeyword(fact.value)
+    if fact.kind == "param-name":  # a method must rename keywords, non-identifiers and `self`
+        allowed = fact.value.isidentifier() and not keyword.iskeyword(fact.value) and fact.value != "self"
         altered = allowed and fact.value not in ((fn.get("parameters") or {}).get("properties") or {})
     elif fact.kind in ("description", "returns"):
         altered = not any(_spaced(fact.value) in _spaced(text) for text in _texts(fn))

@@ -982,6 +982,7 @@ def fidelity() -> tuple[list[Row], dict[str, Any]]:
     orlgen, trl = result.counts("orlgen"), result.counts("trl")
     facts = result.facts()
     tools = sum(result.tools.values())
+    prompt = {side: sum(sizes[side] for sizes in result.prompt.values()) for side in ("raw", "orlgen", "trl")}
     hidden = {
         binder: len({(o.fact.group, o.fact.tool) for o in result.lost(binder) if o.reason.startswith("tool not shown")})
         for binder in ("orlgen", "trl")
@@ -1010,6 +1011,30 @@ def fidelity() -> tuple[list[Row], dict[str, Any]]:
             "",
             None,
             "",
+        ),
+        Row(
+            "7",
+            "7 Fidelity",
+            "〃",
+            "facts altered (text changed, name needlessly changed)",
+            "facts",
+            len(result.altered("orlgen")),
+            len(result.altered("trl")),
+            "0 altered on examples",
+            not result.altered("orlgen", "examples"),
+            "",
+        ),
+        Row(
+            "7",
+            "7 Fidelity",
+            "〃",
+            "prompt size (tools JSON the model sees)",
+            "chars",
+            prompt["orlgen"],
+            prompt["trl"],
+            "",
+            None,
+            f"raw schemas {prompt['raw']}",
         ),
     ]
     return rows, {"summary": result.to_json()["total"], "seconds": result.seconds}

@@ -349,7 +349,7 @@ def _canary() -> Path:
     """A module on the path that leaves a file when imported; returns that file."""
     directory = Path(tempfile.mkdtemp(prefix="orlgen-fuzz-canary-"))
     written = directory / "imported"
-    (directory / f"{CANARY_MODULE}.py").write_text(f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n")
+    (directory / f"{CANARY_MODULE}.py").write_text(f"open({str(written)!r}, 'w').close()\nThing = str\n")
     sys.path.append(str(directory))
     return written
 

@@ -115,21 +115,22 @@ def methods(module: Any) -> dict[str, Any]:
 # ── code the schema chose never runs ──────────────────────────────────────────
 
 
-def _extension_schemas(target: str) -> dict[str, dict]:
-    """Every datamodel-code-generator key that names Python code, pointing at `target` (module.Name)."""
-    module, name = target.rsplit(".", 1)
+def _extension_schemas(module: str) -> dict[str, dict]:
+    """Every datamodel-code-generator key that names Python code, naming `module`'s `Thing` (a
+    type) or `Base` (a model base class)."""
+    thing, base = f"{module}.Thing", f"{module}.Base"
     return {
-        "customTypePath": params(a={"type": "string", "customTypePath": target}),
-        "customBasePath": {**params(a={"type": "string"}), "customBasePath": target},
-        "customBasePath-nested": params(a={**params(b={"type": "string"}), "customBasePath": target}),
-        "x-python-type": params(a={"type": "string", "x-python-type": target}),
+        "customTypePath": params(a={"type": "string", "customTypePath": thing}),
+        "customBasePath": {**params(a={"type": "string"}), "customBasePath": base},
+        "customBasePath-nested": params(a={**params(b={"type": "string"}), "customBasePath": base}),
+        "x-python-type": params(a={"type": "string", "x-python-type": thing}),
         "x-python-import": {
             **params(a={"$ref": "#/$defs/Thing"}),
-            "$defs": {"Thing": {"type": "object", "x-python-import": {"module": module, "name": name}}},
+            "$defs": {"Thing": {"type": "object", "x-python-import": {"module": module, "name": "Thing"}}},
         },
         "x-is-base-class": {
             **params(a={"$ref": "#/$defs/Thing"}),
-            "$defs": {"Thing": {**params(b={"type": "string"}), "x-is-base-class": True, "customBasePath": target}},
+            "$defs": {"Thing": {**params(b={"type": "string"}), "x-is-base-class": True, "customBasePath": base}},
         },
     }
 
@@ -142,27 +143,24 @@ def canary(tmp_path, monkeypatch) -> tuple[str, Path]:
     name = f"orlgen_canary_{abs(hash(str(tmp_path))) % 10**8}"
     written = tmp_path / "canary-was-imported"
     (site / f"{name}.py").write_text(
-        f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
+        f"open({str(written)!r}, 'w').close()\nThing = str\n"
         "from pydantic import BaseModel\nclass Base(BaseModel): pass\n"
     )
     monkeypatch.syspath_prepend(str(site))
     return name, written
 
 
-EXTENSIONS = sorted(_extension_schemas("m.T"))
-
-
 @pytest.mark.parametrize("where", ["tool", "task"])
 def test_generator_extensions_import_nothing(workdir, canary, where):
     name, written = canary
     failures = []
-    for key, schema in _extension_schemas(f"{name}.Thing").items():
+    for key, schema in _extension_schemas(name).items():
         if where == "tool":
             text = sealed([tool("t", schema)])
-        else:
+        else:  # the same keys in the task schema, next to the task's real field
             text = sealed(
                 [tool("t", None)],
-                task_schema={**schema, "required": ["prompt"]} if "a" in schema.get("properties", {}) else schema,
+                task_schema={**schema, "properties": {"prompt": {"type": "string"}, **schema["properties"]}},
             )
         outcome = generate(workdir, text)
         module = assert_sound(outcome, ["t"])
@@ -177,25 +175,61 @@ def test_generator_extensions_import_nothing(workdir, canary, where):
     assert failures == []
 
 
-def test_hostile_server_extensions_import_nothing(workdir, tmp_path, monkeypatch):
-    """The same attack through the front door: `orlgen snapshot` of a real server that declares them."""
+@pytest.fixture(scope="module")
+def server_capture(tmp_path_factory) -> tuple[Any, Path]:
+    """`orlgen snapshot` of a real hostile server whose schema carries dcg's extensions."""
+    out = tmp_path_factory.mktemp("server-capture")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(out)
+        result = CliRunner().invoke(main, ["snapshot", "tests.schema_envs:Extensions", "--out", "generated"])
+    return result, out / "generated"
+
+
+def test_snapshot_keeps_what_the_server_said(server_capture):
+    """Sanitising is part of rendering: the snapshot records the hostile keys, so `diff` sees them."""
     from tests.schema_envs import SERVER_CANARY
 
+    _, out = server_capture
+    (snapshot,) = out.glob("*.snapshot.json")
+    text = snapshot.read_text()
+    assert "customTypePath" in text and "customBasePath" in text and SERVER_CANARY in text
+
+
+def test_hostile_server_extensions_import_nothing(server_capture, tmp_path, monkeypatch):
+    """The attack through the front door: the module generated from the hostile server's capture."""
+    from tests.schema_envs import SERVER_CANARY
+
+    result, out = server_capture
+    assert result.exit_code in (0, 2), result.output
     site = tmp_path / "site"
     site.mkdir()
     written = tmp_path / "server-canary-was-imported"
     (site / f"{SERVER_CANARY}.py").write_text(
-        f"open({str(written)!r}, 'w').close()\nclass Thing(str): pass\n"
+        f"open({str(written)!r}, 'w').close()\nThing = str\n"
         "from pydantic import BaseModel\nclass Base(BaseModel): pass\n"
     )
     monkeypatch.syspath_prepend(str(site))
-    result = CliRunner().invoke(main, ["snapshot", "tests.schema_envs:Extensions", "--out", "generated"])
-    assert result.exit_code in (0, 2), result.output
-    for path in (workdir / "generated").glob("*.py"):
-        assert SERVER_CANARY not in path.read_text()
-        load_module(path)
-    sys.modules.pop(SERVER_CANARY, None)
+    try:
+        for path in out.glob("*.py"):
+            assert SERVER_CANARY not in path.read_text()
+            load_module(path)
+    finally:
+        sys.modules.pop(SERVER_CANARY, None)
     assert not written.exists()
+
+
+def test_each_dropped_keyword_is_reported_once(workdir):
+    schema = {
+        **params(a={"type": "string", "customTypePath": "m.T"}, b={"type": "integer", "x-python-type": "m.T"}),
+        "customBasePath": "m.B",
+    }
+    outcome = generate(workdir, sealed([tool("attack_tool", schema)]))
+    assert outcome.exit_code in (0, 2), outcome.stderr
+    if outcome.exit_code == 0:
+        lines = outcome.stderr.splitlines()
+        for key in ("customTypePath", "x-python-type", "customBasePath"):
+            said = [line for line in lines if key in line]
+            assert len(said) == 1 and "attack_tool" in said[0], (key, outcome.stderr)
 
 
 def test_generate_imports_nothing_from_the_working_directory(workdir):

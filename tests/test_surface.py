@@ -22,9 +22,8 @@ from typing import Any
 import pytest
 from conftest import REPO, load_module
 from transformers.utils import get_json_schema
-from transformers.utils.chat_template_utils import render_jinja_template
 
-from tests.tiny_model import qwen3_chat_template
+from tests.tiny_model import build_tokenizer
 
 ENVS = {
     "wordgrid": "examples.wordgrid:WordGrid",
@@ -162,12 +161,16 @@ def _function(generated: dict[str, Generated], key: tuple[str, str]) -> dict:
     return generated[key[0]].seen()[key[1]]
 
 
-def _rendered_tools(functions: list[dict]) -> str:
-    """The text TRL's Qwen3 template renders for these tools, minus the text it renders without them."""
-    conversation = [[{"role": "user", "content": "hi"}]]
-    tools = [{"type": "function", "function": f} for f in functions]
-    with_tools, _ = render_jinja_template(conversations=conversation, tools=tools, chat_template=qwen3_chat_template())
-    return with_tools[0]
+@pytest.fixture(scope="module")
+def tokenizer():
+    """An offline tokenizer carrying TRL's Qwen3 chat template (tests/tiny_model.py)."""
+    return build_tokenizer()
+
+
+def _rendered_tools(tokenizer: Any, methods: list[Any]) -> str:
+    """The prompt text the model is trained on when these tool methods are offered, as the
+    tokenizer's chat template renders it (it calls `get_json_schema` on each method, as TRL does)."""
+    return tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], tools=methods, tokenize=False)
 
 
 # ── each parameter once, in the author's words and order ──────────────────────
@@ -201,15 +204,14 @@ def test_returns_becomes_the_methods_returns(generated):
 
 
 @pytest.mark.parametrize("env", ["wordgrid", "icu", "helpdesk"])
-def test_no_mangling_filler_or_bad_plurals(generated, env):
-    text = _rendered_tools(list(generated[env].seen().values()))
+def test_no_mangling_filler_or_bad_plurals(generated, tokenizer, env):
+    text = _rendered_tools(tokenizer, list(generated[env].methods().values()))
     assert FILLER.findall(text) == []
 
 
-def test_chat_template_shows_each_parameter_once_in_order(generated):
+def test_chat_template_shows_each_parameter_once_in_order(generated, tokenizer):
     """The rendered prompt: each author's line once, and `row` before `column` before `letter`."""
-    functions = [_function(generated, key) for key in AUTHORED]
-    text = _rendered_tools(functions)
+    text = _rendered_tools(tokenizer, [generated[env].methods()[name] for env, name in AUTHORED])
     for key in AUTHORED:
         for words in AUTHOR[key]["params"].values():
             assert text.count(words) == 1, words
@@ -347,6 +349,33 @@ def test_generated_modules_pass_mypy(generated, tmp_path):
         sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), *paths, cwd=generated["icu"].path.parent
     )
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+def test_checked_in_modules_pass_ruff_and_mypy(tmp_path):
+    """Every module in generated/, the mixture included, as a reviewer's CI would lint them."""
+    paths = [str(p) for p in sorted((REPO / "generated").glob("*.py"))]
+    ruff = _run(
+        str(Path(sys.executable).parent / "ruff"),
+        "check",
+        "--isolated",
+        "--extend-select",
+        "I",
+        "--no-cache",
+        *paths,
+        cwd=tmp_path,
+    )
+    # From the repo root, as its CI would run it: the mixture module imports its members relatively.
+    mypy = _run(
+        sys.executable,
+        "-m",
+        "mypy",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--explicit-package-bases",
+        "generated",
+        cwd=REPO,
+    )
+    assert (ruff.returncode, mypy.returncode) == (0, 0), ruff.stdout[-2000:] + mypy.stdout[-2000:]
 
 
 def test_diff_reports_a_parameter_reorder_as_a_prompt_change(generated, tmp_path):
