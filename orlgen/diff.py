@@ -102,8 +102,7 @@ def _tool(old: Tool, new: Tool) -> Iterator[Change]:
         yield Change("TOOL_DESCRIPTION_CHANGED", old.name, "description changed")
     if (old.shared, old.offered_on) != (new.shared, new.offered_on):
         yield Change("TASK_TOOLS_CHANGED", old.name, _offer(old) + " → " + _offer(new))
-    before = Schema.parse(old.input_schema, f"tool {old.name!r}", old.property_order)
-    after = Schema.parse(new.input_schema, f"tool {new.name!r}", new.property_order)
+    before, after = old.parsed_schema(), new.parsed_schema()
     yield from _object(old.name, Side(before, before.root), Side(after, after.root), 0)
 
 

@@ -191,7 +191,7 @@ def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
 
 def _parsed_tools(snapshot: Snapshot) -> Iterator[tuple[Tool, Schema]]:
     for tool in sorted(snapshot.tools, key=lambda t: t.name):
-        yield tool, Schema.parse(tool.input_schema, f"tool {tool.name!r}", tool.property_order)
+        yield tool, tool.parsed_schema()
 
 
 def _module_summary(snapshot: Snapshot) -> str:

@@ -13,11 +13,14 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import OrlgenError
+
+if TYPE_CHECKING:
+    from .schema import Schema
 
 FORMAT_VERSION = 1
 SUFFIX = ".snapshot.json"
@@ -81,6 +84,12 @@ class Tool(_Model):
         if isinstance(data, dict) and "property_order" not in data:
             return {**data, "property_order": declared_order(data.get("input_schema"))}
         return data
+
+    def parsed_schema(self) -> Schema:
+        """The input schema, parsed and sanitised, its properties in the declared order."""
+        from .schema import Schema
+
+        return Schema.parse(self.input_schema, f"tool {self.name!r}", self.property_order)
 
 
 class TerminalTool(_Model):

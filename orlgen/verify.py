@@ -36,7 +36,7 @@ def samples(snapshot: Snapshot) -> dict[str, dict[str, Any]]:
     """A valid payload per tool with parameters (wire names → values), from its schema."""
     out = {}
     for tool in snapshot.tools:
-        schema = Schema.parse(tool.input_schema, f"tool {tool.name!r}", tool.property_order)
+        schema = tool.parsed_schema()
         root = schema.resolve(schema.root)
         if root.properties:
             out[tool.name] = _object(root, schema, 0)
