@@ -188,6 +188,38 @@ def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
         raise SystemExit(1)
 
 
+@main.command(name="eval")
+@click.argument("subject")
+@click.option("--base-url", help="An OpenAI-compatible endpoint (e.g. http://localhost:8000/v1).")
+@click.option("--model", help="The model name the endpoint serves.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Env var holding the endpoint's key.")
+@click.option("--hf-model", type=click.Path(), help="A local transformers checkpoint, generated in-process.")
+@click.option("--split", "splits", multiple=True, help="Split to evaluate (repeatable; default: test, else train).")
+@click.option("-n", "num_tasks", type=click.IntRange(min=1), help="Tasks per split: the first N (default: all).")
+@click.option("-k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="Samples per task.")
+@click.option("--max-turns", type=click.IntRange(min=1), default=10, show_default=True, help="Model turns per rollout.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=512, show_default=True, help="Tokens per model turn.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Rollouts at once.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--temperature", type=click.FloatRange(min=0), default=1.0, show_default=True)
+@click.option("--env", help="For a mixture: evaluate only this environment.")
+@click.option("--env-url", help="The environment's server (default: the module's own address).")
+@click.option(
+    "--pass-threshold", type=float, help="Reward a rollout must reach to pass (default: 1.0, or the max seen)."
+)
+@click.option("--format", "style", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write one JSONL row per rollout here.")
+def eval_(subject: str, **options: object) -> None:
+    """Score a model on the environments of SUBJECT (a generated module, its dotted name, or a
+    snapshot), through the generated adapter, as training plays them."""
+    from .eval.command import Options, run
+
+    with failures():
+        code = run(Options(subject=subject, **options))  # type: ignore[arg-type]
+    if code:
+        raise SystemExit(code)
+
+
 def _project(paths: Sequence[Path] = ()) -> Project:
     from .project import Project
 

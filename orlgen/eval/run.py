@@ -1,0 +1,134 @@
+"""Many rollouts at once: plan them (tasks × k per split), preflight the environment, play them
+on a pool of worker threads, report each as it finishes, and stop cleanly on Ctrl-C.
+
+Workers are daemon threads: on Ctrl-C the main thread stops handing out rollouts, keeps what
+finished and returns at once, and rollouts still in flight are abandoned (their sessions are
+deleted at exit by the runtime, or reaped by the server).
+"""
+
+from __future__ import annotations
+
+import functools
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import Unreachable
+from .policy import Policy
+from .rollout import Rollout, Settings, play
+from .subject import Member
+
+PREFLIGHT_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Job:
+    member: Member
+    row: dict[str, Any]
+    sample: int
+    seed: int
+
+
+@dataclass
+class Finished:
+    rollouts: list[Rollout]
+    wall_s: float
+    interrupted: bool
+
+
+def plan(members: list[Member], splits: tuple[str, ...], num_tasks: int | None, k: int, seed: int) -> list[Job]:
+    """Every rollout of the run: for each environment and split, the first `num_tasks` tasks, k
+    samples each, samples of one task next to each other (a GRPO group), seeds distinct."""
+    jobs = []
+    for member in members:
+        for split in splits or (_default_split(member),):
+            for row in member.rows(split, num_tasks):
+                for sample in range(k):
+                    jobs.append(Job(member, row, sample, seed + len(jobs)))
+    return jobs
+
+
+def _default_split(member: Member) -> str:
+    return "test" if "test" in member.splits else "train" if "train" in member.splits else sorted(member.splits)[0]
+
+
+def preflight(members: list[Member], env_url: str | None) -> None:
+    """Raise `Unreachable` when an environment cannot be reached at all (one line, exit 2),
+    rather than recording every rollout as an environment error."""
+    for member in members:
+        try:
+            adapter = factory(member, env_url)()
+        except Exception as exc:  # no address configured
+            raise Unreachable(f"environment {member.name}: {exc}") from exc
+        connection = adapter._connection
+        try:
+            connection.run(lambda env: env.list_splits(), PREFLIGHT_TIMEOUT)
+        except Exception as exc:
+            raise Unreachable(
+                f"environment {member.name} at {connection!r} cannot be reached: {type(exc).__name__}: {exc}".splitlines()[
+                    0
+                ]
+            ) from exc
+
+
+def factory(member: Member, env_url: str | None) -> Callable[[], Any]:
+    """The adapter class as training's `environment_factory`, pointed at `env_url` when given."""
+    return functools.partial(member.adapter, base_url=env_url) if env_url else member.adapter
+
+
+def execute(
+    jobs: list[Job],
+    policy: Policy,
+    settings: Settings,
+    *,
+    concurrency: int,
+    env_url: str | None,
+    on_done: Callable[[Rollout], None],
+) -> Finished:
+    """Play `jobs` on `concurrency` threads; `on_done` runs in this thread, once per finished rollout."""
+    pending: queue.Queue[Job | None] = queue.Queue()
+    for job in jobs:
+        pending.put(job)
+    done: queue.Queue[Rollout] = queue.Queue()
+    stop = threading.Event()
+    factories = {id(job.member): factory(job.member, env_url) for job in jobs}
+    reward_funcs = {id(job.member): job.member.reward_funcs() for job in jobs}
+
+    def worker() -> None:
+        while not stop.is_set():
+            try:
+                job = pending.get_nowait()
+            except queue.Empty:
+                return
+            key = id(job.member)
+            rollout = play(
+                job.member.name,
+                factories[key],
+                reward_funcs[key],
+                job.row,
+                policy,
+                settings,
+                sample=job.sample,
+                seed=job.seed,
+            )
+            done.put(rollout)
+
+    start = time.perf_counter()
+    for i in range(max(1, min(concurrency, len(jobs)))):
+        threading.Thread(target=worker, name=f"orlgen-eval-{i}", daemon=True).start()
+    finished: list[Rollout] = []
+    try:
+        while len(finished) < len(jobs):
+            try:
+                rollout = done.get(timeout=0.2)  # short waits keep Ctrl-C responsive
+            except queue.Empty:
+                continue
+            finished.append(rollout)
+            on_done(rollout)
+    except KeyboardInterrupt:
+        stop.set()
+        return Finished(finished, time.perf_counter() - start, interrupted=True)
+    return Finished(finished, time.perf_counter() - start, interrupted=False)
