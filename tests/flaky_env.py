@@ -1,6 +1,9 @@
 """An ORS environment that fails on some tasks, by design (fault injection for `orlgen eval`):
 task 1's `setup` raises (the session cannot open), task 2's `step` tool raises (the session
-dies mid-rollout); every other task pays 1.0 on its one `step`."""
+dies mid-rollout); every other task pays 1.0 on its one `step`. The faults are on only where `ORLGEN_FLAKY` is set
+(the test's server), so a capture's probe sessions see a healthy environment."""
+
+import os
 
 from openreward.environments import Environment, TextBlock, ToolOutput, tool
 from pydantic import BaseModel
@@ -25,7 +28,7 @@ class Flaky(Environment):
         return [{"n": i} for i in range(4)]
 
     async def setup(self):
-        if self.task_spec["n"] == 1:
+        if self.task_spec["n"] == 1 and os.environ.get("ORLGEN_FLAKY"):
             raise RuntimeError("the sandbox did not start")
 
     def get_prompt(self):
@@ -34,6 +37,6 @@ class Flaky(Environment):
     @tool
     def step(self, params: StepParams) -> ToolOutput:
         """Take the step."""
-        if self.task_spec["n"] == 2:
+        if self.task_spec["n"] == 2 and os.environ.get("ORLGEN_FLAKY"):
             raise RuntimeError("the step crashed")
         return ToolOutput(blocks=[TextBlock(text="stepped")], reward=1.0, finished=True)

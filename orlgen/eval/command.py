@@ -85,7 +85,10 @@ def run(options: Options) -> int:
     render = report.as_json if options.style == "json" else report.text
     sys.stdout.write(render(stats, summary))
     sys.stdout.flush()
-    return INTERRUPTED if finished.interrupted else 0
+    if finished.interrupted:
+        click.echo("orlgen: interrupted", err=True)
+        return INTERRUPTED
+    return 0
 
 
 def _policy(options: Options) -> Policy:

@@ -88,7 +88,8 @@ def execute(
     env_url: str | None,
     on_done: Callable[[Rollout], None],
 ) -> Finished:
-    """Play `jobs` on `concurrency` threads; `on_done` runs in this thread, once per finished rollout."""
+    """Play `jobs` on `concurrency` threads; `on_done` runs in this thread, once per finished
+    rollout, in the order they finish."""
     pending: queue.Queue[Job | None] = queue.Queue()
     for job in jobs:
         pending.put(job)
@@ -130,5 +131,13 @@ def execute(
             on_done(rollout)
     except KeyboardInterrupt:
         stop.set()
-        return Finished(finished, time.perf_counter() - start, interrupted=True)
-    return Finished(finished, time.perf_counter() - start, interrupted=False)
+        return Finished(_in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=True)
+    return Finished(_in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=False)
+
+
+def _in_plan_order(rollouts: list[Rollout], jobs: list[Job]) -> list[Rollout]:
+    """Finished rollouts in the order they were planned (they finish in any order)."""
+    position = {
+        (j.member.name, str(j.row.get("split")), int(j.row["task_index"]), j.sample): i for i, j in enumerate(jobs)
+    }
+    return sorted(rollouts, key=lambda r: position[(r.env, r.split, r.task_index, r.sample)])
