@@ -1,9 +1,10 @@
 """`orlgen eval`: a model scored on an environment through its generated module.
 
 Everything is real and on loopback: ORS servers of the example envs (`ServerProcess`), an
-OpenAI-compatible chat-completions server written with starlette (`tests/chat_server.py`) serving
-a scripted policy that answers in `tool_calls`, and the tiny Qwen3 checkpoint generated in-process
-through TRL's own template and tool-call parser (`--hf-model`). The only fakes are fault
+OpenAI-compatible chat-completions server written with starlette (`bench/chat_server.py`)
+serving a scripted policy that answers in `tool_calls` (`tests/scripted_policy.py`), and the tiny
+Qwen3 checkpoint generated in-process through TRL's own template and tool-call parser
+(`--hf-model`). The only fakes are fault
 injections that say so: an env that fails on some tasks (`tests/flaky_env.py`) and a chat server
 that answers HTTP 400 to one task.
 """
@@ -25,8 +26,9 @@ from orlgen.cli import main
 from orlgen.eval.stats import default_threshold, equal_groups, mean_stderr, pass_at_k
 from orlgen.serve import ServerProcess
 
-from tests.chat_server import ChatServer, Refuse, answer, call, scripted, serving
+from bench.chat_server import ChatServer, Refuse, answer, call, serving
 from tests.conftest import REPO
+from tests.scripted_policy import scripted
 from tests.test_env_reward import generated
 
 ORLGEN = Path(sys.executable).with_name("orlgen")

@@ -1,19 +1,16 @@
-"""A loopback OpenAI-compatible chat-completions server (starlette + uvicorn), serving a policy
-that tests script, for `orlgen eval`.
+"""A loopback OpenAI-compatible chat-completions server (starlette + uvicorn) serving a scripted
+policy, for `orlgen eval` in the tests and the eval bench (`bench.eval_throughput`).
 
 `POST /v1/chat/completions` answers `{"choices": [{"message": ...}]}` with what the policy returns
 for the request body; `GET /v1/models` lists the one model. Every request body is kept, so a test
-can check what the model was shown. The scripted policy plays the example environments the way a
-model that knows them would, with per-rollout slips chosen by the request's seed, so rewards vary
-across a GRPO group; it answers in `tool_calls` with JSON-text arguments, as OpenAI does.
-A policy may raise `Refuse(status)` to answer with an HTTP error (fault injection, said so).
+can check what the model was shown. Policies answer in `tool_calls` with JSON-text arguments, as
+OpenAI does (`call`, `answer`). A policy may raise `Refuse(status)` to answer with an HTTP error
+(fault injection, said so).
 """
 
 from __future__ import annotations
 
 import json
-import random
-import re
 import socket
 import threading
 import time
@@ -96,28 +93,9 @@ def serving(server: ChatServer) -> Iterator[ChatServer]:
         sock.close()
 
 
-# --- the scripted policy ----------------------------------------------------------------------
-
-
-def scripted(body: dict[str, Any]) -> dict[str, Any]:
-    """Plays whichever example env the request's tools belong to."""
-    tools = {tool["function"]["name"] for tool in body.get("tools") or ()}
-    messages = body["messages"]
-    turn = sum(message["role"] == "assistant" for message in messages)
-    rollout = random.Random(int(body.get("seed", 0)) - turn)  # one draw per rollout, whatever the turn
-    prompt = next(message["content"] for message in messages if message["role"] == "user")
-    if "submit_resolution" in tools:
-        return _helpdesk(prompt, turn, rollout)
-    if "lookup" in tools:
-        return _quiz(prompt, turn, rollout)
-    if "run" in tools:
-        return call("run", {"command": f"step {turn}"}, turn) if turn < 3 else answer("done")
-    if "step" in tools:
-        return call("step", {}, turn) if turn == 0 else answer("done")
-    if "echo" in tools:
-        target = re.search(r"with the text '(.*)'\.", prompt)
-        return call("echo", {"text": target.group(1) if target else ""}, turn) if turn == 0 else answer("done")
-    return answer("I cannot help with that.")
+def turn_of(body: dict[str, Any]) -> int:
+    """The model turn a request asks for: 0 for the first."""
+    return sum(message["role"] == "assistant" for message in body["messages"])
 
 
 def call(name: str, arguments: dict[str, Any] | str, turn: int) -> dict[str, Any]:
@@ -133,35 +111,19 @@ def answer(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
-_TICKETS: dict[str, dict[str, Any]] = {}
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.chat_server module:policy`: serve a policy in its own process (as a real
+    endpoint is), print the URL on one line, serve until stdin closes."""
+    import importlib
+    import sys
+
+    module, _, name = (argv if argv is not None else sys.argv[1:])[0].partition(":")
+    policy = getattr(importlib.import_module(module), name)
+    with serving(ChatServer(policy)) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+    return 0
 
 
-def _helpdesk(prompt: str, turn: int, rollout: random.Random) -> dict[str, Any]:
-    """The perfect solution, except that a third of rollouts skip the action step and one in
-    ten opens with a malformed call (a tool error)."""
-    from examples.helpdesk import _tasks, scripted_solution
-
-    if not _TICKETS:
-        _TICKETS.update({task["ticket_id"]: task for split in ("train", "test") for task in _tasks(split)})
-    ticket = re.search(r"Support ticket (\S+)", prompt)
-    spec = _TICKETS[ticket.group(1)]
-    steps = scripted_solution(spec)
-    draw = rollout.random()
-    if draw < 0.35 and len(steps) > 2:
-        steps = [step for step in steps if step[0] not in ("issue_refund", "update_shipping", "cancel_order")]
-    if draw > 0.9:
-        steps = [("get_order", "{not json"), *steps]
-    if turn >= len(steps):
-        return answer("The ticket is resolved.")
-    name, arguments = steps[turn]
-    return call(name, arguments, turn)
-
-
-def _quiz(prompt: str, turn: int, rollout: random.Random) -> dict[str, Any]:
-    """Looks the topic up, then answers right in about two rollouts of three."""
-    from examples.quiz import QUESTIONS
-
-    question = next(q for q in QUESTIONS if q["question"] in prompt)
-    if turn == 0:
-        return call("lookup", {"topic": question["topic"]}, turn)
-    return answer(f"The answer is {question['answer']}." if rollout.random() < 0.67 else "I am not sure.")
+if __name__ == "__main__":
+    raise SystemExit(main())
