@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -48,10 +49,18 @@ def tool_methods(env: Any) -> list[Callable[..., Any]]:
 
 def tool_schemas(tools: list[Callable[..., Any]]) -> list[dict[str, Any]]:
     """The JSON schemas the model sees: `get_json_schema` of each method, as TRL's chat
-    template rendering reads them."""
-    from transformers.utils import get_json_schema
+    template rendering reads them. They depend only on the adapter class: read once per class."""
+    key = (tuple(type(getattr(tool, "__self__", None)) for tool in tools[:1]), tuple(t.__name__ for t in tools))
+    with _schemas_lock:
+        if key not in _schemas:
+            from transformers.utils import get_json_schema
 
-    return [get_json_schema(tool) for tool in tools]
+            _schemas[key] = [get_json_schema(tool) for tool in tools]
+        return _schemas[key]
+
+
+_schemas: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+_schemas_lock = threading.Lock()
 
 
 class ChatEndpoint:
@@ -68,7 +77,6 @@ class ChatEndpoint:
         self.api_key = api_key
         self.max_tokens = max_tokens
         self.timeout = timeout
-        self._schemas: dict[tuple[type, ...], list[dict[str, Any]]] = {}
 
     @classmethod
     def from_env(cls, base_url: str, model: str, api_key_env: str | None, **options: Any) -> ChatEndpoint:
@@ -94,7 +102,7 @@ class ChatEndpoint:
             "seed": seed,
             "max_tokens": self.max_tokens,
         }
-        schemas = self._tool_schemas(tools)
+        schemas = tool_schemas(tools)
         if schemas:
             body["tools"] = schemas
         answer = self._post_with_retries(body)
@@ -103,13 +111,6 @@ class ChatEndpoint:
         except (KeyError, IndexError, TypeError) as exc:
             raise PolicyError(f"the endpoint's answer has no choices[0].message: {str(answer)[:200]}") from exc
         return trl_message(message)
-
-    def _tool_schemas(self, tools: list[Callable[..., Any]]) -> list[dict[str, Any]]:
-        """Schemas depend only on the adapter class: computed once per class."""
-        key = tuple(type(getattr(tool, "__self__", tool)) for tool in tools[:1])
-        if key not in self._schemas:
-            self._schemas[key] = tool_schemas(tools)
-        return self._schemas[key]
 
     def _post_with_retries(self, body: dict[str, Any]) -> dict[str, Any]:
         for attempt in range(self.RETRIES + 1):
