@@ -15,7 +15,7 @@ from . import report
 from .errors import EvalError
 from .policy import ChatEndpoint, Policy
 from .records import Writer
-from .rollout import Settings
+from .rollout import Rollout, Settings
 from .run import execute, plan, preflight
 from .stats import summarize
 from .subject import load
@@ -60,13 +60,13 @@ def run(options: Options) -> int:
     settings = Settings(max_turns=options.max_turns, temperature=options.temperature)
     try:
         with _progress(len(jobs)) as advance:
+
+            def done(rollout: Rollout) -> None:
+                writer.write(rollout)
+                advance(1)
+
             finished = execute(
-                jobs,
-                policy,
-                settings,
-                concurrency=options.concurrency,
-                env_url=options.env_url,
-                on_done=lambda rollout: (writer.write(rollout), advance(1)),
+                jobs, policy, settings, concurrency=options.concurrency, env_url=options.env_url, on_done=done
             )
     finally:
         writer.close()

@@ -52,7 +52,7 @@ class LocalModel:
                 is_chat_template_prefix_preserving,
             )
 
-            tokenizer = AutoTokenizer.from_pretrained(self.path)
+            tokenizer: Any = AutoTokenizer.from_pretrained(self.path)
             if (
                 getattr(tokenizer, "response_template", None) is None
                 and getattr(tokenizer, "response_schema", None) is None
@@ -95,7 +95,7 @@ class LocalModel:
                 pad_token_id=tokenizer.pad_token_id,
             )
         completion = out[0, prompt.shape[1] :].tolist()
-        parsed = parse_response(tokenizer, completion, prefix=list(prompt_ids), tools=tools)
+        parsed = parse_response(tokenizer, completion, prefix=list(prompt_ids), tools=list[Any](tools))
         message: dict[str, Any] = {"role": "assistant", "content": parsed.get("content") or ""}
         if parsed.get("tool_calls"):
             message["tool_calls"] = parsed["tool_calls"]

@@ -42,7 +42,7 @@ class Finished:
 def plan(members: list[Member], splits: tuple[str, ...], num_tasks: int | None, k: int, seed: int) -> list[Job]:
     """Every rollout of the run: for each environment and split, the first `num_tasks` tasks, k
     samples each, samples of one task next to each other (a GRPO group), seeds distinct."""
-    jobs = []
+    jobs: list[Job] = []
     for member in members:
         for split in splits or (_default_split(member),):
             for row in member.rows(split, num_tasks):
@@ -90,7 +90,7 @@ def execute(
 ) -> Finished:
     """Play `jobs` on `concurrency` threads; `on_done` runs in this thread, once per finished
     rollout, in the order they finish."""
-    pending: queue.Queue[Job | None] = queue.Queue()
+    pending: queue.Queue[Job] = queue.Queue()
     for job in jobs:
         pending.put(job)
     done: queue.Queue[Rollout] = queue.Queue()

@@ -7,6 +7,8 @@ import importlib
 import importlib.util
 import itertools
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -80,15 +82,17 @@ def _from_file(path: Path) -> ModuleType:
     if parts and all(part.isidentifier() for part in parts):
         if "" not in sys.path and str(Path.cwd()) not in sys.path:
             sys.path.insert(0, str(Path.cwd()))
-        return _guarded(lambda: importlib.import_module(".".join(parts)), path)
+        with _import_errors(path):
+            return importlib.import_module(".".join(parts))
     name = f"orlgen_eval_subject_{next(_counter)}"
     module_spec = importlib.util.spec_from_file_location(name, resolved)
     if module_spec is None or module_spec.loader is None:
         raise EvalError(f"{path}: not an importable module")
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
-    loader = module_spec.loader
-    return _guarded(lambda: (loader.exec_module(module), module)[1], path)
+    with _import_errors(path):
+        module_spec.loader.exec_module(module)
+    return module
 
 
 def _from_snapshot(path: Path) -> ModuleType:
@@ -107,15 +111,17 @@ def _from_snapshot(path: Path) -> ModuleType:
     module = ModuleType(name)
     module.__file__ = str(target)
     sys.modules[name] = module
-    return _guarded(lambda: (exec(compile(source, str(target), "exec"), module.__dict__), module)[1], path)
+    with _import_errors(path):
+        exec(compile(source, str(target), "exec"), module.__dict__)
+    return module
 
 
-def _guarded(load_module: Any, path: Path) -> ModuleType:
+@contextmanager
+def _import_errors(path: Path) -> Iterator[None]:
+    """A module that fails on import, however it fails, is one line."""
     try:
-        return load_module()
-    except EvalError:
-        raise
-    except Exception as exc:  # a module that fails on import, however it fails
+        yield
+    except Exception as exc:
         raise EvalError(f"cannot import {path}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
 
 
