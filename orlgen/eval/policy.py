@@ -8,7 +8,9 @@ adapter's class, read by `transformers.utils.get_json_schema`, keyed by `__name_
 
 from __future__ import annotations
 
+import base64
 import inspect
+import io
 import json
 import os
 import threading
@@ -139,7 +141,7 @@ class ChatEndpoint:
 def wire_message(message: dict[str, Any]) -> dict[str, Any]:
     """A TRL message as the OpenAI API takes it: tool-call arguments as JSON text, tool results
     answering a `tool_call_id`."""
-    out: dict[str, Any] = {"role": message["role"], "content": message.get("content") or ""}
+    out: dict[str, Any] = {"role": message["role"], "content": wire_content(message.get("content"))}
     if message.get("tool_calls"):
         out["tool_calls"] = [
             {
@@ -152,6 +154,23 @@ def wire_message(message: dict[str, Any]) -> dict[str, Any]:
     if message["role"] == "tool":
         out["tool_call_id"] = message.get("tool_call_id") or ""
     return out
+
+
+def wire_content(content: Any) -> Any:
+    """Text as text; TRL's content parts as OpenAI's: `text` parts, and each image (a PIL image,
+    as the runtime hands them to TRL) as an `image_url` part holding a PNG data URL."""
+    if not isinstance(content, list):
+        return content or ""
+    parts = []
+    for part in content:
+        if part.get("type") == "image" and hasattr(part.get("image"), "save"):
+            buffer = io.BytesIO()
+            part["image"].save(buffer, format="PNG")
+            url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            parts.append({"type": "text", "text": str(part.get("text", ""))})
+    return parts
 
 
 def trl_message(message: dict[str, Any]) -> dict[str, Any]:
