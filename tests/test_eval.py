@@ -93,6 +93,7 @@ def test_helpdesk_table_and_trajectories_in_one_run(chat, helpdesk_url, helpdesk
         "--env-url", helpdesk_url, "--out", out, "--seed", 3,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
+    assert result.stderr == ""  # no progress bar when stderr is no terminal
     table = result.stdout
     for column in ("tasks", "rollouts", "mean reward", "pass@1", "pass@4", "scored", "tool calls / rollout",
                    "tool-error rate", "mean turns", "wall time", "equal-reward groups"):  # fmt: skip
