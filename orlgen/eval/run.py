@@ -67,11 +67,8 @@ def preflight(members: list[Member], env_url: str | None) -> None:
         try:
             connection.run(lambda env: env.list_splits(), PREFLIGHT_TIMEOUT)
         except Exception as exc:
-            raise Unreachable(
-                f"environment {member.name} at {connection!r} cannot be reached: {type(exc).__name__}: {exc}".splitlines()[
-                    0
-                ]
-            ) from exc
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            raise Unreachable(f"environment {member.name} at {connection!r} cannot be reached: {reason}") from exc
 
 
 def factory(member: Member, env_url: str | None) -> Callable[[], Any]:
