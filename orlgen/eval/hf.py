@@ -1,14 +1,15 @@
 """A local transformers checkpoint as the policy, seen through TRL's own chat-template handling
 and tool-call parsing, so eval reads the model's output exactly as `GRPOTrainer` does.
 
-What is TRL's here (trl 1.16, `GRPOTrainer.__init__` and `_generate_and_score_completions`):
+What is TRL's here (trl 1.16, `GRPOTrainer.__init__`, `_tokenize_prompts`, `_tool_call_loop`):
 `add_response_schema` gives the tokenizer the response parser of its known template; a template
-that is not prefix-preserving is swapped for `get_training_chat_template`; each turn renders the
-conversation with the tool methods (`apply_chat_template(..., tools=methods or None,
-add_generation_prompt=True)`) and parses the generated ids with `parse_response(tokenizer, ids,
-prefix=prompt_ids, tools=methods)`. One difference: the trainer extends the token sequence with
-the tool results' suffix instead of re-rendering; for a prefix-preserving template both give the
-same tokens.
+that is not prefix-preserving (Qwen3's drops past thinking) is replaced by
+`get_training_chat_template`; the first turn renders the conversation with the tool methods
+(`apply_chat_template(..., tools=methods or None, add_generation_prompt=True)`); every later
+turn is the previous ids, the model's own completion ids, and the tool results' tokens from
+GRPOTrainer's `_get_tool_suffix_ids` (called on a stand-in for the trainer's attributes it
+reads); each completion is parsed by `parse_response(tokenizer, ids, prefix=prompt_ids,
+tools=methods)`. Re-rendering the history instead would show the model tokens it never wrote.
 
 Generation runs one request at a time (a model is not thread-safe, and a CPU gains nothing from
 more), seeded per turn.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from .errors import Unreachable
@@ -43,6 +45,9 @@ class LocalModel:
                 f"--hf-model {self.path}: cannot load: {type(exc).__name__}: {exc}".splitlines()[0]
             ) from exc
 
+    def start(self) -> Conversation:
+        return Conversation(self)
+
     def _load(self) -> tuple[Any, Any, Any]:
         if self._loaded is None:
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -63,25 +68,41 @@ class LocalModel:
             self._loaded = (tokenizer, model, template)
         return self._loaded
 
-    def turn(
-        self, messages: list[dict[str, Any]], tools: list[Callable[..., Any]], *, seed: int, temperature: float
-    ) -> dict[str, Any]:
-        import torch
-        from trl.chat_template_utils import parse_response
-
-        tokenizer, model, template = self._load()
+    def prompt_ids(self, messages: list[dict[str, Any]], tools: list[Callable[..., Any]]) -> list[int]:
+        """A conversation rendered for its first model turn, as GRPOTrainer renders a prompt."""
+        tokenizer, _, template = self._load()
         try:
-            prompt_ids = tokenizer.apply_chat_template(
+            rendered = tokenizer.apply_chat_template(
                 messages,
                 tools=tools or None,  # as TRL: some templates print tool boilerplate for an empty list
                 chat_template=template,
                 add_generation_prompt=True,
                 tokenize=True,
                 return_dict=True,
-            )["input_ids"]
+            )
         except Exception as exc:  # a conversation the template cannot render
             raise PolicyError(f"the chat template failed: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
-        prompt = torch.tensor([list(prompt_ids)])
+        return list(rendered["input_ids"])
+
+    def tool_suffix_ids(self, tool_messages: list[dict[str, Any]]) -> list[int]:
+        """The tokens GRPOTrainer appends for tool results: its own `_get_tool_suffix_ids`."""
+        from trl import GRPOTrainer
+
+        tokenizer, _, template = self._load()
+        trainer = SimpleNamespace(
+            processing_class=tokenizer,
+            _tokenizer=tokenizer,
+            chat_template=template,
+            chat_template_kwargs={},
+            _is_vlm=False,
+        )
+        return list(GRPOTrainer._get_tool_suffix_ids(trainer, tool_messages))  # type: ignore[arg-type]
+
+    def complete(self, prompt_ids: list[int], *, seed: int, temperature: float) -> list[int]:
+        import torch
+
+        tokenizer, model, _ = self._load()
+        prompt = torch.tensor([prompt_ids])
         with self._lock, torch.no_grad():
             torch.manual_seed(seed % 2**63)
             out = model.generate(
@@ -94,9 +115,35 @@ class LocalModel:
                 top_k=None,
                 pad_token_id=tokenizer.pad_token_id,
             )
-        completion = out[0, prompt.shape[1] :].tolist()
-        parsed = parse_response(tokenizer, completion, prefix=list(prompt_ids), tools=list[Any](tools))
+        return list(out[0, prompt.shape[1] :].tolist())
+
+    def parse(self, completion: list[int], prompt_ids: list[int], tools: list[Callable[..., Any]]) -> dict[str, Any]:
+        from trl.chat_template_utils import parse_response
+
+        tokenizer, _, _ = self._load()
+        parsed = parse_response(tokenizer, completion, prefix=prompt_ids, tools=list[Any](tools))
         message: dict[str, Any] = {"role": "assistant", "content": parsed.get("content") or ""}
         if parsed.get("tool_calls"):
             message["tool_calls"] = parsed["tool_calls"]
         return message
+
+
+class Conversation:
+    """One rollout's token ids, grown turn by turn as GRPOTrainer grows them."""
+
+    def __init__(self, model: LocalModel) -> None:
+        self.model = model
+        self.ids: list[int] | None = None
+        self.seen = 0  # messages already in `ids`
+
+    def turn(
+        self, messages: list[dict[str, Any]], tools: list[Callable[..., Any]], *, seed: int, temperature: float
+    ) -> dict[str, Any]:
+        new = messages[self.seen :]
+        if self.ids is None or not new or any(message["role"] != "tool" for message in new):
+            prompt_ids = self.model.prompt_ids(messages, tools)  # the first turn (or a history we did not grow)
+        else:
+            prompt_ids = self.ids + self.model.tool_suffix_ids(new)
+        completion = self.model.complete(prompt_ids, seed=seed, temperature=temperature)
+        self.ids, self.seen = prompt_ids + completion, len(messages) + 1  # the reply is appended next
+        return self.model.parse(completion, prompt_ids, tools)

@@ -1,8 +1,8 @@
 """The model under evaluation, behind one small interface, and the OpenAI-compatible client.
 
-A policy takes the conversation so far (TRL's conversational format: tool-call arguments are
-dicts) and the adapter's tool methods, and returns the next assistant message in the same
-format. The tools a model is shown are exactly what TRL shows it: the public functions of the
+A policy starts one conversation per rollout; each turn takes the conversation so far (TRL's
+conversational format: tool-call arguments are dicts) and the adapter's tool methods, and returns
+the next assistant message in the same format. The tools a model is shown are exactly what TRL shows it: the public functions of the
 adapter's class, read by `transformers.utils.get_json_schema`, keyed by `__name__`.
 """
 
@@ -29,14 +29,21 @@ class PolicyError(RuntimeError):
     """One model turn failed (an HTTP error, a malformed answer): that rollout ends, unscored."""
 
 
-class Policy(Protocol):
-    def check(self) -> None:
-        """Raise `Unreachable` when no turn can possibly succeed."""
+class Chat(Protocol):
+    """One rollout's conversation with the model."""
 
     def turn(
         self, messages: list[dict[str, Any]], tools: list[Callable[..., Any]], *, seed: int, temperature: float
     ) -> dict[str, Any]:
-        """The next assistant message."""
+        """The next assistant message, given the whole conversation so far."""
+
+
+class Policy(Protocol):
+    def check(self) -> None:
+        """Raise `Unreachable` when no turn can possibly succeed."""
+
+    def start(self) -> Chat:
+        """A conversation for one rollout (a local model keeps its token ids there, as TRL does)."""
 
 
 def tool_methods(env: Any) -> list[Callable[..., Any]]:
@@ -93,6 +100,10 @@ class ChatEndpoint:
             return
         except (OSError, ValueError) as exc:
             raise Unreachable(f"model endpoint {self.base_url} cannot be reached: {_reason(exc)}") from exc
+
+    def start(self) -> ChatEndpoint:
+        """The endpoint keeps no state between turns: the whole conversation goes with each."""
+        return self
 
     def turn(
         self, messages: list[dict[str, Any]], tools: list[Callable[..., Any]], *, seed: int, temperature: float

@@ -124,9 +124,10 @@ def _prompt(row: dict[str, Any], observation: Any) -> list[dict[str, Any]]:
 
 def _turns(rollout: Rollout, env: Any, policy: Policy, settings: Settings, clock: Callable[[str], Any]) -> None:
     by_name = {tool.__name__: tool for tool in rollout.tools}
+    chat = policy.start()
     for turn in range(settings.max_turns):
         with clock("model_s"):
-            message = policy.turn(
+            message = chat.turn(
                 rollout.messages, rollout.tools, seed=rollout.seed + turn, temperature=settings.temperature
             )
         rollout.messages.append(message)
