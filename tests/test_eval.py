@@ -89,7 +89,7 @@ def test_helpdesk_table_and_trajectories_in_one_run(chat, helpdesk_url, helpdesk
     out = tmp_path / "helpdesk.jsonl"
     before = len(chat.requests)
     result = evaluate(
-        "generated/helpdesk.py", "--base-url", chat.url, "--model", "scripted", "-n", 5, "-k", 4,
+        "generated/helpdesk.py", "--base-url", chat.url, "--model", "scripted", "-n", 3, "-k", 4,
         "--env-url", helpdesk_url, "--out", out, "--seed", 3,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -98,11 +98,11 @@ def test_helpdesk_table_and_trajectories_in_one_run(chat, helpdesk_url, helpdesk
     for column in ("tasks", "rollouts", "mean reward", "pass@1", "pass@4", "scored", "tool calls / rollout",
                    "tool-error rate", "mean turns", "wall time", "equal-reward groups"):  # fmt: skip
         assert f"  {column} " in table
-    assert "helpdesk / test" in table and "20 (4 per task)" in table
+    assert "helpdesk / test" in table and "12 (4 per task)" in table
 
     written = rows(out)
-    assert len(written) == 20 and {(r["task_index"], r["sample"]) for r in written} == {
-        (t, s) for t in range(5) for s in range(4)
+    assert len(written) == 12 and {(r["task_index"], r["sample"]) for r in written} == {
+        (t, s) for t in range(3) for s in range(4)
     }
     assert {r["split"] for r in written} == {"test"} and all(r["outcome"] == "finished" for r in written)
     rewards = [r["reward"] for r in written]
@@ -119,7 +119,7 @@ def test_helpdesk_table_and_trajectories_in_one_run(chat, helpdesk_url, helpdesk
     assert json.loads(first["tools"]) == chat.requests[before]["tools"]
 
     loaded = load_dataset("json", data_files=str(out))["train"]
-    assert loaded.num_rows == 20 and loaded[0]["messages"][1]["tool_calls"][0]["function"]["name"]
+    assert loaded.num_rows == 12 and loaded[0]["messages"][1]["tool_calls"][0]["function"]["name"]
 
 
 def test_json_format_and_pass_threshold(chat, helpdesk_url):
