@@ -2,8 +2,9 @@
 
 A policy starts one conversation per rollout; each turn takes the conversation so far (TRL's
 conversational format: tool-call arguments are dicts) and the adapter's tool methods, and returns
-the next assistant message in the same format. The tools a model is shown are exactly what TRL shows it: the public functions of the
-adapter's class, read by `transformers.utils.get_json_schema`, keyed by `__name__`.
+the next assistant message in the same format. The tools a model is shown are exactly what TRL
+shows it: the public functions of the adapter's class, read by `transformers.utils.get_json_schema`,
+keyed by `__name__`.
 """
 
 from __future__ import annotations
