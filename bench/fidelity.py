@@ -101,6 +101,9 @@ KINDS = (
     "default",
     "constraint",
     "nested",
+    "nested-description",
+    "nested-constraint",
+    "nested-default",
     "description",
     "returns",
     "param-name",
@@ -329,11 +332,13 @@ class Fact:
     kind: str
     path: str  # `param`, `param.nested[].leaf`, or `` for tool-level facts
     value: Any  # JSON-able
+    siblings: tuple[str, ...] = field(default=(), compare=False)  # of a nested leaf: the other fields beside it
 
     def label(self) -> str:
         where = f"{self.tool}.{self.path}" if self.path else self.tool
-        value = self.value if isinstance(self.value, str) and self.kind != "description" else json.dumps(self.value)
-        if self.kind == "description" and len(value) > 60:
+        words = self.kind.endswith("description")
+        value = self.value if isinstance(self.value, str) and not words else json.dumps(self.value)
+        if words and len(value) > 60:
             value = value[:57] + '..."'
         return f"{self.kind:<12} {where}: {value}"
 
@@ -408,9 +413,53 @@ def _enum_values(branches: list[JSON]) -> list[Any]:
     return list(unique.values())
 
 
-def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, set[str]]:
-    """Nested property path → types, through refs, anyOf and array items; cycles stop."""
-    out: dict[str, set[str]] = {}
+@dataclass
+class NestedField:
+    """What the schema says about one nested property: its types, the siblings it sits among,
+    and its own words and limits (description, constraint keywords, default)."""
+
+    types: set[str] = field(default_factory=set)
+    siblings: tuple[str, ...] = ()
+    description: str = ""
+    constraints: dict[tuple[str, str], Any] = field(default_factory=dict)
+    default: list[Any] = field(default_factory=list)  # [value] when the property has one
+
+    def merge(self, other: NestedField) -> None:
+        self.types |= other.types
+        self.siblings = tuple(dict.fromkeys(self.siblings + other.siblings))
+        self.description = self.description or other.description
+        for key, value in other.constraints.items():
+            self.constraints.setdefault(key, value)
+        self.default = self.default or other.default
+
+
+def _constraints_of(branches: list[JSON]) -> dict[tuple[str, str], Any]:
+    found: dict[tuple[str, str], Any] = {}
+    for b in branches:
+        for key in CONSTRAINT_KEYS:
+            value = b.get(key)
+            if key in b and value is not False and not (key.startswith("exclusive") and value is True):
+                found.setdefault((key, json.dumps(value)), value)
+    return found
+
+
+def _description_of(sub: Any, root: JSON) -> str:
+    """A property's own `description`, else the one of the definition it `$ref`s."""
+    description = sub.get("description") if isinstance(sub, dict) else None
+    if not description and isinstance(sub, dict) and "$ref" in sub:
+        description = (_resolve(sub, root) or {}).get("description")
+    return description.strip() if isinstance(description, str) else ""
+
+
+def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, NestedField]:
+    """Nested property path → what the schema says of it, through refs, anyOf and array items;
+    cycles stop."""
+    out: dict[str, NestedField] = {}
+
+    def add(found: dict[str, NestedField]) -> None:
+        for path, info in found.items():
+            out.setdefault(path, NestedField()).merge(info)
+
     if not isinstance(schema, dict) or depth > NESTED_DEPTH:
         return out
     ref = schema.get("$ref")
@@ -419,19 +468,23 @@ def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[st
             return out
         return _nested(_resolve(schema, root), root, prefix, depth, seen | {ref})
     for alt in (schema.get("anyOf") or schema.get("oneOf") or []) + (schema.get("allOf") or []):
-        for path, types in _nested(alt, root, prefix, depth, seen).items():
-            out.setdefault(path, set()).update(types)
+        add(_nested(alt, root, prefix, depth, seen))
     properties = schema.get("properties")
     if isinstance(properties, dict) and depth < NESTED_DEPTH:
         for name, sub in properties.items():
             path = f"{prefix}.{name}"
-            out.setdefault(path, set()).update(_types(sub, root) - {"null"} or {"any"})
-            for deeper, types in _nested(sub, root, path, depth + 1, seen).items():
-                out.setdefault(deeper, set()).update(types)
+            info = NestedField(
+                types=_types(sub, root) - {"null"} or {"any"},
+                siblings=tuple(n for n in properties if n != name),
+                description=_description_of(sub, root),
+                constraints=_constraints_of(_branches(sub, root)),
+                default=[sub["default"]] if isinstance(sub, dict) and "default" in sub else [],
+            )
+            add({path: info})
+            add(_nested(sub, root, path, depth + 1, seen))
     items = schema.get("items")
     if isinstance(items, dict):
-        for path, types in _nested(items, root, f"{prefix}[]", depth, seen).items():
-            out.setdefault(path, set()).update(types)
+        add(_nested(items, root, f"{prefix}[]", depth, seen))
     return out
 
 
@@ -474,8 +527,8 @@ def parse_docstring(text: str) -> tuple[str, dict[str, str], str]:
 
 
 def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
-    def fact(kind: str, path: str, value: Any) -> Fact:
-        return Fact(set_name, group, tool.name, kind, path, value)
+    def fact(kind: str, path: str, value: Any, siblings: tuple[str, ...] = ()) -> Fact:
+        return Fact(set_name, group, tool.name, kind, path, value, siblings)
 
     facts = [fact("tool-present", "", tool.name)]
     prose, documented, returns = parse_docstring(tool.description.strip())
@@ -514,22 +567,20 @@ def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
             facts.append(fact("nullable", param, True))
         if isinstance(sub, dict) and "default" in sub:
             facts.append(fact("default", param, sub["default"]))
-        constraints = {}
-        for b in branches:
-            for key in CONSTRAINT_KEYS:
-                value = b.get(key)
-                if key in b and value is not False and not (key.startswith("exclusive") and value is True):
-                    constraints.setdefault((key, json.dumps(value)), value)
+        constraints = _constraints_of(branches)
         facts += [fact("constraint", param, {key: value}) for (key, _), value in constraints.items()]
-        for path, nested_types in _nested(sub, root, param, 0, frozenset()).items():
-            facts.append(fact("nested", path, " | ".join(sorted(nested_types))))
-        description = sub.get("description") if isinstance(sub, dict) else None
-        if not description and isinstance(sub, dict) and "$ref" in sub:
-            description = (_resolve(sub, root) or {}).get("description")
-        if not (isinstance(description, str) and description.strip()):
-            description = documented.get(param)  # the author documented it in the docstring instead
-        if isinstance(description, str) and description.strip():
-            facts.append(fact("description", param, description.strip()))
+        for path, info in _nested(sub, root, param, 0, frozenset()).items():
+            facts.append(fact("nested", path, " | ".join(sorted(info.types)), info.siblings))
+            if info.description:
+                facts.append(fact("nested-description", path, info.description, info.siblings))
+            facts += [
+                fact("nested-constraint", path, {key: value}, info.siblings)
+                for (key, _), value in info.constraints.items()
+            ]
+            facts += [fact("nested-default", path, value, info.siblings) for value in info.default]
+        description = _description_of(sub, root) or documented.get(param, "").strip()
+        if description:  # else the author may have documented it in the docstring instead
+            facts.append(fact("description", param, description))
     return facts
 
 
@@ -931,17 +982,52 @@ def _classify(fact: Fact, view: View) -> Outcome:
         if position:
             return lost(f"model sees {_brief(out)}")
         return text_or_lost(rf"(?:\[\s*|list\[\s*|(?:list|array) of\s+)(?:{start})")
+    leaf = re.split(r"[.\[\]{}]+", fact.path)[-1] or re.split(r"[.\[\]{}]+", fact.path)[-2]
     if fact.kind == "nested":
         if _nested_structural(out, fact.path[len(wire) :], fact.value):
             return Outcome(fact, "structural")
-        leaf = re.split(r"[.\[\]{}]+", fact.path)[-1] or re.split(r"[.\[\]{}]+", fact.path)[-2]
         starts = "|".join(_TYPE_STARTS[t] for t in fact.value.split(" | ") if _TYPE_STARTS[t])
         after = rf"\s*(?:{starts})" if starts and "any" not in fact.value else ""
         return text_or_lost(rf"(?<![\w-]){re.escape(leaf)}\??\s*:{after}")
+    if fact.kind.startswith("nested-"):
+        return _classify_nested_words(fact, out, fact.path[len(wire) :], leaf, desc)
     raise AssertionError(fact.kind)
 
 
-def _nested_structural(out: JSON, rest: str, types: str) -> bool:
+def _classify_nested_words(fact: Fact, out: JSON, rest: str, leaf: str, desc: str) -> Outcome:
+    """A nested field's description, constraint or default: structural when the shown schema has
+    it at that field (get_json_schema cannot), text when the parameter's description says it in
+    the field's own part: from `leaf:` (or `leaf?:`) to the next sibling field's name."""
+    nodes = [b for node in _nested_nodes(out, rest) for b in _out_branches(node)]
+    if fact.kind == "nested-description":
+        if any(_squash(fact.value) in _squash(str(b.get("description") or "")) for b in nodes):
+            return Outcome(fact, "structural")
+        return _in_part(fact, desc, leaf, lambda part: _squash(fact.value) in _squash(part))
+    if fact.kind == "nested-constraint":
+        ((key, value),) = fact.value.items()
+        if any(key in b and _same(b[key], value) for b in nodes):
+            return Outcome(fact, "structural")
+        pattern = re.compile(_constraint_re(key, value), re.IGNORECASE)
+        return _in_part(fact, desc, leaf, lambda part: pattern.search(part) is not None)
+    if any("default" in b and _same(b["default"], fact.value) for b in nodes):
+        return Outcome(fact, "structural")
+    pattern = re.compile(rf"(?:=|(?i:default(?:s| value)?(?:\s+is|\s+to)?)\s*[:=]?)\s*{_value_re(fact.value)}")
+    return _in_part(fact, desc, leaf, lambda part: pattern.search(part) is not None)
+
+
+def _in_part(fact: Fact, desc: str, leaf: str, says: Any) -> Outcome:
+    """`text` when some part of `desc` that belongs to the field `leaf` says the fact."""
+    marker = re.compile(rf"(?<![\w-]){re.escape(leaf)}\??\s*:")
+    others = [re.compile(rf"(?<![\w-]){re.escape(name)}\??\s*:") for name in fact.siblings]
+    for found in marker.finditer(desc):
+        ends = [m.start() for other in others if (m := other.search(desc, found.end()))]
+        if says(desc[found.end() : min(ends, default=len(desc))]):
+            return Outcome(fact, "text")
+    return Outcome(fact, "lost", f"not said in the part of the description about {leaf!r}: {desc[:100]!r}")
+
+
+def _nested_nodes(out: JSON, rest: str) -> list[JSON]:
+    """The shown schema's nodes at a nested path (`.field`, `[]` steps) below a parameter."""
     nodes = [out]
     for step in re.findall(r"\.[^.\[\]]+|\[\]", rest):
         nxt = []
@@ -952,8 +1038,12 @@ def _nested_structural(out: JSON, rest: str, types: str) -> bool:
                 elif step.startswith(".") and isinstance(b.get("properties"), dict) and step[1:] in b["properties"]:
                     nxt.append(b["properties"][step[1:]])
         nodes = nxt
+    return nodes
+
+
+def _nested_structural(out: JSON, rest: str, types: str) -> bool:
     wanted = set(types.split(" | "))
-    return any(wanted <= (_out_types(n) | {"any"}) for n in nodes)
+    return any(wanted <= (_out_types(n) | {"any"}) for n in _nested_nodes(out, rest))
 
 
 def _classify_description(fact: Fact, own: str, everywhere: list[str]) -> Outcome:

@@ -250,12 +250,14 @@ class HelpdeskEnv(EnvAdapter):
     ORLGEN_HELPDESK_URL environment variable); keyword options: base_url, api_key,
     secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
     state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors; get_reward() is the rollout's reward for TRL.
+    tool_errors; get_reward() is the rollout's reward for TRL, by default
+    the last non-null step reward (reward="outcome"; "summed" adds the step rewards up).
     """
 
     _target = TARGET
     _env_var = "ORLGEN_HELPDESK_URL"
     _terminal_tool = None
+    _reward_rule = "outcome"
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "cancel_order": (True, "48a8958c1a61b4d1"),
         "escalate": (False, "348b566ba7cb68bb"),
@@ -321,7 +323,7 @@ class HelpdeskEnv(EnvAdapter):
 
         Args:
             order_id: The order id, e.g. 'ORD-12345'. Constraints: at least 1 character.
-            items: The order lines and quantities to refund. Structure: [{sku: string, quantity: integer}]. Constraints: at least 1 item.
+            items: The order lines and quantities to refund. Structure: [{sku: string (The SKU of the order line, e.g. 'KB-101'. At least 1 character), quantity: integer (How many units of the line to refund. >= 1)}]. Constraints: at least 1 item.
             reason: Why the items are refunded.
             note: Optional internal note stored with the refund. Default: null.
 
@@ -416,7 +418,7 @@ class HelpdeskEnv(EnvAdapter):
 
         Args:
             order_id: The order id, e.g. 'ORD-12345'. Constraints: at least 1 character.
-            address: The new shipping address. Structure: {street: string, city: string, postcode: string, country: "GB" | "IE" | "FR" | "DE" | "NL" | "US"}.
+            address: The new shipping address. Structure: {street: string (House number and street, e.g. '12 Mill Lane'. At least 1 character), city: string (City or town. At least 1 character), postcode: string (Postal code, in the country's usual format. At least 1 character), country: "GB" | "IE" | "FR" | "DE" | "NL" | "US" (Destination country code.)}.
         """
         return self._call_tool(
             "update_shipping", UpdateShippingParams, {"order_id": order_id, "address": address}

@@ -93,12 +93,14 @@ class IcuSepsisEnv(EnvAdapter):
     ORLGEN_ICU_SEPSIS_URL environment variable); keyword options: base_url, api_key,
     secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
     state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors; get_reward() is the rollout's reward for TRL.
+    tool_errors; get_reward() is the rollout's reward for TRL, by default
+    the last non-null step reward (reward="outcome"; "summed" adds the step rewards up).
     """
 
     _target = TARGET
     _env_var = "ORLGEN_ICU_SEPSIS_URL"
     _terminal_tool = None
+    _reward_rule = "outcome"
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "administer": (True, "4f91d40507bf3697"),
         "discharge": (True, "12908d48301bfd04"),

@@ -78,12 +78,14 @@ class WordGridEnv(EnvAdapter):
     ORLGEN_WORD_GRID_URL environment variable); keyword options: base_url, api_key,
     secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
     state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors; get_reward() is the rollout's reward for TRL.
+    tool_errors; get_reward() is the rollout's reward for TRL, by default
+    the last non-null step reward (reward="outcome"; "summed" adds the step rewards up).
     """
 
     _target = TARGET
     _env_var = "ORLGEN_WORD_GRID_URL"
     _terminal_tool = None
+    _reward_rule = "outcome"
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "find_words": (True, "d3f8b0dd7e812fee"),
         "place_letter": (True, "1d956e5bae83ba7e"),

@@ -33,7 +33,7 @@ from . import names
 from .errors import OrlgenError
 from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
 from .schema import infer_task_schema
-from .snapshot import Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
+from .snapshot import RewardRule, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
 
 ALL_TASKS_UP_TO = 1000  # `--tasks` default: a split this small is captured whole ...
 SAMPLE_SIZE = 200  # ... a larger one as a sample of this many
@@ -76,6 +76,7 @@ class CaptureOptions:
     splits: tuple[str, ...] = ()  # capture only these splits (default: all)
     tasks: TaskMode = None  # "all", "none", a sample size, or None for the size-based default
     probes: int = 3  # sessions opened per split to discover task-only tools
+    reward: RewardRule = "outcome"  # the env's reward rule, as its author documents it (recorded, not probed)
     # name → value, sent with every probe session. Only the names reach the snapshot.
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     # Bounds on what a server may cost us, overridable from the environment.
@@ -258,6 +259,7 @@ class _Capture:
             name=self.options.name or self._default_name(),
             target=self.target,
             secret_names=sorted(self.options.secrets),
+            reward=self.options.reward,
             splits=splits,
             tools=tools,
             terminal_tool=(

@@ -92,6 +92,8 @@ class ModulePlan:
     terminal_tool: Source  # literal wire name or None
     has_terminal_tool: bool
     exports: Source  # the module's `__all__`, a list literal
+    reward_rule: Source  # the snapshot's reward rule: the adapter's `reward=` default
+    reward_summed: bool
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
 
 
@@ -154,6 +156,8 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         has_terminal_tool=snapshot.terminal_tool is not None,
         exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
+        reward_rule=literal(snapshot.reward),
+        reward_summed=snapshot.reward == "summed",
     )
 
 
@@ -213,7 +217,7 @@ def _plan_tool(parsed: tuple[Tool, Schema], bundle: Bundle, methods: set[str]) -
     methods.add(method)
     root = schema.resolve(schema.root)
     params_class = names.class_name(tool.name, suffix="Params", taken=bundle.taken) if root.properties else None
-    docs = docstrings.parse(tool.description)
+    docs = docstrings.parse(tool.description, params=[wire for wire, _ in root.properties])
     params: tuple[tuple[Param, str], ...] = ()
     if params_class is not None:
         bundle.add(params_class, schema)

@@ -127,6 +127,7 @@ class EnvAdapter:
             the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
         reward: what `get_reward()` returns: "outcome" (the last non-null step reward) or
             "summed" (the sum of the non-null step rewards), None when nothing scored the rollout.
+            Default: the rule the snapshot records (`_reward_rule`; "outcome" unless declared).
         prefetch: for GRPOTrainer on slow-setup envs, `num_generations`: the first `reset` of a
             task opens that many sessions together for the group's next resets (see
             `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
@@ -150,6 +151,7 @@ class EnvAdapter:
     _secret_names: ClassVar[tuple[str, ...]] = ()
     _terminal_tool: ClassVar[str | None] = None  # wire name of the env's @terminal tool, if any
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {}  # wire name → (shared, fingerprint)
+    _reward_rule: ClassVar[Aggregate] = "outcome"  # the env's rule, from the snapshot: `reward=`'s default
 
     def __init__(
         self,
@@ -160,9 +162,10 @@ class EnvAdapter:
         split: str = "train",
         timeout: float = 600.0,
         on_drift: DriftPolicy = "warn",
-        reward: Aggregate = "outcome",
+        reward: Aggregate | None = None,
         prefetch: int = 0,
     ) -> None:
+        reward = self._reward_rule if reward is None else reward
         if reward not in ("outcome", "summed"):
             raise ValueError(f"reward must be 'outcome' or 'summed', not {reward!r}")
         self._options = {
