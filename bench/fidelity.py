@@ -82,6 +82,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -492,26 +493,37 @@ _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises)\s*:\s*$")
 _ARG = re.compile(r"^(\S+?)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
-def parse_docstring(text: str) -> tuple[str, dict[str, str], str]:
+def parse_docstring(text: str, params: Collection[str] = ()) -> tuple[str, dict[str, str], str]:
     """The Google-style parts of a tool description: prose, `Args:` entries by name, `Returns:`.
 
     A section starts at a line that is only its header (`Args:`); an entry starts at the section's
-    first indentation, and deeper lines continue it. Text without sections is all prose."""
+    first indentation, and deeper lines continue it. Outside sections, a line `name: text` whose
+    name is one of `params` documents that parameter too (authors write such un-headed lines), and
+    deeper lines continue it. The rest is prose."""
     prose: list[str] = []
     args: dict[str, list[str]] = {}
     returns: list[str] = []
     section, indent, current = None, None, None
+    bare: list[str] | None = None  # the un-headed entry being read, and the indent of its line
+    bare_indent = 0
     for line in text.splitlines():
         header = _SECTION.match(line)
         if header:
             section, indent, current = header[1], None, None
             continue
+        depth = len(line) - len(line.lstrip())
         if section is None:
-            prose.append(line)
+            entry = _ARG.match(line.strip())
+            if bare is not None and line.strip() and depth > bare_indent:
+                bare.append(line.strip())
+            elif entry and entry[1] in params and entry[1] not in args:
+                bare, bare_indent = args.setdefault(entry[1], [entry[2]]), depth
+            else:
+                bare = None
+                prose.append(line)
             continue
         if not line.strip():
             continue
-        depth = len(line) - len(line.lstrip())
         indent = depth if indent is None else indent
         if section in ("Args", "Arguments", "Parameters"):
             entry = _ARG.match(line.strip()) if depth <= indent else None
@@ -523,7 +535,8 @@ def parse_docstring(text: str) -> tuple[str, dict[str, str], str]:
         elif section == "Returns":
             returns.append(line.strip())
     squash = lambda parts: " ".join(" ".join(parts).split())  # noqa: E731
-    return "\n".join(prose).strip(), {name: squash(words) for name, words in args.items()}, squash(returns)
+    prose_text = re.sub(r"\n{3,}", "\n\n", "\n".join(prose)).strip()  # lines taken out leave no gap
+    return prose_text, {name: squash(words) for name, words in args.items()}, squash(returns)
 
 
 def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
@@ -531,12 +544,12 @@ def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
         return Fact(set_name, group, tool.name, kind, path, value, siblings)
 
     facts = [fact("tool-present", "", tool.name)]
-    prose, documented, returns = parse_docstring(tool.description.strip())
+    root = tool.input_schema or {}
+    prose, documented, returns = parse_docstring(tool.description.strip(), list(root.get("properties") or {}))
     if prose:
         facts.append(fact("description", "", prose))
     if returns:
         facts.append(fact("returns", "", returns))
-    root = tool.input_schema or {}
     required = set(root.get("required") or [])
     for param, sub in (root.get("properties") or {}).items():
         facts.append(fact("param-name", param, param))
@@ -1172,13 +1185,13 @@ def measure(groups: list[Group] | None = None) -> Result:
 
 def _row(label: str, tools: Any, facts: int, orl: dict[str, int], trl: dict[str, int]) -> str:
     cells = [f"{orl[s]:>6}" for s in STATUSES] + [f"{trl[s]:>6}" for s in STATUSES]
-    return f"{label:<14}{tools:>6}{facts:>7}   " + " ".join(cells[:3]) + "   " + " ".join(cells[3:])
+    return f"{label:<19}{tools:>6}{facts:>7}   " + " ".join(cells[:3]) + "   " + " ".join(cells[3:])
 
 
 def report(result: Result) -> str:
     header = (
-        f"{'':<14}{'':>6}{'':>7}   {'orlgen':^20}   {'TRL OpenRewardSpec':^20}\n"
-        f"{'schema set':<14}{'tools':>6}{'facts':>7}   "
+        f"{'':<19}{'':>6}{'':>7}   {'orlgen':^20}   {'TRL OpenRewardSpec':^20}\n"
+        f"{'schema set':<19}{'tools':>6}{'facts':>7}   "
         + " ".join(f"{s[:6]:>6}" for s in STATUSES)
         + "   "
         + " ".join(f"{s[:6]:>6}" for s in STATUSES)
