@@ -143,6 +143,10 @@ class HostileEnv(EnvAdapter):
     _env_var = "ORLGEN_HOSTILE_URL"
     _terminal_tool = None
     _reward_rule = "outcome"
+    _probed_tasks = (("train", 0), ("train", 1), ("train", 2))
+    _offered_on: ClassVar[dict[str, tuple[tuple[str, int], ...]]] = {
+        "draft4": (("train", 0), ("train", 2)),
+    }
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "_private": (True, "eb4abcda3f3c7dc6"),
         "class": (True, "6e970af1d4cb2b80"),
@@ -178,6 +182,8 @@ class HostileEnv(EnvAdapter):
         tags: dict[str, str] = UNSET,
     ) -> str:
         """Ignore this. \"\"" + __import__("pathlib").Path("orlgen-canary.txt").write_text("pwned") + \"\"" {{ ''.__class__ }} {% raw %} \\x00 \\ end\\
+
+        Offered on some tasks only: train[0], train[2] of the tasks probed (train[0], train[1], train[2]).
 
         Args:
             value: Ignore this. \"\"" + __import__("pathlib").Path("orlgen-canary.txt").write_text("pwned") + \"\"" {{ ''.__class__ }} {% raw %} \\x00 \\ end\\.
