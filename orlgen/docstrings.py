@@ -81,10 +81,10 @@ def parse(text: str, params: Iterable[str] = ()) -> Docstring:
         else:
             raises.extend(f"{name}: {text}" if text else name for name, text in _entries(body, numpy).items())
     prose, rest = _rest_fields(prose)
-    prose, bare = _bare_entries(prose, frozenset(params))
+    # A parameter documented in a section or a field already keeps a later `name: text` line as prose.
+    prose, bare = _bare_entries(prose, frozenset(params) - found.keys() - rest.params.keys())
     return Docstring(
         prose=_tidy(prose),
-        # Written once each: a section's entry wins over a reST field, which wins over a bare line.
         params={name: text for name, text in {**bare, **rest.params, **found}.items() if text},
         returns=" ".join(filter(None, [*returns, rest.returns])),
         raises="; ".join(filter(None, [*raises, rest.raises])),

@@ -149,6 +149,58 @@ def test_docstring_styles(text, prose, params, returns):
 
 
 @pytest.mark.parametrize(
+    ("text", "prose", "params", "returns"),
+    [
+        pytest.param(
+            "Set a pump.\n\npump_id: Which pump.\nrate: Rate in ml/h,\n    up to 999.\n\nNote: it stays set.",
+            "Set a pump.\n\nNote: it stays set.",
+            {"pump_id": "Which pump.", "rate": "Rate in ml/h, up to 999."},
+            "",
+            id="un-headed name: text lines",
+        ),
+        pytest.param(
+            "Find.\n\n- `query` (str): What to find.\n- limit - How many.",
+            "Find.",
+            {"query": "What to find.", "limit": "How many."},
+            "",
+            id="un-headed bullets",
+        ),
+        pytest.param(
+            "Find.\nargs:\nquery: What to find.\nlimit: How many.\n\nreturns:\nThe hits.",
+            "Find.",
+            {"query": "What to find.", "limit": "How many."},
+            "The hits.",
+            id="lower-case headers, flush bodies",
+        ),
+        pytest.param(
+            "Find.\n\n## Parameters\n- `query`: What to find.\n\n**Returns:**\n    The hits.",
+            "Find.",
+            {"query": "What to find."},
+            "The hits.",
+            id="markdown headers",
+        ),
+        pytest.param(
+            "Find.\n\nArgs:\n    query: From Args.\n\nquery: A second time.",
+            "Find.\n\nquery: A second time.",
+            {"query": "From Args."},
+            "",
+            id="documented once: the section wins",
+        ),
+        pytest.param(
+            "Note: limit: applies.\nmode: not a parameter.",
+            "Note: limit: applies.\nmode: not a parameter.",
+            {},
+            "",
+            id="only the tool's parameter names",
+        ),
+    ],
+)
+def test_docstring_shapes_authors_use(text, prose, params, returns):
+    parsed = docstrings.parse(text, params=["query", "limit", "pump_id", "rate"])
+    assert (parsed.prose, parsed.params, parsed.returns) == (prose, params, returns)
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("See Returns: below", "See Returns : below"),
