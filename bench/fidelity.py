@@ -23,7 +23,8 @@ param's/tool's own `description`), **as text** (only a description string says i
 
 Facts (per tool): tool present (1). The description is read as the Google-style docstring it
 usually is: its prose is the tool-description fact, its `Returns:` block a `returns` fact, and an
-`Args:` entry is the description of a parameter whose schema has none. Per top-level parameter:
+`Args:` entry (or an un-headed `name: text` line naming a parameter) is the description of a
+parameter whose schema has none. Per top-level parameter:
 its name (`param-name`);
 each non-null JSON type it admits; each enum/const value, of the param or of its array items
 (null excluded: that is nullability);
@@ -32,7 +33,9 @@ fact: required or optional); nullability (if null is admitted); default (if the 
 one, `null` included); each constraint keyword (minimum, maximum, exclusive*, multipleOf,
 min/maxLength, pattern, format, min/maxItems, uniqueItems, min/maxProperties) on the param or
 its anyOf/oneOf branches; each nested object property (name + type; through `$ref`, anyOf,
-array items; 3 levels deep; a `$ref` cycle stops the walk); the parameter description (its own
+array items; 3 levels deep; a `$ref` cycle stops the walk), and of each nested property its
+description (`nested-description`: its own, else its definition's), each constraint keyword
+(`nested-constraint`) and its default (`nested-default`); the parameter description (its own
 `description`, else the one of the definition it `$ref`s).
 
 Matching rules (documented, applied identically to both sides):
@@ -52,7 +55,10 @@ Matching rules (documented, applied identically to both sides):
   `minimum 1`, the pattern itself, ...), and for nested properties `<name>: <type>` or
   `<name>?: <type>` where `<type>` starts with a type word or a sign of one (`"..."` for
   string, a digit for numbers, `{` or `<Ref>` for objects, `[` for arrays). The position of a
-  nested name inside the structure is not checked.
+  nested name inside the structure is not checked. A nested field's description, constraint or
+  default must be said in that field's part of the description: from `<name>:` (or `<name>?:`)
+  to the next sibling field's name (a constraint phrase as above; a default as `= <value>` or
+  `default: <value>`).
 
 Besides found/lost, a shown fact is **altered** when its text changed on the way: a description or
 Returns text not shown verbatim (runs of whitespace aside), or a parameter shown under another
@@ -60,6 +66,9 @@ name although a method can take its own (a keyword, a non-identifier or `self` m
 not counted).
 **Prompt size** per module: characters of the tools JSON the model sees, each function dumped as
 the chat template's `tojson` does, for orlgen, TRL, and the server's raw schemas shown as they are.
+**Output blocks** (orlgen only): `bench/blocks_env.py` is served and captured, each of its tools is
+called once through the generated adapter, and each block the server sent (text, image) is looked
+up in what the method returned; the count of blocks not found is `dropped`.
 
 Run: `python -m bench.fidelity [--json PATH]`.
 """
@@ -667,17 +676,7 @@ def orlgen_view(group: Group, workdir: Path) -> View:
     view = View()
     try:
         snapshot = group.snapshot or _minimal_snapshot(group)
-        source = render_module(snapshot)
-        name = f"_fidelity_orlgen_{next(_module_counter)}_{group.name}"
-        path = workdir / f"{name}.py"
-        path.write_text(source, encoding="utf-8")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            sys.modules.pop(name, None)
+        module = _import_source(render_module(snapshot), workdir, group.name)
     except Exception as exc:  # any failure loses the whole group
         view.missing = {t.name: f"render/import failed: {_short(exc)}" for t in group.tools}
         return view
@@ -1098,6 +1097,7 @@ class Result:
     tools: Counter  # set → number of tools
     extra: dict[str, list[str]]  # binder → functions shown that are no tool
     prompt: dict[str, dict[str, int]] = field(default_factory=dict)  # "set/group" → raw/orlgen/trl chars
+    blocks: dict[str, dict[str, int]] = field(default_factory=dict)  # block type → sent/dropped (orlgen)
     seconds: float = 0.0
 
     def altered(self, binder: str, set_name: str | None = None, kind: str | None = None) -> list[Outcome]:
@@ -1153,10 +1153,58 @@ class Result:
             },
             "extra_functions": self.extra,
             "prompt_chars": self.prompt,
+            "output_blocks": self.blocks,
         }
 
 
-def measure(groups: list[Group] | None = None) -> Result:
+def output_blocks(workdir: Path) -> dict[str, dict[str, int]]:
+    """Blocks of tool outputs that reach the model, by block type: `sent` by the server, `dropped`
+    on the way. `bench/blocks_env.py` is served on a loopback port and captured; each tool is
+    called once through the generated adapter, and each block it sent is looked up in what the
+    method returned: a text block by its text (in the returned string or a text part), an image
+    block as an image part of a returned list (the content part TRL hands to a VLM)."""
+    from orlgen.capture import capture
+    from orlgen.render import render_module
+    from orlgen.serve import ServerProcess
+
+    from bench.blocks_env import BLOCKS
+
+    counts = {kind: {"sent": 0, "dropped": 0} for kind in ("text", "image")}
+    with ServerProcess("bench.blocks_env:Blocks") as server:
+        module = _import_source(render_module(capture(server.url)), workdir, "blocks")
+        env = module.environment_factory(base_url=server.url)
+        env.reset(task_index=0)
+        for tool, blocks in BLOCKS.items():
+            returned = getattr(env, tool)()
+            for block in blocks:
+                counts[block.type]["sent"] += 1
+                counts[block.type]["dropped"] += not _block_shown(block, returned)
+        env.get_reward()  # ends the session
+    return counts
+
+
+def _block_shown(block: Any, returned: Any) -> bool:
+    parts = returned if isinstance(returned, list) else [{"type": "text", "text": str(returned)}]
+    if block.type == "image":
+        return any(isinstance(p, dict) and p.get("type") == "image" for p in parts)
+    return any(isinstance(p, dict) and p.get("type") == "text" and block.text in str(p.get("text")) for p in parts)
+
+
+def _import_source(source: str, workdir: Path, label: str) -> Any:
+    name = f"_fidelity_orlgen_{next(_module_counter)}_{label}"
+    path = workdir / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    return module
+
+
+def measure(groups: list[Group] | None = None, with_blocks: bool = True) -> Result:
     started = time.perf_counter()
     groups = all_groups() if groups is None else groups
     outcomes: dict[str, list[Outcome]] = {"orlgen": [], "trl": []}
@@ -1177,7 +1225,8 @@ def measure(groups: list[Group] | None = None) -> Result:
                 for fact in tool_facts(group.set_name, group.name, tool):
                     for binder, view in views.items():
                         outcomes[binder].append(classify(fact, view))
-    return Result(outcomes, tools, extra, prompt, time.perf_counter() - started)
+        blocks = output_blocks(Path(tmp)) if with_blocks else {}
+    return Result(outcomes, tools, extra, prompt, blocks, time.perf_counter() - started)
 
 
 # ── report ───────────────────────────────────────────────────────────────────
@@ -1224,6 +1273,13 @@ def report(result: Result) -> str:
             f"{name:<34}{sizes['raw']:>8}{sizes['orlgen']:>8}{sizes['trl']:>8}"
             f"{_ratio(sizes['orlgen'], sizes['raw']):>12}{_ratio(sizes['orlgen'], sizes['trl']):>12}"
         )
+    if result.blocks:
+        lines += [
+            "",
+            "Output blocks reaching the model (bench/blocks_env.py through the generated adapter)",
+            f"{'block type':<14}{'sent':>8}{'dropped':>9}",
+        ]
+        lines += [f"{kind:<14}{n['sent']:>8}{n['dropped']:>9}" for kind, n in result.blocks.items()]
     for binder, title in (("orlgen", "orlgen"), ("trl", "TRL")):
         lost = result.lost(binder)
         lines += ["", f"Facts {title} loses: {len(lost)}"]
