@@ -33,9 +33,7 @@ _HEADER = re.compile(
 )
 _NUMPY_RULE = re.compile(r"^[ \t]*+-{3,}+[ \t]*+$")
 # One entry: `name (type): text`, also as a Markdown bullet and with the name in backticks.
-_ENTRY = (
-    r"(?:[-*\u2022][ \t]++)?`?(?P<name>\*{0,2}+[^\s:()`*][^\s:()`]*+)`?[ \t]*+" r"(?:\((?P<type>[^()\n]*+)\)[ \t]*+)?"
-)
+_ENTRY = r"(?:[-*\u2022][ \t]++)?`?(?P<name>\*{0,2}+\w[\w-]*+)`?[ \t]*+(?:\((?P<type>[^()\n]*+)\)[ \t]*+)?"
 _GOOGLE_ENTRY = re.compile(rf"^{_ENTRY}:[ \t]*+(?P<text>.*+)$")
 _NUMPY_ENTRY = re.compile(r"^(?P<name>\*{0,2}+\w[\w-]*+)[ \t]*+(?::[ \t]*+(?P<type>.*+))?$")
 # An un-headed parameter line in the prose (`pump_id: which pump`, `- rate - ml/h`): taken only
