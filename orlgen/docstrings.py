@@ -39,8 +39,11 @@ _NUMPY_ENTRY = re.compile(r"^(?P<name>\*{0,2}+\w[\w-]*+)[ \t]*+(?::[ \t]*+(?P<ty
 # An un-headed parameter line in the prose (`pump_id: which pump`, `- rate - ml/h`): taken only
 # when the name is one of the tool's parameters.
 _BARE_ENTRY = re.compile(rf"^(?P<indent>[ \t]*+){_ENTRY}(?::|[-\u2013\u2014](?=[ \t]))[ \t]*+(?P<text>.*+)$")
+# A reST (`:param x: text`) or epytext (`@param x: text`) field; `:type x:`/`:rtype:` are read and
+# dropped (the type hint says it).
 _REST_FIELD = re.compile(
-    r"^:(?P<kind>param|parameter|arg|argument|returns?|raises?)(?:[ \t]++(?P<name>[^:]++))?:[ \t]*+(?P<text>.*+)$"
+    r"^[:@](?P<kind>param|parameter|arg|argument|keyword|returns?|raises?|type|rtype)"
+    r"(?:[ \t]++(?P<name>[^:]++))?:[ \t]*+(?P<text>.*+)$"
 )
 
 _SECTION_WORD = re.compile(r"(Args|Returns|Raises):")  # the parser cuts even mid-word
@@ -170,7 +173,7 @@ def _bare_entries(prose: list[str], params: frozenset[str]) -> tuple[list[str], 
 
 
 def _rest_fields(prose: list[str]) -> tuple[list[str], Docstring]:
-    """reST field lists (`:param name: text`, `:returns: text`) taken out of the prose."""
+    """reST and epytext field lists (`:param name: text`, `@return: text`) taken out of the prose."""
     kept: list[str] = []
     params: dict[str, list[str]] = {}
     returns: list[str] = []
@@ -180,7 +183,9 @@ def _rest_fields(prose: list[str]) -> tuple[list[str], Docstring]:
         match = _REST_FIELD.match(line.strip()) if not line.startswith((" ", "\t")) or current is None else None
         if match:
             kind, name = match.group("kind"), (match.group("name") or "").strip()
-            if kind.startswith("return"):
+            if kind in ("type", "rtype"):
+                current = []  # read, with its continuation lines, and dropped
+            elif kind.startswith("return"):
                 current = returns
             elif kind.startswith("raise"):
                 current = raises

@@ -187,6 +187,13 @@ def test_docstring_styles(text, prose, params, returns):
             id="documented once: the section wins",
         ),
         pytest.param(
+            "Find.\n\n:param str query: What to find.\n:type query: str\n@param limit: How many.\n:rtype: list",
+            "Find.",
+            {"query": "What to find.", "limit": "How many."},
+            "",
+            id="reST with types, epytext",
+        ),
+        pytest.param(
             "Note: limit: applies.\nmode: not a parameter.",
             "Note: limit: applies.\nmode: not a parameter.",
             {},
