@@ -75,10 +75,12 @@ def _field(
     optional = "" if name in parent.required else "?"
     resolved = schema.resolve(sub)
     default = f" = {json_text(resolved.default)}" if resolved.has_default else ""
+    first = sub.ref is None or sub.ref not in described  # a definition's own words, the first time only
     text = f"{name}{optional}: {_shape(sub, schema, depth + 1, seen, described)}{default}"
     if not notes:
         return text
-    words, limits = " ".join((resolved.description or "").split()), ", ".join(constraints(sub, schema))
+    words = " ".join(((resolved if first else sub).description or "").split())
+    limits = ", ".join(constraints(sub, schema)) if first else ""
     if words and limits:  # `(City or town. At least 1 character)`, `(Street name; at least 1 character)`
         words += f" {limits[:1].upper()}{limits[1:]}" if words.endswith((".", "!", "?")) else f"; {limits}"
     return f"{text} ({words or limits})" if words or limits else text

@@ -268,3 +268,34 @@ def test_recursive_shapes_end():
 def test_a_lone_surrogate_in_a_description_renders():
     source_plan = plan(snapshot(tool({"type": "object", "properties": {"a": {"type": "string"}}}, "Odd \ud800 text.")))
     assert "\\ud800" in source_plan.tools[0].docstring
+
+
+def test_nested_fields_carry_their_words_and_limits_once():
+    address = {
+        "type": "object",
+        "description": "A postal address.",
+        "properties": {
+            "street": {"type": "string", "description": "House and street.", "minLength": 1},
+            "city": {"type": "string", "minLength": 1},
+            "zip": {"type": "string", "description": "Postal code", "pattern": "^[0-9]{5}$"},
+            "lines": {"type": "array", "items": {"type": "string"}, "default": []},
+        },
+        "required": ["street", "city", "zip"],
+    }
+    schema = {
+        "type": "object",
+        "$defs": {"Address": address},
+        "properties": {
+            "route": {
+                "type": "object",
+                "properties": {"start": {"$ref": "#/$defs/Address"}, "end": {"$ref": "#/$defs/Address"}},
+            }
+        },
+    }
+    doc = only_tool(schema).docstring
+    assert (
+        "{start?: {street: string (House and street. At least 1 character), city: string (at least 1 character), "
+        "zip: string (Postal code; matching `^[0-9]{5}$`), lines?: [string] = []} (A postal address.), "
+        "end?: {street: string, city: string, zip: string, lines?: [string] = []}}"
+    ) in doc  # the second Address shows its shape only: each field's words once
+    assert doc.count("House and street.") == 1
