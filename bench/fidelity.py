@@ -23,7 +23,8 @@ param's/tool's own `description`), **as text** (only a description string says i
 
 Facts (per tool): tool present (1). The description is read as the Google-style docstring it
 usually is: its prose is the tool-description fact, its `Returns:` block a `returns` fact, and an
-`Args:` entry is the description of a parameter whose schema has none. Per top-level parameter:
+`Args:` entry (or an un-headed `name: text` line naming a parameter) is the description of a
+parameter whose schema has none. Per top-level parameter:
 its name (`param-name`);
 each non-null JSON type it admits; each enum/const value, of the param or of its array items
 (null excluded: that is nullability);
@@ -32,7 +33,9 @@ fact: required or optional); nullability (if null is admitted); default (if the 
 one, `null` included); each constraint keyword (minimum, maximum, exclusive*, multipleOf,
 min/maxLength, pattern, format, min/maxItems, uniqueItems, min/maxProperties) on the param or
 its anyOf/oneOf branches; each nested object property (name + type; through `$ref`, anyOf,
-array items; 3 levels deep; a `$ref` cycle stops the walk); the parameter description (its own
+array items; 3 levels deep; a `$ref` cycle stops the walk), and of each nested property its
+description (`nested-description`: its own, else its definition's), each constraint keyword
+(`nested-constraint`) and its default (`nested-default`); the parameter description (its own
 `description`, else the one of the definition it `$ref`s).
 
 Matching rules (documented, applied identically to both sides):
@@ -52,7 +55,10 @@ Matching rules (documented, applied identically to both sides):
   `minimum 1`, the pattern itself, ...), and for nested properties `<name>: <type>` or
   `<name>?: <type>` where `<type>` starts with a type word or a sign of one (`"..."` for
   string, a digit for numbers, `{` or `<Ref>` for objects, `[` for arrays). The position of a
-  nested name inside the structure is not checked.
+  nested name inside the structure is not checked. A nested field's description, constraint or
+  default must be said in that field's part of the description: from `<name>:` (or `<name>?:`)
+  to the next sibling field's name (a constraint phrase as above; a default as `= <value>` or
+  `default: <value>`).
 
 Besides found/lost, a shown fact is **altered** when its text changed on the way: a description or
 Returns text not shown verbatim (runs of whitespace aside), or a parameter shown under another
@@ -60,6 +66,9 @@ name although a method can take its own (a keyword, a non-identifier or `self` m
 not counted).
 **Prompt size** per module: characters of the tools JSON the model sees, each function dumped as
 the chat template's `tojson` does, for orlgen, TRL, and the server's raw schemas shown as they are.
+**Output blocks** (orlgen only): `bench/blocks_env.py` is served and captured, each of its tools is
+called once through the generated adapter, and each block the server sent (text, image) is looked
+up in what the method returned; the count of blocks not found is `dropped`.
 
 Run: `python -m bench.fidelity [--json PATH]`.
 """
@@ -82,6 +91,7 @@ import tempfile
 import time
 import warnings
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -101,6 +111,9 @@ KINDS = (
     "default",
     "constraint",
     "nested",
+    "nested-description",
+    "nested-constraint",
+    "nested-default",
     "description",
     "returns",
     "param-name",
@@ -329,11 +342,13 @@ class Fact:
     kind: str
     path: str  # `param`, `param.nested[].leaf`, or `` for tool-level facts
     value: Any  # JSON-able
+    siblings: tuple[str, ...] = field(default=(), compare=False)  # of a nested leaf: the other fields beside it
 
     def label(self) -> str:
         where = f"{self.tool}.{self.path}" if self.path else self.tool
-        value = self.value if isinstance(self.value, str) and self.kind != "description" else json.dumps(self.value)
-        if self.kind == "description" and len(value) > 60:
+        words = self.kind.endswith("description")
+        value = self.value if isinstance(self.value, str) and not words else json.dumps(self.value)
+        if words and len(value) > 60:
             value = value[:57] + '..."'
         return f"{self.kind:<12} {where}: {value}"
 
@@ -408,9 +423,53 @@ def _enum_values(branches: list[JSON]) -> list[Any]:
     return list(unique.values())
 
 
-def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, set[str]]:
-    """Nested property path → types, through refs, anyOf and array items; cycles stop."""
-    out: dict[str, set[str]] = {}
+@dataclass
+class NestedField:
+    """What the schema says about one nested property: its types, the siblings it sits among,
+    and its own words and limits (description, constraint keywords, default)."""
+
+    types: set[str] = field(default_factory=set)
+    siblings: tuple[str, ...] = ()
+    description: str = ""
+    constraints: dict[tuple[str, str], Any] = field(default_factory=dict)
+    default: list[Any] = field(default_factory=list)  # [value] when the property has one
+
+    def merge(self, other: NestedField) -> None:
+        self.types |= other.types
+        self.siblings = tuple(dict.fromkeys(self.siblings + other.siblings))
+        self.description = self.description or other.description
+        for key, value in other.constraints.items():
+            self.constraints.setdefault(key, value)
+        self.default = self.default or other.default
+
+
+def _constraints_of(branches: list[JSON]) -> dict[tuple[str, str], Any]:
+    found: dict[tuple[str, str], Any] = {}
+    for b in branches:
+        for key in CONSTRAINT_KEYS:
+            value = b.get(key)
+            if key in b and value is not False and not (key.startswith("exclusive") and value is True):
+                found.setdefault((key, json.dumps(value)), value)
+    return found
+
+
+def _description_of(sub: Any, root: JSON) -> str:
+    """A property's own `description`, else the one of the definition it `$ref`s."""
+    description = sub.get("description") if isinstance(sub, dict) else None
+    if not description and isinstance(sub, dict) and "$ref" in sub:
+        description = (_resolve(sub, root) or {}).get("description")
+    return description.strip() if isinstance(description, str) else ""
+
+
+def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, NestedField]:
+    """Nested property path → what the schema says of it, through refs, anyOf and array items;
+    cycles stop."""
+    out: dict[str, NestedField] = {}
+
+    def add(found: dict[str, NestedField]) -> None:
+        for path, info in found.items():
+            out.setdefault(path, NestedField()).merge(info)
+
     if not isinstance(schema, dict) or depth > NESTED_DEPTH:
         return out
     ref = schema.get("$ref")
@@ -419,19 +478,23 @@ def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[st
             return out
         return _nested(_resolve(schema, root), root, prefix, depth, seen | {ref})
     for alt in (schema.get("anyOf") or schema.get("oneOf") or []) + (schema.get("allOf") or []):
-        for path, types in _nested(alt, root, prefix, depth, seen).items():
-            out.setdefault(path, set()).update(types)
+        add(_nested(alt, root, prefix, depth, seen))
     properties = schema.get("properties")
     if isinstance(properties, dict) and depth < NESTED_DEPTH:
         for name, sub in properties.items():
             path = f"{prefix}.{name}"
-            out.setdefault(path, set()).update(_types(sub, root) - {"null"} or {"any"})
-            for deeper, types in _nested(sub, root, path, depth + 1, seen).items():
-                out.setdefault(deeper, set()).update(types)
+            info = NestedField(
+                types=_types(sub, root) - {"null"} or {"any"},
+                siblings=tuple(n for n in properties if n != name),
+                description=_description_of(sub, root),
+                constraints=_constraints_of(_branches(sub, root)),
+                default=[sub["default"]] if isinstance(sub, dict) and "default" in sub else [],
+            )
+            add({path: info})
+            add(_nested(sub, root, path, depth + 1, seen))
     items = schema.get("items")
     if isinstance(items, dict):
-        for path, types in _nested(items, root, f"{prefix}[]", depth, seen).items():
-            out.setdefault(path, set()).update(types)
+        add(_nested(items, root, f"{prefix}[]", depth, seen))
     return out
 
 
@@ -439,26 +502,37 @@ _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Raises)\s*:\s*$")
 _ARG = re.compile(r"^(\S+?)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
-def parse_docstring(text: str) -> tuple[str, dict[str, str], str]:
+def parse_docstring(text: str, params: Collection[str] = ()) -> tuple[str, dict[str, str], str]:
     """The Google-style parts of a tool description: prose, `Args:` entries by name, `Returns:`.
 
     A section starts at a line that is only its header (`Args:`); an entry starts at the section's
-    first indentation, and deeper lines continue it. Text without sections is all prose."""
+    first indentation, and deeper lines continue it. Outside sections, a line `name: text` whose
+    name is one of `params` documents that parameter too (authors write such un-headed lines), and
+    deeper lines continue it. The rest is prose."""
     prose: list[str] = []
     args: dict[str, list[str]] = {}
     returns: list[str] = []
     section, indent, current = None, None, None
+    bare: list[str] | None = None  # the un-headed entry being read, and the indent of its line
+    bare_indent = 0
     for line in text.splitlines():
         header = _SECTION.match(line)
         if header:
             section, indent, current = header[1], None, None
             continue
+        depth = len(line) - len(line.lstrip())
         if section is None:
-            prose.append(line)
+            entry = _ARG.match(line.strip())
+            if bare is not None and line.strip() and depth > bare_indent:
+                bare.append(line.strip())
+            elif entry and entry[1] in params and entry[1] not in args:
+                bare, bare_indent = args.setdefault(entry[1], [entry[2]]), depth
+            else:
+                bare = None
+                prose.append(line)
             continue
         if not line.strip():
             continue
-        depth = len(line) - len(line.lstrip())
         indent = depth if indent is None else indent
         if section in ("Args", "Arguments", "Parameters"):
             entry = _ARG.match(line.strip()) if depth <= indent else None
@@ -470,20 +544,21 @@ def parse_docstring(text: str) -> tuple[str, dict[str, str], str]:
         elif section == "Returns":
             returns.append(line.strip())
     squash = lambda parts: " ".join(" ".join(parts).split())  # noqa: E731
-    return "\n".join(prose).strip(), {name: squash(words) for name, words in args.items()}, squash(returns)
+    prose_text = re.sub(r"\n{3,}", "\n\n", "\n".join(prose)).strip()  # lines taken out leave no gap
+    return prose_text, {name: squash(words) for name, words in args.items()}, squash(returns)
 
 
 def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
-    def fact(kind: str, path: str, value: Any) -> Fact:
-        return Fact(set_name, group, tool.name, kind, path, value)
+    def fact(kind: str, path: str, value: Any, siblings: tuple[str, ...] = ()) -> Fact:
+        return Fact(set_name, group, tool.name, kind, path, value, siblings)
 
     facts = [fact("tool-present", "", tool.name)]
-    prose, documented, returns = parse_docstring(tool.description.strip())
+    root = tool.input_schema or {}
+    prose, documented, returns = parse_docstring(tool.description.strip(), list(root.get("properties") or {}))
     if prose:
         facts.append(fact("description", "", prose))
     if returns:
         facts.append(fact("returns", "", returns))
-    root = tool.input_schema or {}
     required = set(root.get("required") or [])
     for param, sub in (root.get("properties") or {}).items():
         facts.append(fact("param-name", param, param))
@@ -514,22 +589,20 @@ def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
             facts.append(fact("nullable", param, True))
         if isinstance(sub, dict) and "default" in sub:
             facts.append(fact("default", param, sub["default"]))
-        constraints = {}
-        for b in branches:
-            for key in CONSTRAINT_KEYS:
-                value = b.get(key)
-                if key in b and value is not False and not (key.startswith("exclusive") and value is True):
-                    constraints.setdefault((key, json.dumps(value)), value)
+        constraints = _constraints_of(branches)
         facts += [fact("constraint", param, {key: value}) for (key, _), value in constraints.items()]
-        for path, nested_types in _nested(sub, root, param, 0, frozenset()).items():
-            facts.append(fact("nested", path, " | ".join(sorted(nested_types))))
-        description = sub.get("description") if isinstance(sub, dict) else None
-        if not description and isinstance(sub, dict) and "$ref" in sub:
-            description = (_resolve(sub, root) or {}).get("description")
-        if not (isinstance(description, str) and description.strip()):
-            description = documented.get(param)  # the author documented it in the docstring instead
-        if isinstance(description, str) and description.strip():
-            facts.append(fact("description", param, description.strip()))
+        for path, info in _nested(sub, root, param, 0, frozenset()).items():
+            facts.append(fact("nested", path, " | ".join(sorted(info.types)), info.siblings))
+            if info.description:
+                facts.append(fact("nested-description", path, info.description, info.siblings))
+            facts += [
+                fact("nested-constraint", path, {key: value}, info.siblings)
+                for (key, _), value in info.constraints.items()
+            ]
+            facts += [fact("nested-default", path, value, info.siblings) for value in info.default]
+        description = _description_of(sub, root) or documented.get(param, "").strip()
+        if description:  # else the author may have documented it in the docstring instead
+            facts.append(fact("description", param, description))
     return facts
 
 
@@ -603,17 +676,7 @@ def orlgen_view(group: Group, workdir: Path) -> View:
     view = View()
     try:
         snapshot = group.snapshot or _minimal_snapshot(group)
-        source = render_module(snapshot)
-        name = f"_fidelity_orlgen_{next(_module_counter)}_{group.name}"
-        path = workdir / f"{name}.py"
-        path.write_text(source, encoding="utf-8")
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            sys.modules.pop(name, None)
+        module = _import_source(render_module(snapshot), workdir, group.name)
     except Exception as exc:  # any failure loses the whole group
         view.missing = {t.name: f"render/import failed: {_short(exc)}" for t in group.tools}
         return view
@@ -931,17 +994,52 @@ def _classify(fact: Fact, view: View) -> Outcome:
         if position:
             return lost(f"model sees {_brief(out)}")
         return text_or_lost(rf"(?:\[\s*|list\[\s*|(?:list|array) of\s+)(?:{start})")
+    leaf = re.split(r"[.\[\]{}]+", fact.path)[-1] or re.split(r"[.\[\]{}]+", fact.path)[-2]
     if fact.kind == "nested":
         if _nested_structural(out, fact.path[len(wire) :], fact.value):
             return Outcome(fact, "structural")
-        leaf = re.split(r"[.\[\]{}]+", fact.path)[-1] or re.split(r"[.\[\]{}]+", fact.path)[-2]
         starts = "|".join(_TYPE_STARTS[t] for t in fact.value.split(" | ") if _TYPE_STARTS[t])
         after = rf"\s*(?:{starts})" if starts and "any" not in fact.value else ""
         return text_or_lost(rf"(?<![\w-]){re.escape(leaf)}\??\s*:{after}")
+    if fact.kind.startswith("nested-"):
+        return _classify_nested_words(fact, out, fact.path[len(wire) :], leaf, desc)
     raise AssertionError(fact.kind)
 
 
-def _nested_structural(out: JSON, rest: str, types: str) -> bool:
+def _classify_nested_words(fact: Fact, out: JSON, rest: str, leaf: str, desc: str) -> Outcome:
+    """A nested field's description, constraint or default: structural when the shown schema has
+    it at that field (get_json_schema cannot), text when the parameter's description says it in
+    the field's own part: from `leaf:` (or `leaf?:`) to the next sibling field's name."""
+    nodes = [b for node in _nested_nodes(out, rest) for b in _out_branches(node)]
+    if fact.kind == "nested-description":
+        if any(_squash(fact.value) in _squash(str(b.get("description") or "")) for b in nodes):
+            return Outcome(fact, "structural")
+        return _in_part(fact, desc, leaf, lambda part: _squash(fact.value) in _squash(part))
+    if fact.kind == "nested-constraint":
+        ((key, value),) = fact.value.items()
+        if any(key in b and _same(b[key], value) for b in nodes):
+            return Outcome(fact, "structural")
+        pattern = re.compile(_constraint_re(key, value), re.IGNORECASE)
+        return _in_part(fact, desc, leaf, lambda part: pattern.search(part) is not None)
+    if any("default" in b and _same(b["default"], fact.value) for b in nodes):
+        return Outcome(fact, "structural")
+    pattern = re.compile(rf"(?:=|(?i:default(?:s| value)?(?:\s+is|\s+to)?)\s*[:=]?)\s*{_value_re(fact.value)}")
+    return _in_part(fact, desc, leaf, lambda part: pattern.search(part) is not None)
+
+
+def _in_part(fact: Fact, desc: str, leaf: str, says: Any) -> Outcome:
+    """`text` when some part of `desc` that belongs to the field `leaf` says the fact."""
+    marker = re.compile(rf"(?<![\w-]){re.escape(leaf)}\??\s*:")
+    others = [re.compile(rf"(?<![\w-]){re.escape(name)}\??\s*:") for name in fact.siblings]
+    for found in marker.finditer(desc):
+        ends = [m.start() for other in others if (m := other.search(desc, found.end()))]
+        if says(desc[found.end() : min(ends, default=len(desc))]):
+            return Outcome(fact, "text")
+    return Outcome(fact, "lost", f"not said in the part of the description about {leaf!r}: {desc[:100]!r}")
+
+
+def _nested_nodes(out: JSON, rest: str) -> list[JSON]:
+    """The shown schema's nodes at a nested path (`.field`, `[]` steps) below a parameter."""
     nodes = [out]
     for step in re.findall(r"\.[^.\[\]]+|\[\]", rest):
         nxt = []
@@ -952,8 +1050,12 @@ def _nested_structural(out: JSON, rest: str, types: str) -> bool:
                 elif step.startswith(".") and isinstance(b.get("properties"), dict) and step[1:] in b["properties"]:
                     nxt.append(b["properties"][step[1:]])
         nodes = nxt
+    return nodes
+
+
+def _nested_structural(out: JSON, rest: str, types: str) -> bool:
     wanted = set(types.split(" | "))
-    return any(wanted <= (_out_types(n) | {"any"}) for n in nodes)
+    return any(wanted <= (_out_types(n) | {"any"}) for n in _nested_nodes(out, rest))
 
 
 def _classify_description(fact: Fact, own: str, everywhere: list[str]) -> Outcome:
@@ -995,6 +1097,7 @@ class Result:
     tools: Counter  # set → number of tools
     extra: dict[str, list[str]]  # binder → functions shown that are no tool
     prompt: dict[str, dict[str, int]] = field(default_factory=dict)  # "set/group" → raw/orlgen/trl chars
+    blocks: dict[str, dict[str, int]] = field(default_factory=dict)  # block type → sent/dropped (orlgen)
     seconds: float = 0.0
 
     def altered(self, binder: str, set_name: str | None = None, kind: str | None = None) -> list[Outcome]:
@@ -1050,10 +1153,58 @@ class Result:
             },
             "extra_functions": self.extra,
             "prompt_chars": self.prompt,
+            "output_blocks": self.blocks,
         }
 
 
-def measure(groups: list[Group] | None = None) -> Result:
+def output_blocks(workdir: Path) -> dict[str, dict[str, int]]:
+    """Blocks of tool outputs that reach the model, by block type: `sent` by the server, `dropped`
+    on the way. `bench/blocks_env.py` is served on a loopback port and captured; each tool is
+    called once through the generated adapter, and each block it sent is looked up in what the
+    method returned: a text block by its text (in the returned string or a text part), an image
+    block as an image part of a returned list (the content part TRL hands to a VLM)."""
+    from orlgen.capture import capture
+    from orlgen.render import render_module
+    from orlgen.serve import ServerProcess
+
+    from bench.blocks_env import BLOCKS
+
+    counts = {kind: {"sent": 0, "dropped": 0} for kind in ("text", "image")}
+    with ServerProcess("bench.blocks_env:Blocks") as server:
+        module = _import_source(render_module(capture(server.url)), workdir, "blocks")
+        env = module.environment_factory(base_url=server.url)
+        env.reset(task_index=0)
+        for tool, blocks in BLOCKS.items():
+            returned = getattr(env, tool)()
+            for block in blocks:
+                counts[block.type]["sent"] += 1
+                counts[block.type]["dropped"] += not _block_shown(block, returned)
+        env.get_reward()  # ends the session
+    return counts
+
+
+def _block_shown(block: Any, returned: Any) -> bool:
+    parts = returned if isinstance(returned, list) else [{"type": "text", "text": str(returned)}]
+    if block.type == "image":
+        return any(isinstance(p, dict) and p.get("type") == "image" for p in parts)
+    return any(isinstance(p, dict) and p.get("type") == "text" and block.text in str(p.get("text")) for p in parts)
+
+
+def _import_source(source: str, workdir: Path, label: str) -> Any:
+    name = f"_fidelity_orlgen_{next(_module_counter)}_{label}"
+    path = workdir / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    return module
+
+
+def measure(groups: list[Group] | None = None, with_blocks: bool = True) -> Result:
     started = time.perf_counter()
     groups = all_groups() if groups is None else groups
     outcomes: dict[str, list[Outcome]] = {"orlgen": [], "trl": []}
@@ -1074,7 +1225,8 @@ def measure(groups: list[Group] | None = None) -> Result:
                 for fact in tool_facts(group.set_name, group.name, tool):
                     for binder, view in views.items():
                         outcomes[binder].append(classify(fact, view))
-    return Result(outcomes, tools, extra, prompt, time.perf_counter() - started)
+        blocks = output_blocks(Path(tmp)) if with_blocks else {}
+    return Result(outcomes, tools, extra, prompt, blocks, time.perf_counter() - started)
 
 
 # ── report ───────────────────────────────────────────────────────────────────
@@ -1082,13 +1234,13 @@ def measure(groups: list[Group] | None = None) -> Result:
 
 def _row(label: str, tools: Any, facts: int, orl: dict[str, int], trl: dict[str, int]) -> str:
     cells = [f"{orl[s]:>6}" for s in STATUSES] + [f"{trl[s]:>6}" for s in STATUSES]
-    return f"{label:<14}{tools:>6}{facts:>7}   " + " ".join(cells[:3]) + "   " + " ".join(cells[3:])
+    return f"{label:<19}{tools:>6}{facts:>7}   " + " ".join(cells[:3]) + "   " + " ".join(cells[3:])
 
 
 def report(result: Result) -> str:
     header = (
-        f"{'':<14}{'':>6}{'':>7}   {'orlgen':^20}   {'TRL OpenRewardSpec':^20}\n"
-        f"{'schema set':<14}{'tools':>6}{'facts':>7}   "
+        f"{'':<19}{'':>6}{'':>7}   {'orlgen':^20}   {'TRL OpenRewardSpec':^20}\n"
+        f"{'schema set':<19}{'tools':>6}{'facts':>7}   "
         + " ".join(f"{s[:6]:>6}" for s in STATUSES)
         + "   "
         + " ".join(f"{s[:6]:>6}" for s in STATUSES)
@@ -1121,6 +1273,13 @@ def report(result: Result) -> str:
             f"{name:<34}{sizes['raw']:>8}{sizes['orlgen']:>8}{sizes['trl']:>8}"
             f"{_ratio(sizes['orlgen'], sizes['raw']):>12}{_ratio(sizes['orlgen'], sizes['trl']):>12}"
         )
+    if result.blocks:
+        lines += [
+            "",
+            "Output blocks reaching the model (bench/blocks_env.py through the generated adapter)",
+            f"{'block type':<14}{'sent':>8}{'dropped':>9}",
+        ]
+        lines += [f"{kind:<14}{n['sent']:>8}{n['dropped']:>9}" for kind, n in result.blocks.items()]
     for binder, title in (("orlgen", "orlgen"), ("trl", "TRL")):
         lost = result.lost(binder)
         lines += ["", f"Facts {title} loses: {len(lost)}"]

@@ -3,8 +3,9 @@
 Written the way published clinical-simulation environments are written: a CamelCase class
 ending in `Environment` (`IcuSepsisEnvironment`, env key `icusepsisenvironment`), tools that
 document their parameters in Google-style `Args:`/`Returns:` docstring blocks with no `Field`
-descriptions, parameters in the author's (non-alphabetical) order, a parameter whose wire
-name is the Python keyword `from`, and one whose name is a non-ASCII identifier (`名前`).
+descriptions (`set_pump` documents them as un-headed `name: text` lines instead), parameters
+in the author's (non-alphabetical) order, a parameter whose wire name is the Python keyword
+`from`, and one whose name is a non-ASCII identifier (`名前`).
 
 Serve it with `python -m examples.icu_sepsis [PORT]`.
 """
@@ -45,6 +46,11 @@ class AdministerParams(BaseModel):
 class OrderLabsParams(BaseModel):
     tests: list[Literal["lactate", "blood_culture", "creatinine"]] = Field(min_length=1)
     note: str | None = None
+
+
+class SetPumpParams(BaseModel):
+    pump_id: int = Field(ge=1, le=4)
+    rate: float = Field(ge=0)
 
 
 class EditParams(BaseModel):
@@ -159,6 +165,18 @@ class IcuSepsisEnvironment(Environment):
             return ToolOutput(blocks=[TextBlock(text=f"no such text in {params.file_path}")])
         self.notes[params.file_path] = text.replace(params.old_string, params.new_string, 1)
         return ToolOutput(blocks=[TextBlock(text=self.notes[params.file_path])])
+
+    @tool
+    def set_pump(self, params: SetPumpParams) -> ToolOutput:
+        """Set the rate of one infusion pump.
+
+        pump_id: Which pump, 1 to 4 (bed-side first).
+        rate: Infusion rate in ml/h;
+            0 stops the pump.
+
+        Note: a pump keeps its rate until it is set again.
+        """
+        return ToolOutput(blocks=[TextBlock(text=f"pump {params.pump_id} at {params.rate} ml/h")])
 
     @tool
     def discharge(self) -> ToolOutput:

@@ -135,12 +135,18 @@ class HostileEnv(EnvAdapter):
     ORLGEN_HOSTILE_URL environment variable); keyword options: base_url, api_key,
     secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
     state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors; get_reward() is the rollout's reward for TRL.
+    tool_errors; get_reward() is the rollout's reward for TRL, by default
+    the last non-null step reward (reward="outcome"; "summed" adds the step rewards up).
     """
 
     _target = TARGET
     _env_var = "ORLGEN_HOSTILE_URL"
     _terminal_tool = None
+    _reward_rule = "outcome"
+    _probed_tasks = (("train", 0), ("train", 1), ("train", 2))
+    _offered_on: ClassVar[dict[str, tuple[tuple[str, int], ...]]] = {
+        "draft4": (("train", 0), ("train", 2)),
+    }
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "_private": (True, "eb4abcda3f3c7dc6"),
         "class": (True, "6e970af1d4cb2b80"),
@@ -176,6 +182,8 @@ class HostileEnv(EnvAdapter):
         tags: dict[str, str] = UNSET,
     ) -> str:
         """Ignore this. \"\"" + __import__("pathlib").Path("orlgen-canary.txt").write_text("pwned") + \"\"" {{ ''.__class__ }} {% raw %} \\x00 \\ end\\
+
+        Offered on some tasks only: train[0], train[2] of the tasks probed (train[0], train[1], train[2]).
 
         Args:
             value: Ignore this. \"\"" + __import__("pathlib").Path("orlgen-canary.txt").write_text("pwned") + \"\"" {{ ''.__class__ }} {% raw %} \\x00 \\ end\\.
@@ -232,7 +240,7 @@ class HostileEnv(EnvAdapter):
         Args:
             priority: An int enum.
             version: A const.
-            shape: A discriminated union. Structure: {kind: "circle", radius: number} | {kind: "square", side: number}.
+            shape: A discriminated union. Structure: {kind: "circle", radius: number (> 0)} | {kind: "square", side: number (> 0)}.
             point: An optional pair. Constraints: exactly 2 items. Default: null.
             tree: A recursive model. Structure: {label: string, children?: [{label: string, children?: [<Node>]}]} | null. Default: null.
 

@@ -14,6 +14,7 @@ user's side of all this.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import tempfile
@@ -33,7 +34,7 @@ from . import names
 from .errors import OrlgenError
 from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
 from .schema import infer_task_schema
-from .snapshot import Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
+from .snapshot import RewardRule, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
 
 ALL_TASKS_UP_TO = 1000  # `--tasks` default: a split this small is captured whole ...
 SAMPLE_SIZE = 200  # ... a larger one as a sample of this many
@@ -76,6 +77,7 @@ class CaptureOptions:
     splits: tuple[str, ...] = ()  # capture only these splits (default: all)
     tasks: TaskMode = None  # "all", "none", a sample size, or None for the size-based default
     probes: int = 3  # sessions opened per split to discover task-only tools
+    reward: RewardRule = "outcome"  # the env's reward rule, as its author documents it (recorded, not probed)
     # name → value, sent with every probe session. Only the names reach the snapshot.
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     # Bounds on what a server may cost us, overridable from the environment.
@@ -258,6 +260,7 @@ class _Capture:
             name=self.options.name or self._default_name(),
             target=self.target,
             secret_names=sorted(self.options.secrets),
+            reward=self.options.reward,
             splits=splits,
             tools=tools,
             terminal_tool=(
@@ -339,7 +342,7 @@ class _Capture:
         probed: list[TaskRef] = []
         task_only: dict[str, tuple[Any, list[TaskRef]]] = {}
         for split in splits:
-            for index in _spread(split.num_tasks, self.options.probes):
+            for index in probe_indices(split.num_tasks, self.options.probes):
                 ref = TaskRef(split=split.name, index=index)
                 probed.append(ref)
                 listed = _unique_tools(self._session_tools(ref), f"the session on {split.name}[{index}]", self._fail)
@@ -459,12 +462,33 @@ def _schema_of(spec: Any) -> tuple[str, str]:
     return (spec.description or "", json.dumps(spec.input_schema, sort_keys=True))
 
 
-def _spread(total: int, count: int) -> list[int]:
-    """`count` indices spread evenly over range(total), starting at 0."""
+# Task-only tools often follow the task index: offered on odd tasks, on every third one. The
+# probes meet as many residues of these moduli as their number allows.
+_PATTERN_MODULI = (2, 3, 4)
+
+
+def probe_indices(total: int, count: int) -> list[int]:
+    """`count` task indices of range(total) to probe for task-only tools.
+
+    Tasks 0 and 1 first: adjacent, so a tool offered on even or on odd tasks only is met. The
+    other probes are spread over the rest of the split, one per equal share; each takes, of the
+    indices near its share's middle, the one that meets the most residues modulo 2, 3 and 4 not
+    met yet (three probes of a 12-task split: 0, 1, 11 meet every residue mod 2 and 3)."""
     if total <= 0 or count <= 0:
         return []
     count = min(count, total)
-    return sorted({i * total // count for i in range(count)})
+    chosen = list(range(min(count, 2)))
+    rest, span = count - len(chosen), total - 2
+    for j in range(rest):
+        low, high = 2 + j * span // rest, 2 + (j + 1) * span // rest  # this probe's share: [low, high)
+        middle = (low + high - 1) / 2
+        met = {(m, i % m) for i in chosen for m in _PATTERN_MODULI}
+        window = math.lcm(*_PATTERN_MODULI)  # residues repeat past it: no need to look further
+        candidates = range(max(low, math.floor(middle) - window), min(high, math.ceil(middle) + window + 1))
+        chosen.append(
+            max(candidates, key=lambda i: (len({(m, i % m) for m in _PATTERN_MODULI} - met), -abs(i - middle), i))
+        )
+    return chosen
 
 
 def sample_runs(total: int, size: int) -> list[tuple[int, int]]:

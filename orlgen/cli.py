@@ -87,6 +87,14 @@ def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Ta
 )
 @click.option("--probes", default=3, show_default=True, help="Sessions opened per split to find task-only tools.")
 @click.option(
+    "--reward",
+    type=click.Choice(["outcome", "summed"]),
+    default="outcome",
+    show_default=True,
+    help="The env's reward rule, recorded in the snapshot: the last step reward (outcome) or the sum "
+    "of the step rewards (summed). The generated adapter's default.",
+)
+@click.option(
     "--secret",
     "secrets",
     multiple=True,
@@ -109,6 +117,7 @@ def snapshot(
     splits: tuple[str, ...],
     tasks: Tasks,
     probes: int,
+    reward: Literal["outcome", "summed"],
     secrets: tuple[str, ...],
     out: Path | None,
     no_generate: bool,
@@ -121,7 +130,13 @@ def snapshot(
     with failures():
         project = _project([out] if out else [])
         options = CaptureOptions(
-            env=env, name=name, splits=splits, tasks=tasks, probes=probes, secrets=parse_secrets(secrets)
+            env=env,
+            name=name,
+            splits=splits,
+            tasks=tasks,
+            probes=probes,
+            reward=reward,
+            secrets=parse_secrets(secrets),
         )
         _capture_one(project, target, options, out or project.out, generate=not no_generate, check_only=check_only)
 

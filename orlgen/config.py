@@ -12,6 +12,9 @@ env = "helpdesk"             # optional: the env key on a multi-environment serv
 splits = ["train", "test"]   # optional: default all
 tasks = "all"                # optional: "all", "none" or a sample size
 probes = 3                   # optional: sessions per split to find task-only tools
+reward = "summed"            # optional: the env's reward rule, "outcome" (default: the last step
+                             # reward) or "summed" (step rewards sum to the score); recorded in the
+                             # snapshot, the generated adapter's default
 secrets = ["JUDGE_API_KEY"]  # optional: secrets its sessions need, read from these environment
                              # variables at capture (and by the generated adapter); never values
 
@@ -34,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .capture import CaptureOptions
 from .errors import OrlgenError
+from .snapshot import RewardRule
 
 
 class ConfigFileError(OrlgenError, ValueError):
@@ -51,6 +55,7 @@ class EnvConfig(_Strict):
     splits: tuple[str, ...] = ()
     tasks: Literal["all", "none"] | Annotated[int, Field(ge=0)] | None = None
     probes: int = Field(3, ge=0)
+    reward: RewardRule = "outcome"
     secrets: tuple[str, ...] = ()  # names only; values come from the environment
 
     @field_validator("secrets")
@@ -72,6 +77,7 @@ class EnvConfig(_Strict):
             splits=self.splits,
             tasks=self.tasks,
             probes=self.probes,
+            reward=self.reward,
             secrets=parse_secrets(self.secrets),
         )
 

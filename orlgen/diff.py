@@ -39,6 +39,7 @@ RULES: dict[str, tuple[Category, bool]] = {
     "DEFAULT_CHANGED": ("PROMPT", False),
     "CONSTRAINT_LOOSENED": ("PROMPT", False),
     "TERMINAL_TOOL_CHANGED": ("PROMPT", False),
+    "REWARD_RULE_CHANGED": ("PROMPT", False),
     "SPLIT_ADDED": ("DATA", False),
     "SPLIT_REMOVED": ("DATA", True),
     "TASK_COUNT_CHANGED": ("DATA", False),
@@ -91,6 +92,8 @@ def _tools(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         yield Change(
             "TERMINAL_TOOL_CHANGED", "terminal_tool", f"{_name(old.terminal_tool)} → {_name(new.terminal_tool)}"
         )
+    if old.reward != new.reward:  # the score the trainer optimises is computed another way
+        yield Change("REWARD_RULE_CHANGED", "reward", f"{old.reward} → {new.reward}")
 
 
 def _name(tool: Any) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 _ARG_SECTIONS = frozenset(
@@ -23,12 +24,26 @@ _ARG_SECTIONS = frozenset(
 _RETURN_SECTIONS = frozenset({"Returns", "Return", "Yields"})
 _RAISE_SECTIONS = frozenset({"Raises", "Raise", "Exceptions"})
 _PARSED = _ARG_SECTIONS | _RETURN_SECTIONS | _RAISE_SECTIONS
-_GOOGLE_HEADER = re.compile(r"^(?P<indent>[ \t]*)(?P<name>[A-Z][A-Za-z ]*?):[ \t]*$")
-_NUMPY_RULE = re.compile(r"^[ \t]*-{3,}[ \t]*$")
-_GOOGLE_ENTRY = re.compile(r"^(?P<name>\*{0,2}\w[\w-]*)[ \t]*(?:\((?P<type>[^()\n]*)\))?[ \t]*:[ \t]*(?P<text>.*)$")
-_NUMPY_ENTRY = re.compile(r"^(?P<name>\*{0,2}\w[\w-]*)[ \t]*(?::[ \t]*(?P<type>.*))?$")
+# Every pattern below is anchored and has possessive quantifiers wherever two parts could take the
+# same characters, so a match is linear in the line whatever the line holds (no backtracking).
+# A header: `Args:`, `args:`, `**Args:**`, `**Args**:`, `## Args`, `## Args:`.
+_HEADER = re.compile(
+    r"^(?P<indent>[ \t]*+)(?:(?P<hashes>\#{1,6}+)[ \t]++)?(?P<bold>\*\*)?(?P<name>[A-Za-z][A-Za-z ]*+)"
+    r"(?P<end>:\*\*|\*\*:|:|\*\*)?[ \t]*+$"
+)
+_NUMPY_RULE = re.compile(r"^[ \t]*+-{3,}+[ \t]*+$")
+# One entry: `name (type): text`, also as a Markdown bullet and with the name in backticks.
+_ENTRY = r"(?:[-*\u2022][ \t]++)?`?(?P<name>\*{0,2}+\w[\w-]*+)`?[ \t]*+(?:\((?P<type>[^()\n]*+)\)[ \t]*+)?"
+_GOOGLE_ENTRY = re.compile(rf"^{_ENTRY}:[ \t]*+(?P<text>.*+)$")
+_NUMPY_ENTRY = re.compile(r"^(?P<name>\*{0,2}+\w[\w-]*+)[ \t]*+(?::[ \t]*+(?P<type>.*+))?$")
+# An un-headed parameter line in the prose (`pump_id: which pump`, `- rate - ml/h`): taken only
+# when the name is one of the tool's parameters.
+_BARE_ENTRY = re.compile(rf"^(?P<indent>[ \t]*+){_ENTRY}(?::|[-\u2013\u2014](?=[ \t]))[ \t]*+(?P<text>.*+)$")
+# A reST (`:param x: text`) or epytext (`@param x: text`) field; `:type x:`/`:rtype:` are read and
+# dropped (the type hint says it).
 _REST_FIELD = re.compile(
-    r"^:(?P<kind>param|parameter|arg|argument|returns?|raises?)(?:[ \t]+(?P<name>[^:]+))?:[ \t]*(?P<text>.*)$"
+    r"^[:@](?P<kind>param|parameter|arg|argument|keyword|returns?|raises?|type|rtype)"
+    r"(?:[ \t]++(?P<name>[^:]++))?:[ \t]*+(?P<text>.*+)$"
 )
 
 _SECTION_WORD = re.compile(r"(Args|Returns|Raises):")  # the parser cuts even mid-word
@@ -43,11 +58,14 @@ class Docstring:
     raises: str = ""
 
 
-def parse(text: str) -> Docstring:
-    """Split a docstring into prose, parameter descriptions, and `Returns`/`Raises` text."""
+def parse(text: str, params: Iterable[str] = ()) -> Docstring:
+    """Split a docstring into prose, parameter descriptions, and `Returns`/`Raises` text.
+
+    `params` are the tool's parameter names: a prose line `name: text` (no `Args:` above it)
+    documents that parameter when `name` is one of them, and leaves the prose."""
     lines = inspect.cleandoc(text.expandtabs(4)).split("\n")  # only newlines end a docstring line
     prose: list[str] = []
-    params: dict[str, str] = {}
+    found: dict[str, str] = {}
     returns: list[str] = []
     raises: list[str] = []
     i = 0
@@ -57,43 +75,56 @@ def parse(text: str) -> Docstring:
             prose.append(lines[i])
             i += 1
         elif section in _ARG_SECTIONS:
-            params.update(_entries(body, numpy))
+            found.update(_entries(body, numpy))
         elif section in _RETURN_SECTIONS:
             # NumPy puts the type on a line of its own, the text indented below it.
             returns.append(_join(body[1:] if numpy and len(body) > 1 and _indent(body[1]) else body))
         else:
             raises.extend(f"{name}: {text}" if text else name for name, text in _entries(body, numpy).items())
     prose, rest = _rest_fields(prose)
-    params.update(rest.params)
+    # A parameter documented in a section or a field already keeps a later `name: text` line as prose.
+    prose, bare = _bare_entries(prose, frozenset(params) - found.keys() - rest.params.keys())
     return Docstring(
         prose=_tidy(prose),
-        params={name: text for name, text in params.items() if text},
+        params={name: text for name, text in {**bare, **rest.params, **found}.items() if text},
         returns=" ".join(filter(None, [*returns, rest.returns])),
         raises="; ".join(filter(None, [*raises, rest.raises])),
     )
 
 
+def _header(line: str) -> tuple[str, int] | None:
+    """The section a header line opens (its name, title-cased) and the header's indent."""
+    match = _HEADER.match(line)
+    if match is None:
+        return None
+    bold, end = match.group("bold") is not None, match.group("end") or ""
+    if bold != ("**" in end) or (not end and not match.group("hashes")):
+        return None  # `**Args:` half bold, or a plain word line (only a `#` heading needs no colon)
+    return " ".join(match.group("name").split()).title(), len(match.group("indent"))
+
+
 def _section(lines: list[str], i: int) -> tuple[str | None, bool, list[str], int]:
-    """The section starting at line `i` (Google `Args:` or NumPy `Parameters` + rule): its name,
-    whether it is NumPy style, its body lines dedented, and the index after it; `None` when no
-    parsed section starts here."""
-    google = _GOOGLE_HEADER.match(lines[i])
-    numpy = i + 1 < len(lines) and _NUMPY_RULE.match(lines[i + 1]) and lines[i].strip() in _PARSED
+    """The section starting at line `i` (a header such as `Args:`, or NumPy `Parameters` + rule):
+    its name, whether it is NumPy style, its body lines dedented, and the index after it; `None`
+    when no parsed section starts here. A body is the lines indented below the header, or, when
+    the first line after the header is not indented (`Args:` then `x: text`), its paragraph."""
+    numpy = i + 1 < len(lines) and _NUMPY_RULE.match(lines[i + 1]) and lines[i].strip().title() in _PARSED
+    header = None if numpy else _header(lines[i])
     if numpy:
-        name, indent, start = lines[i].strip(), _indent(lines[i]), i + 2
-    elif google and google.group("name") in _PARSED:
-        name, indent, start = google.group("name"), len(google.group("indent")), i + 1
+        name, indent, start = lines[i].strip().title(), _indent(lines[i]), i + 2
+    elif header is not None and header[0] in _PARSED:
+        (name, indent), start = header, i + 1
     else:
         return None, False, [], i
     end = start
+    if not numpy and start < len(lines) and lines[start].strip() and _indent(lines[start]) <= indent:
+        while end < len(lines) and lines[end].strip() and _header(lines[end]) is None:
+            end += 1  # a flush body: its paragraph
+        return name, False, _dedent(lines[start:end]), end
     while end < len(lines) and (
         not lines[end].strip()
         or _indent(lines[end]) > indent
-        or (
-            numpy
-            and not _GOOGLE_HEADER.match(lines[end])
-            and not (end + 1 < len(lines) and _NUMPY_RULE.match(lines[end + 1]))
-        )
+        or (numpy and _header(lines[end]) is None and not (end + 1 < len(lines) and _NUMPY_RULE.match(lines[end + 1])))
     ):
         end += 1
     return name, bool(numpy), _dedent(lines[start:end]), end
@@ -119,8 +150,30 @@ def _entries(body: list[str], numpy: bool) -> dict[str, str]:
     return {name: " ".join(" ".join(text).split()) for name, text in entries.items()}
 
 
+def _bare_entries(prose: list[str], params: frozenset[str]) -> tuple[list[str], dict[str, str]]:
+    """Un-headed `name: text` lines naming one of `params`, with the lines indented below them,
+    taken out of the prose."""
+    kept: list[str] = []
+    entries: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    depth = 0
+    for line in prose:
+        if current is not None and line.strip() and _indent(line) > depth:
+            current.append(line.strip())
+            continue
+        match = _BARE_ENTRY.match(line) if params else None
+        name = match.group("name").lstrip("*") if match else None
+        if match and name in params and name not in entries:
+            current, depth = entries.setdefault(name, []), len(match.group("indent"))
+            current.append(match.group("text"))
+        else:
+            current = None
+            kept.append(line)
+    return kept, {name: " ".join(" ".join(text).split()) for name, text in entries.items()}
+
+
 def _rest_fields(prose: list[str]) -> tuple[list[str], Docstring]:
-    """reST field lists (`:param name: text`, `:returns: text`) taken out of the prose."""
+    """reST and epytext field lists (`:param name: text`, `@return: text`) taken out of the prose."""
     kept: list[str] = []
     params: dict[str, list[str]] = {}
     returns: list[str] = []
@@ -130,7 +183,9 @@ def _rest_fields(prose: list[str]) -> tuple[list[str], Docstring]:
         match = _REST_FIELD.match(line.strip()) if not line.startswith((" ", "\t")) or current is None else None
         if match:
             kind, name = match.group("kind"), (match.group("name") or "").strip()
-            if kind.startswith("return"):
+            if kind in ("type", "rtype"):
+                current = []  # read, with its continuation lines, and dropped
+            elif kind.startswith("return"):
                 current = returns
             elif kind.startswith("raise"):
                 current = raises

@@ -58,6 +58,7 @@ class ToolPlan:
     docstring: Source
     shared: bool
     fingerprint: Source  # of the description and schema, for the runtime drift guard
+    offered_on: Source | None  # a task-only tool: the probed (split, index) tasks that offer it
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,9 @@ class ModulePlan:
     terminal_tool: Source  # literal wire name or None
     has_terminal_tool: bool
     exports: Source  # the module's `__all__`, a list literal
+    reward_rule: Source  # the snapshot's reward rule: the adapter's `reward=` default
+    reward_summed: bool
+    probed_tasks: Source | None  # the (split, index) tasks capture probed, when a tool is task-only
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
 
 
@@ -132,7 +136,8 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     task_schema = Schema.parse(snapshot.task_schema, "task schema")
     bundle = Bundle(taken=RESERVED_CLASSES | {env_class})
     methods: set[str] = set(RESERVED_METHODS)
-    tools = tuple(_plan_tool(parsed, bundle, methods) for parsed in _parsed_tools(snapshot))
+    probed = tuple((ref.split, ref.index) for ref in snapshot.probed_tasks)
+    tools = tuple(_plan_tool(parsed, bundle, methods, probed) for parsed in _parsed_tools(snapshot))
     bundle.add(ClassName("TaskSpec"), task_schema)
     definitions = bundle.definitions()
     split_names = [split.name for split in snapshot.splits]
@@ -154,6 +159,9 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         has_terminal_tool=snapshot.terminal_tool is not None,
         exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
+        reward_rule=literal(snapshot.reward),
+        reward_summed=snapshot.reward == "summed",
+        probed_tasks=literal(probed) if any(not tool.shared for tool in tools) else None,
     )
 
 
@@ -207,18 +215,21 @@ def _module_summary(snapshot: Snapshot) -> str:
     )
 
 
-def _plan_tool(parsed: tuple[Tool, Schema], bundle: Bundle, methods: set[str]) -> ToolPlan:
+def _plan_tool(
+    parsed: tuple[Tool, Schema], bundle: Bundle, methods: set[str], probed: tuple[tuple[str, int], ...]
+) -> ToolPlan:
     tool, schema = parsed
     method = names.identifier(tool.name, taken=methods)
     methods.add(method)
     root = schema.resolve(schema.root)
     params_class = names.class_name(tool.name, suffix="Params", taken=bundle.taken) if root.properties else None
-    docs = docstrings.parse(tool.description)
+    docs = docstrings.parse(tool.description, params=[wire for wire, _ in root.properties])
     params: tuple[tuple[Param, str], ...] = ()
     if params_class is not None:
         bundle.add(params_class, schema)
         params = _params(root, schema, docs, taken={"self", params_class, *_HINT_NAMES})
     renamed = {param.wire: param.name for param, _ in params if literal(param.name) != param.wire}
+    offered = tuple((ref.split, ref.index) for ref in tool.offered_on)
     return ToolPlan(
         wire=literal(tool.name),
         method=method,
@@ -226,10 +237,21 @@ def _plan_tool(parsed: tuple[Tool, Schema], bundle: Bundle, methods: set[str]) -
         params_class=params_class,
         params=tuple(param for param, _ in params),
         aliases=Source(_aliases_literal(renamed)) if renamed else None,
-        docstring=_tool_docstring(tool.name, docs, params),
+        docstring=_tool_docstring(tool.name, docs, params, None if tool.shared else _offer_note(offered, probed)),
         shared=tool.shared,
         fingerprint=literal(fingerprint(tool.description, tool.input_schema)),
+        offered_on=None if tool.shared else literal(offered),
     )
+
+
+def _offer_note(offered: tuple[tuple[str, int], ...], probed: tuple[tuple[str, int], ...]) -> str:
+    """Which tasks offer a task-only tool, as far as capture probed (split names are server text:
+    they reach the docstring through `safe` and the escaper, like the description)."""
+
+    def tasks(refs: tuple[tuple[str, int], ...]) -> str:
+        return ", ".join(f"{split}[{index}]" for split, index in refs) or "none"
+
+    return f"Offered on some tasks only: {tasks(offered)} of the tasks probed ({tasks(probed)})."
 
 
 def _aliases_literal(renamed: dict[Source, ParamName]) -> str:
@@ -293,8 +315,12 @@ def _humanise(name: str) -> str:
     return words[:1].upper() + words[1:]
 
 
-def _tool_docstring(wire: str, docs: docstrings.Docstring, params: tuple[tuple[Param, str], ...]) -> Source:
+def _tool_docstring(
+    wire: str, docs: docstrings.Docstring, params: tuple[tuple[Param, str], ...], offer: str | None
+) -> Source:
     summary = docstrings.safe(docs.prose) or _sentence(_humanise(wire))
+    if offer:
+        summary += f"\n\n{docstrings.safe(docstrings.one_line(offer))}"
     if docs.raises:
         summary += f"\n\nFails with {docstrings.safe(docs.raises)}"
     lines = summary.split("\n")

@@ -182,7 +182,10 @@ class Project:
         splits = tuple(split.name for split in like.splits)
         probes = max((sum(ref.split == split for ref in like.probed_tasks) for split in splits), default=0)
         secrets = secrets_from_env(like.secret_names)  # the names the snapshot records, from the environment
-        options = CaptureOptions(env=env, name=like.name, splits=splits, tasks="none", probes=probes, secrets=secrets)
+        # The reward rule is the user's declaration, not the server's: the live side keeps OLD's.
+        options = CaptureOptions(
+            env=env, name=like.name, splits=splits, tasks="none", probes=probes, reward=like.reward, secrets=secrets
+        )
         return capture(target, options, progress=progress)
 
     def save(self, captured: Snapshot, out: Path, generate: bool) -> tuple[Path, Written]:

@@ -22,12 +22,14 @@ def json_text(value: Any) -> str:
 
 def structure(node: Node, schema: Schema) -> str | None:
     """A one-line structure text for a value a hint cannot describe (objects with named
-    fields, arrays of them), or None when the hint says it all."""
-    text = _shape(node, schema, 0, frozenset())
+    fields, arrays of them), or None when the hint says it all. Each field carries its own
+    words after its type, `(description; constraints)`, written once per definition: a shape
+    met again (another field of the same model) shows its fields' names and types only."""
+    text = _shape(node, schema, 0, frozenset(), set())
     return text if "{" in text else None
 
 
-def _shape(node: Node, schema: Schema, depth: int, seen: frozenset[str]) -> str:
+def _shape(node: Node, schema: Schema, depth: int, seen: frozenset[str], described: set[str]) -> str:
     if node.ref is not None:
         if node.ref in seen:
             return f"<{node.ref or 'itself'}>"
@@ -36,28 +38,52 @@ def _shape(node: Node, schema: Schema, depth: int, seen: frozenset[str]) -> str:
         return "..."
     branches = schema.branches(node)
     if len(branches) > 1:
-        return " | ".join(dict.fromkeys(_shape(branch, schema, depth + 1, seen) for branch in branches))
-    node = branches[0]
-    if node.enum is not None:
-        return " | ".join(json_text(value) for value in node.enum)
-    if node.properties:
+        return " | ".join(dict.fromkeys(_shape(branch, schema, depth + 1, seen, described) for branch in branches))
+    resolved = branches[0]
+    if resolved.enum is not None:
+        return " | ".join(json_text(value) for value in resolved.enum)
+    if resolved.properties:
         if depth >= _MAX_DEPTH:
             return "{...}"
-        return "{" + ", ".join(_field(name, sub, node, schema, depth, seen) for name, sub in node.properties) + "}"
-    if isinstance(node.additional, Node) and node.additional != Node():
-        return "{string: " + _shape(node.additional, schema, depth + 1, seen) + "}"
-    if node.prefix_items:
-        return "[" + ", ".join(_shape(item, schema, depth + 1, seen) for item in node.prefix_items) + "]"
-    if node.items is not None:
-        return f"[{_shape(node.items, schema, depth + 1, seen)}]"
-    return " | ".join(node.types) if node.types else "any"
+        # The definition's fields are described the first time it is shown; `seen` holds it now.
+        notes = node.ref is None or node.ref not in described
+        if node.ref is not None:
+            described.add(node.ref)
+        fields = (
+            _field(name, sub, resolved, schema, depth, seen, described, notes) for name, sub in resolved.properties
+        )
+        return "{" + ", ".join(fields) + "}"
+    if isinstance(resolved.additional, Node) and resolved.additional != Node():
+        return "{string: " + _shape(resolved.additional, schema, depth + 1, seen, described) + "}"
+    if resolved.prefix_items:
+        return "[" + ", ".join(_shape(item, schema, depth + 1, seen, described) for item in resolved.prefix_items) + "]"
+    if resolved.items is not None:
+        return f"[{_shape(resolved.items, schema, depth + 1, seen, described)}]"
+    return " | ".join(resolved.types) if resolved.types else "any"
 
 
-def _field(name: str, sub: Node, parent: Node, schema: Schema, depth: int, seen: frozenset[str]) -> str:
+def _field(
+    name: str,
+    sub: Node,
+    parent: Node,
+    schema: Schema,
+    depth: int,
+    seen: frozenset[str],
+    described: set[str],
+    notes: bool,
+) -> str:
     optional = "" if name in parent.required else "?"
     resolved = schema.resolve(sub)
     default = f" = {json_text(resolved.default)}" if resolved.has_default else ""
-    return f"{name}{optional}: {_shape(sub, schema, depth + 1, seen)}{default}"
+    first = sub.ref is None or sub.ref not in described  # a definition's own words, the first time only
+    text = f"{name}{optional}: {_shape(sub, schema, depth + 1, seen, described)}{default}"
+    if not notes:
+        return text
+    words = " ".join(((resolved if first else sub).description or "").split())
+    limits = ", ".join(constraints(sub, schema)) if first else ""
+    if words and limits:  # `(City or town. At least 1 character)`, `(Street name; at least 1 character)`
+        words += f" {limits[:1].upper()}{limits[1:]}" if words.endswith((".", "!", "?")) else f"; {limits}"
+    return f"{text} ({words or limits})" if words or limits else text
 
 
 def constraints(node: Node, schema: Schema) -> list[str]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 SUFFIX = ".snapshot.json"
+RewardRule = Literal["outcome", "summed"]
 
 
 class SnapshotError(OrlgenError, ValueError):
@@ -117,6 +118,10 @@ class Snapshot(_Model):
     # Names of the secrets the environment's sessions need (values are never stored); generated
     # adapters forward them from the environment. Left out of the JSON when empty.
     secret_names: list[str] = Field(default_factory=list, exclude_if=lambda names: not names)
+    # How step rewards make the episode's score, as the environment documents it: "outcome" (the
+    # last non-null step reward) or "summed". The user declares it (`--reward`, config `reward`);
+    # generated adapters default to it. Left out of the JSON at the default "outcome".
+    reward: RewardRule = Field("outcome", exclude_if=lambda rule: rule == "outcome")
     splits: list[Split]
     tools: list[Tool]
     terminal_tool: TerminalTool | None

@@ -274,7 +274,7 @@ def test_task_only_tool_with_two_schemas_is_refused(urls):
         capture(urls["ConflictingTaskTool"])
     message = str(caught.value)
     assert "'lookup'" in message
-    assert "train[0]" in message and "train[2]" in message
+    assert "train[0]" in message and "train[1]" in message  # the first two probes: tasks 0 and 1
     assert "\n" not in message
 
 

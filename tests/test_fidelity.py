@@ -21,7 +21,7 @@ def _lost(result: fidelity.Result, binder: str, set_name: str) -> set[tuple[str,
 
 
 def test_every_set_is_measured(result):
-    assert result.tools["examples"] == 20  # echo 2, helpdesk 9 (task-only included), wordgrid 3, icu_sepsis 6
+    assert result.tools["examples"] == 21  # echo 2, helpdesk 9 (task-only included), wordgrid 3, icu_sepsis 7
     assert result.tools["sdk-toolsets"] >= 80  # every tool of every toolset in openreward.toolsets
     assert result.tools["hostile"] == 8
     for kind in fidelity.KINDS:
@@ -134,3 +134,60 @@ def test_prompt_size_is_measured_per_module(result):
     assert set(sizes) == {"raw", "orlgen", "trl"} and all(v > 0 for v in sizes.values())
     assert sizes["orlgen"] <= sizes["raw"]  # issue 11's done-when; true today, kept by the rewrite
     assert len(result.prompt) == sum(1 for _ in fidelity.all_groups())
+
+
+def test_nested_fields_words_limits_and_defaults_are_facts():
+    """A parameter typed by a model: each nested field's description, constraints and default are
+    facts of their own, found only in the part of the description about that field."""
+    from examples.helpdesk import UpdateShippingParams
+
+    facts = {
+        (f.kind, f.path, json.dumps(f.value))
+        for f in fidelity.tool_facts(
+            "s", "g", fidelity.ToolSchema("ship", "", UpdateShippingParams.model_json_schema())
+        )
+        if f.kind.startswith("nested-") and f.path.startswith("address.")
+    }
+    assert (
+        "nested-description",
+        "address.street",
+        json.dumps("House number and street, e.g. '12 Mill Lane'."),
+    ) in facts
+    assert ("nested-constraint", "address.city", '{"minLength": 1}') in facts
+    assert ("nested-description", "address.country", '"Destination country code."') in facts
+    options = {"type": "object", "properties": {"depth": {"type": "integer", "default": 2, "maximum": 9}}}
+    schema = {"type": "object", "properties": {"options": options}}
+    nested = {
+        (f.kind, f.path, json.dumps(f.value))
+        for f in fidelity.tool_facts("s", "g", fidelity.ToolSchema("t", "", schema))
+    }
+    assert {
+        ("nested-default", "options.depth", "2"),
+        ("nested-constraint", "options.depth", '{"maximum": 9}'),
+    } <= nested
+
+
+def test_a_nested_fact_said_about_another_field_is_lost():
+    fact = fidelity.Fact("s", "g", "t", "nested-constraint", "p.a", {"minLength": 1}, ("b",))
+    view = fidelity.View(
+        functions={
+            "t": {
+                "parameters": {
+                    "properties": {
+                        "p": {"type": "object", "description": "{a: string, b: string (at least 1 character)}"}
+                    }
+                }
+            }
+        }
+    )
+    assert fidelity.classify(fact, view).status == "lost"
+    view.functions["t"]["parameters"]["properties"]["p"][
+        "description"
+    ] = "{a: string (at least 1 character), b: string}"
+    assert fidelity.classify(fact, view).status == "text"
+
+
+def test_output_blocks_are_counted_from_what_the_adapter_returns(result):
+    assert result.blocks["text"] == {"sent": 4, "dropped": 0}
+    # The image block is counted; whether it is dropped depends on the runtime's block support.
+    assert result.blocks["image"]["sent"] == 1 and result.blocks["image"]["dropped"] in (0, 1)

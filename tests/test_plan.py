@@ -149,6 +149,65 @@ def test_docstring_styles(text, prose, params, returns):
 
 
 @pytest.mark.parametrize(
+    ("text", "prose", "params", "returns"),
+    [
+        pytest.param(
+            "Set a pump.\n\npump_id: Which pump.\nrate: Rate in ml/h,\n    up to 999.\n\nNote: it stays set.",
+            "Set a pump.\n\nNote: it stays set.",
+            {"pump_id": "Which pump.", "rate": "Rate in ml/h, up to 999."},
+            "",
+            id="un-headed name: text lines",
+        ),
+        pytest.param(
+            "Find.\n\n- `query` (str): What to find.\n- limit - How many.",
+            "Find.",
+            {"query": "What to find.", "limit": "How many."},
+            "",
+            id="un-headed bullets",
+        ),
+        pytest.param(
+            "Find.\nargs:\nquery: What to find.\nlimit: How many.\n\nreturns:\nThe hits.",
+            "Find.",
+            {"query": "What to find.", "limit": "How many."},
+            "The hits.",
+            id="lower-case headers, flush bodies",
+        ),
+        pytest.param(
+            "Find.\n\n## Parameters\n- `query`: What to find.\n\n**Returns:**\n    The hits.",
+            "Find.",
+            {"query": "What to find."},
+            "The hits.",
+            id="markdown headers",
+        ),
+        pytest.param(
+            "Find.\n\nArgs:\n    query: From Args.\n\nquery: A second time.",
+            "Find.\n\nquery: A second time.",
+            {"query": "From Args."},
+            "",
+            id="documented once: the section wins",
+        ),
+        pytest.param(
+            "Find.\n\n:param str query: What to find.\n:type query: str\n@param limit: How many.\n:rtype: list",
+            "Find.",
+            {"query": "What to find.", "limit": "How many."},
+            "",
+            id="reST with types, epytext",
+        ),
+        pytest.param(
+            "Note: limit: applies.\nmode: not a parameter.",
+            "Note: limit: applies.\nmode: not a parameter.",
+            {},
+            "",
+            id="only the tool's parameter names",
+        ),
+    ],
+)
+def test_docstring_shapes_authors_use(text, prose, params, returns):
+    parsed = docstrings.parse(text, params=["query", "limit", "pump_id", "rate"])
+    assert (parsed.prose, parsed.params, parsed.returns) == (prose, params, returns)
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("See Returns: below", "See Returns : below"),
@@ -209,3 +268,34 @@ def test_recursive_shapes_end():
 def test_a_lone_surrogate_in_a_description_renders():
     source_plan = plan(snapshot(tool({"type": "object", "properties": {"a": {"type": "string"}}}, "Odd \ud800 text.")))
     assert "\\ud800" in source_plan.tools[0].docstring
+
+
+def test_nested_fields_carry_their_words_and_limits_once():
+    address = {
+        "type": "object",
+        "description": "A postal address.",
+        "properties": {
+            "street": {"type": "string", "description": "House and street.", "minLength": 1},
+            "city": {"type": "string", "minLength": 1},
+            "zip": {"type": "string", "description": "Postal code", "pattern": "^[0-9]{5}$"},
+            "lines": {"type": "array", "items": {"type": "string"}, "default": []},
+        },
+        "required": ["street", "city", "zip"],
+    }
+    schema = {
+        "type": "object",
+        "$defs": {"Address": address},
+        "properties": {
+            "route": {
+                "type": "object",
+                "properties": {"start": {"$ref": "#/$defs/Address"}, "end": {"$ref": "#/$defs/Address"}},
+            }
+        },
+    }
+    doc = only_tool(schema).docstring
+    assert (
+        "{start?: {street: string (House and street. At least 1 character), city: string (at least 1 character), "
+        "zip: string (Postal code; matching `^[0-9]{5}$`), lines?: [string] = []} (A postal address.), "
+        "end?: {street: string, city: string, zip: string, lines?: [string] = []}}"
+    ) in doc  # the second Address shows its shape only: each field's words once
+    assert doc.count("House and street.") == 1

@@ -88,6 +88,14 @@ AUTHOR: dict[tuple[str, str], dict[str, Any]] = {
         "params": {"tests": "The tests to run.", "note": "Free-text note for the laboratory."},
         "returns": "The results, one per line.",
     },
+    ("icu", "set_pump"): {  # parameters documented as un-headed `name: text` lines, no `Args:`
+        "prose": "Set the rate of one infusion pump. Note: a pump keeps its rate until it is set again.",
+        "params": {
+            "pump_id": "Which pump, 1 to 4 (bed-side first).",
+            "rate": "Infusion rate in ml/h; 0 stops the pump.",
+        },
+        "returns": "",
+    },
     ("icu", "edit"): {
         "prose": "Replace text in one of the patient's chart notes.",
         "params": {

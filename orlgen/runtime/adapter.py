@@ -27,6 +27,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
+from . import offers as _offers
 from . import prefetch as _prefetch
 from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
 from .errors import OrlgenRuntimeError
@@ -127,6 +128,7 @@ class EnvAdapter:
             the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
         reward: what `get_reward()` returns: "outcome" (the last non-null step reward) or
             "summed" (the sum of the non-null step rewards), None when nothing scored the rollout.
+            Default: the rule the snapshot records (`_reward_rule`; "outcome" unless declared).
         prefetch: for GRPOTrainer on slow-setup envs, `num_generations`: the first `reset` of a
             task opens that many sessions together for the group's next resets (see
             `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
@@ -150,6 +152,9 @@ class EnvAdapter:
     _secret_names: ClassVar[tuple[str, ...]] = ()
     _terminal_tool: ClassVar[str | None] = None  # wire name of the env's @terminal tool, if any
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {}  # wire name → (shared, fingerprint)
+    _reward_rule: ClassVar[Aggregate] = "outcome"  # the env's rule, from the snapshot: `reward=`'s default
+    _probed_tasks: ClassVar[tuple[tuple[str, int], ...]] = ()  # the (split, index) tasks capture probed
+    _offered_on: ClassVar[dict[str, tuple[tuple[str, int], ...]]] = {}  # task-only tool → probed tasks offering it
 
     def __init__(
         self,
@@ -160,9 +165,10 @@ class EnvAdapter:
         split: str = "train",
         timeout: float = 600.0,
         on_drift: DriftPolicy = "warn",
-        reward: Aggregate = "outcome",
+        reward: Aggregate | None = None,
         prefetch: int = 0,
     ) -> None:
+        reward = self._reward_rule if reward is None else reward
         if reward not in ("outcome", "summed"):
             raise ValueError(f"reward must be 'outcome' or 'summed', not {reward!r}")
         self._options = {
@@ -262,6 +268,7 @@ class EnvAdapter:
         self._clear_state()
         split = row.get("split") or self._split
         index = int(row["task_index"])
+        self._task = (split, index)
         given = self._secrets if self._secrets is not None else secrets_from_env(self._secret_names)
         secrets = session_secrets(given, self._connection)
         try:
@@ -294,6 +301,8 @@ class EnvAdapter:
 
     def _clear_state(self) -> None:
         self._session: Any = None
+        self._task: tuple[str, int] | None = None  # the rollout's (split, index)
+        self._listed: frozenset[str] | None = None  # the session's tool names, once read
         self.reward: float | None = None
         self.rewards: list[float | None] = []
         self.metadata: list[dict[str, Any] | None] = []
@@ -314,6 +323,9 @@ class EnvAdapter:
                 if self.finished
                 else f"{name} was not run: no episode is running (call reset first)"
             )
+        refused = _offers.refusal(name, self._task, self._offered_on, self._probed_tasks, self._session_tools)
+        if refused is not None:
+            return self._model_error(refused)  # a task-only tool this task does not offer: nothing is sent
         given = {key: value for key, value in arguments.items() if value is not UNSET}
         payload = given
         if params_model is not None:
@@ -335,6 +347,17 @@ class EnvAdapter:
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
         return self._record(output)
+
+    def _session_tools(self) -> frozenset[str] | None:
+        """The session's tool names, read once per rollout (None when they cannot be read)."""
+        if self._listed is None and self._session is not None:
+            session = self._session
+            try:
+                listed = self._connection.run(lambda env: session.list_tools(), self._timeout)
+                self._listed = frozenset(spec.name for spec in listed)
+            except Exception:  # the call itself will meet the same failure, and report it
+                return None
+        return self._listed
 
     def _record(self, output: Any) -> str:
         reward = None if output.reward is None else float(output.reward)
