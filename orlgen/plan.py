@@ -21,11 +21,14 @@ from .runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
 from .runtime.fingerprint import fingerprint
 from .schema import JSON, Dropped, Node, Schema, json_type
 from .snapshot import Snapshot, Tool
+from .sorting import dunder_all_order
 
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
 RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
 # Names method signatures use in their hints: a parameter named like one would shadow it.
 _HINT_NAMES = ("Any", "Literal")
+# Module names a parameter default may use: a parameter of that name would shadow it.
+_DEFAULT_NAMES = ("UNSET",)
 # Module-level names a generated model class may not take.
 RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel", "TaskSpec"})
 
@@ -173,14 +176,10 @@ _EXPORTS = (
 
 
 def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) -> Source:
-    """`__all__`, sorted as ruff sorts it: CONSTANTS, then Classes, then the rest."""
+    """`__all__`, sorted as ruff's RUF022 sorts it (see `orlgen.sorting`)."""
     exported = [env_class, *(tool.params_class for tool in tools if tool.params_class), *_EXPORTS]
     exported += ["submit_final_message"] if terminal else []
-
-    def key(name: str) -> tuple[int, str]:
-        return (0 if name.isupper() else 1 if name[:1].isupper() else 2), name
-
-    return literal(sorted(exported, key=key))
+    return literal(dunder_all_order(exported))
 
 
 def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
@@ -217,7 +216,7 @@ def _plan_tool(parsed: tuple[Tool, Schema], bundle: Bundle, methods: set[str]) -
     params: tuple[tuple[Param, str], ...] = ()
     if params_class is not None:
         bundle.add(params_class, schema)
-        params = _params(root, schema, docs, taken={"self", params_class, *_HINT_NAMES})
+        params = _params(root, schema, docs, taken={"self", params_class, *_HINT_NAMES, *_DEFAULT_NAMES})
     renamed = {param.wire: param.name for param, _ in params if literal(param.name) != param.wire}
     return ToolPlan(
         wire=literal(tool.name),
