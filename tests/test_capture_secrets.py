@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,8 @@ from click.testing import CliRunner
 from conftest import load_module
 from orlgen.cli import main
 from orlgen.serve import ServerProcess
+
+from tests.cli import run_orlgen
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = "tests.judge_env:Judged"
@@ -34,9 +35,7 @@ def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in ("JUDGE_API_KEY", "OPENREWARD_API_KEY")}
     environ.update(OPENREWARD_DISABLE_UPDATE_CHECK="1", PYTHONPATH=str(REPO), **env)
     environ.pop("OPENREWARD_LOG_LEVEL", None)  # the server's default logging: tracebacks and all
-    return subprocess.run(
-        [sys.executable, "-m", "orlgen", *args], capture_output=True, text=True, cwd=REPO, env=environ, timeout=180
-    )
+    return run_orlgen(*args, env=environ)
 
 
 def _files_text(path: Path) -> str:
