@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import docstrings, names, prose
+from . import docstrings, names, prose, recapture
 from .bundle import Bundle
 from .hints import python_hint
 from .names import ClassName, ParamName, PythonIdentifier
@@ -202,7 +202,7 @@ def _module_summary(snapshot: Snapshot) -> str:
     return (
         f"Typed TRL adapter for the ORS environment {snapshot.target.value!r}.\n\n"
         f"Splits: {captured or 'none'}.\n"
-        f"Regenerate with `orlgen generate`; re-capture with `orlgen snapshot {snapshot.target.value}`."
+        f"Regenerate with `orlgen generate`; re-capture with `{recapture.command(snapshot)}`."
     )
 
 

@@ -223,7 +223,8 @@ def test_corrupted_snapshot_is_a_finding_naming_the_file(gen: Path):
     result = orlgen_process("check", gen)
     assert snapshot_problem(result, path).startswith("invalid snapshot: not valid JSON")
     assert "helpdesk.py" not in problems(result.stdout)  # not called an orphan: its snapshot is there
-    assert result.stderr == "1 generated file(s) out of date: run `orlgen generate`\n"
+    assert result.stderr.startswith("1 snapshot(s) invalid: re-capture with `orlgen snapshot`")
+    assert "orlgen generate" not in result.stderr  # which cannot mend a snapshot
 
 
 def test_hand_edited_snapshot_is_a_finding_naming_the_file(gen: Path):
