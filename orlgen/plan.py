@@ -120,8 +120,8 @@ def plan_mixture(name: str, snapshots: list[Snapshot]) -> MixturePlan:
     )
     summary = (
         f"A mixture of ORS environments for one GRPOTrainer: {', '.join(m.module for m in members)}.\n\n"
-        "Import it as a package module (`from generated import " + names.slug(name) + "`): it imports its\n"
-        "members from the same directory. Regenerate with `orlgen generate`."
+        "It imports its members from its own directory, whether imported from a package\n"
+        "(`from generated import " + names.slug(name) + "`) or not. Regenerate with `orlgen generate`."
     )
     return MixturePlan(name=names.slug(name), description=_docstring(summary, indent=""), members=members)
 
