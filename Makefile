@@ -45,7 +45,7 @@ check: install
 	@$(VENV)/bin/orlgen check
 
 # orlgen vs TRL's OpenRewardSpec on loopback ORS servers, the slow-env throughput table included;
-# about 12 minutes; table on stdout, numbers in bench/results*.json (see docs/benchmarks.md).
+# table on stdout, numbers in bench/results*.json (see docs/benchmarks.md).
 bench: install
 	@$(PY) -m bench
 

@@ -277,11 +277,17 @@ def test_unicode_parameter_name_is_kept(generated):
     assert "unnamed" not in json.dumps(register, ensure_ascii=False)
 
 
-def test_camel_case_names(generated):
+def test_names_come_from_the_env_key(generated):
+    """The server reports the key only (`icusepsisenvironment`), so a fresh capture is named from
+    it whether it reached the env by class or by URL (one env, one name); `--name icu_sepsis`, as
+    `generated/` has it, gives the words back."""
     icu = generated["icu"]
-    assert icu.path.name == "icu_sepsis.py"
-    assert icu.env_class.__name__ == "IcuSepsisEnv"
+    assert icu.path.name == "icusepsis.py"
+    assert icu.env_class.__name__ == "IcusepsisEnv"
     assert icu.module.environment_factory is icu.env_class
+    from orlgen.names import class_name
+
+    assert class_name("icu_sepsis", suffix="Env") == "IcuSepsisEnv"
 
 
 @pytest.fixture(scope="module")
