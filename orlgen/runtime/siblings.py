@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import zlib
 from pathlib import Path
 from types import ModuleType
 
@@ -27,7 +28,7 @@ def _sibling(package: str | None, path: Path, name: str) -> ModuleType:
     spec = importlib.util.find_spec(name)  # finds without running anything
     if spec is not None and spec.origin is not None and Path(spec.origin).resolve() == path:
         return importlib.import_module(name)
-    key = f"_orlgen_sibling_{abs(hash(str(path)))}_{name}"
+    key = f"_orlgen_sibling_{zlib.crc32(str(path).encode()):08x}_{name}"  # one module per file
     if key not in sys.modules:
         spec = importlib.util.spec_from_file_location(key, path)
         if spec is None or spec.loader is None:
