@@ -31,8 +31,12 @@ lint: install
 test: lint
 	@$(PY) -m pytest
 
+# `make test` fuzzes from a fixed seed; this from a random one, printed first (replay a run with
+# `ORLGEN_FUZZ_SEED=N make fuzz`).
 fuzz: install
-	@ORLGEN_FUZZ_EXAMPLES=2000 $(PY) -m pytest tests/test_fuzz.py
+	@seed=$${ORLGEN_FUZZ_SEED:-$$($(PY) -c 'import random; print(random.randrange(2**32))')}; \
+	echo "fuzz seed: $$seed (replay: ORLGEN_FUZZ_SEED=$$seed make fuzz)"; \
+	ORLGEN_FUZZ_SEED=$$seed ORLGEN_FUZZ_EXAMPLES=$${ORLGEN_FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/test_fuzz.py
 
 generate: install
 	@$(VENV)/bin/orlgen generate
@@ -41,7 +45,7 @@ check: install
 	@$(VENV)/bin/orlgen check
 
 # orlgen vs TRL's OpenRewardSpec on loopback ORS servers, the slow-env throughput table included;
-# about 12 minutes; table on stdout, numbers in bench/results*.json (see docs/benchmarks.md).
+# table on stdout, numbers in bench/results*.json (see docs/benchmarks.md).
 bench: install
 	@$(PY) -m bench
 

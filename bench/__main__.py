@@ -7,7 +7,7 @@ run against the same server in the same run, in alternating pairs; each row repo
 of each side and the ratio of medians (orlgen / TRL). Progress goes to stderr, the table to
 stdout, everything (samples included) to bench/results.json.
 
-    python -m bench            # the full run, 3-5 minutes on 2 cores, plus the slow env (~7.5 min)
+    python -m bench            # the full run, the slow env included
     python -m bench --quick    # fewer repetitions, for trying the bench itself
     python -m bench --slow-env-only --quick   # only the slow-env scenario, shorter delays: < 2 min
 """

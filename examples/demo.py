@@ -1,9 +1,14 @@
 """`make demo`: the whole orlgen loop on the bundled echo environment, offline.
 
-1. serve `examples.echo:Echo` on a loopback port (a real ORS server in a child process);
-2. `orlgen snapshot <its URL> --out build/demo` (capture, snapshot, generate);
-3. import the generated module and play one scripted rollout through its adapter:
-   the tools the model would see, the prompt, the tool call, the reward.
+1. `orlgen snapshot examples.echo:Echo --out build/demo`: serve the class on a loopback port for
+   the capture, write its snapshot and generate its module;
+2. import the generated module and play one scripted rollout through its adapter, built with no
+   arguments: it serves `examples.echo:Echo` itself, on another loopback port, for as long as this
+   process runs. The tools the model would see, the prompt, the tool call, the reward.
+
+`build/demo` is the demo's own scratch directory, emptied at the start, so the demo runs the same
+any number of times in a row, and after an interrupted run. `python examples/demo.py DIR` writes
+to DIR instead.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,25 +25,23 @@ os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from orlgen.serve import ServerProcess  # noqa: E402
-
-OUT = REPO / "build" / "demo"
+TARGET = "examples.echo:Echo"
 
 
-def main() -> None:
-    with ServerProcess("examples.echo:Echo") as server:
-        print(f"1. echo environment served at {server.url}")
-        command = [sys.executable, "-m", "orlgen", "snapshot", server.url, "--out", str(OUT)]
-        print(f"2. $ orlgen snapshot {server.url} --out {OUT.relative_to(REPO)}")
-        subprocess.run(command, check=True, cwd=REPO)
-        module = _load(OUT / "echo.py")
-        play_one_rollout(module)
+def main(out: Path) -> None:
+    shutil.rmtree(out, ignore_errors=True)
+    shown = out.relative_to(REPO) if out.is_relative_to(REPO) else out
+    print(f"1. $ orlgen snapshot {TARGET} --out {shown}")
+    command = [sys.executable, "-m", "orlgen", "snapshot", TARGET, "--out", str(out)]
+    subprocess.run(command, check=True, cwd=REPO)
+    play_one_rollout(_load(out / "echo.py"))
 
 
 def play_one_rollout(module) -> None:
     from transformers.utils import get_json_schema
 
-    env = module.EchoEnv()  # zero arguments: the snapshot knows the target
+    env = module.EchoEnv()  # zero arguments: a module:Class target is served by this process
+    print(f"2. EchoEnv() serves {module.TARGET.value} at {env._connection.url}")
     print("3. tools the model sees (transformers.utils.get_json_schema on the generated methods):")
     for name in module.TOOLS:
         schema = get_json_schema(getattr(env, name))["function"]
@@ -57,4 +61,4 @@ def _load(path: Path):
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else REPO / "build" / "demo")

@@ -8,9 +8,8 @@ the dataset and the reward come from a checked-in module (`generated/<env>.py`, 
 Usage (run from the project root, which holds `generated/`):
 
 ```sh
-# A served environment, a small model, one GPU.
-python -m orlgen.serve examples.helpdesk:Helpdesk 8080 &
-python examples/train_grpo.py --module generated.helpdesk --base-url http://127.0.0.1:8080
+# A small model, one GPU; the module:Class env is served by the adapters themselves.
+python examples/train_grpo.py --module generated.helpdesk
 
 # Colocated vLLM, several GPUs.
 accelerate launch --num_processes 4 examples/train_grpo.py --model Qwen/Qwen3-4B --use-vllm --vllm-mode colocate
@@ -24,11 +23,13 @@ CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 examples/train_grpo
 python examples/train_grpo.py --module generated.support_mix --counts echo=8,helpdesk=56 \
     --base-url echo=http://127.0.0.1:8765 --base-url helpdesk=http://127.0.0.1:8080
 
-# Smoke run, offline, on CPU: a tiny random Qwen3 built in-process (tests/tiny_model.py).
+# Smoke run, offline, on CPU: a tiny random Qwen3 built in-process (tests/tiny_model.py, in a
+# source checkout of orlgen: run from its root).
 python examples/train_grpo.py --module generated.echo --base-url http://127.0.0.1:8765 --tiny --max-steps 1
 ```
 
-Without `--base-url`, an adapter reaches `ORLGEN_<NAME>_URL`, else the target in its snapshot.
+Without `--base-url`, an adapter reaches `ORLGEN_<NAME>_URL`, else the target in its snapshot
+(a `module:Class` target: served by the process itself).
 Besides TRL's metrics, every step logs orlgen's scoring coverage (`orlgen/scored_fraction`,
 `orlgen/env_errors`, `orlgen/unfinished`, ...); rollouts the environment failed are unscored unless
 `--env-error-reward` is given. At the end the model is saved to `--output-dir` (not with `--tiny`) and
@@ -240,7 +241,12 @@ def train(args: argparse.Namespace, module) -> None:
     if args.tiny:
         import torch
 
-        from tests.tiny_model import tiny_qwen3_dir
+        try:
+            from tests.tiny_model import tiny_qwen3_dir
+        except ImportError:  # the tiny model is a test helper of the source checkout, not packaged
+            raise SystemExit(
+                "train_grpo: error: --tiny needs orlgen's source checkout (tests/tiny_model.py): run from its root"
+            ) from None
 
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
         torch.set_num_threads(1)  # a model this small runs faster on one thread

@@ -3,7 +3,7 @@
 """Typed TRL adapter for the ORS environment 'examples.icu_sepsis:IcuSepsisEnvironment'.
 
 Splits: train (6 tasks, all captured).
-Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.icu_sepsis:IcuSepsisEnvironment`.
+Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.icu_sepsis:IcuSepsisEnvironment --name icu_sepsis`.
 """
 
 from __future__ import annotations

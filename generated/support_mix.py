@@ -2,8 +2,8 @@
 # Models by datamodel-code-generator 0.89.0, formatted by black 26.10.1.
 """A mixture of ORS environments for one GRPOTrainer: echo, helpdesk.
 
-Import it as a package module (`from generated import support_mix`): it imports its
-members from the same directory. Regenerate with `orlgen generate`.
+It imports its members from its own directory, whether imported from a package
+(`from generated import support_mix`) or not. Regenerate with `orlgen generate`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from orlgen.runtime import mix
+from orlgen.runtime.siblings import siblings
 
-from . import echo, helpdesk
+# The member modules next to this file, in a package or not (see orlgen.runtime.siblings).
+echo, helpdesk = siblings(__package__, __file__, "echo", "helpdesk")
 
 environments = {
     "echo": echo.EchoEnv,

@@ -3,7 +3,7 @@
 """Typed TRL adapter for the ORS environment 'examples.wordgrid:WordGrid'.
 
 Splits: test (4 tasks, all captured), train (8 tasks, all captured).
-Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.wordgrid:WordGrid`.
+Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.wordgrid:WordGrid --name word_grid`.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from . import names
 from .errors import OrlgenError
+from .identity import default_name
 from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
 from .schema import infer_task_schema
 from .snapshot import RewardRule, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
@@ -110,7 +111,8 @@ def summary(snapshot: Snapshot) -> str:
         f"{split.name} {len(snapshot.tasks[split.name].tasks) if split.name in snapshot.tasks else 0}/{split.num_tasks}"
         for split in snapshot.splits
     )
-    return f"{len(snapshot.tools)} tools; tasks stored: {splits or 'no splits'}"
+    tools = len(snapshot.tools)
+    return f"{tools} tool{'s' * (tools != 1)}; tasks stored: {splits or 'no splits'}"
 
 
 @contextmanager
@@ -257,7 +259,7 @@ class _Capture:
         tools = [_tool(spec, shared=True, offered_on=[]) for spec in shared.values()]
         tools += [_tool(spec, shared=False, offered_on=refs) for spec, refs in task_only.values()]
         return Snapshot(
-            name=self.options.name or self._default_name(),
+            name=self.options.name or default_name(self.target),
             target=self.target,
             secret_names=sorted(self.options.secrets),
             reward=self.options.reward,
@@ -272,12 +274,6 @@ class _Capture:
             tasks=tasks,
             task_schema=infer_task_schema(specs),
         ).canonical()
-
-    def _default_name(self) -> str:
-        if self.target.kind == "catalog":
-            return names.slug(self.target.value)
-        # A module target names the class (`IcuSepsisEnvironment`), whose words survive; a URL only its key.
-        return names.env_slug(self.target.value.rsplit(":", 1)[-1] if self.target.kind == "module" else self.target.env)
 
     def _fail(self, message: str) -> CaptureError:
         # Server text in `message` was cut already; the bound here catches names and the like.

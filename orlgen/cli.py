@@ -22,6 +22,7 @@ from .runtime.errors import OrlgenRuntimeError
 
 if TYPE_CHECKING:
     from .capture import CaptureOptions
+    from .check import Drift
     from .diff import Change
     from .project import Project, Written
 
@@ -180,9 +181,24 @@ def check(paths: tuple[Path, ...], cache: bool) -> None:
         if problem.expected is not None or problem.actual is not None:
             sys.stdout.writelines(_diff(problem.path, problem.actual, problem.expected))
     if drift:
-        click.echo(f"{len(drift)} generated file(s) out of date: run `orlgen generate`", err=True)
+        click.echo(_check_fix(drift), err=True)
         raise SystemExit(1)
     click.echo("generated files are current")
+
+
+def _check_fix(drift: list[Drift]) -> str:
+    """What to run: `generate` re-renders modules, but cannot mend a snapshot that is invalid
+    (edited by hand, cut short): only a capture writes a snapshot."""
+    invalid = sum(problem.cause.startswith("invalid snapshot") for problem in drift)
+    fixes = (
+        [f"{len(drift) - invalid} generated file(s) out of date: run `orlgen generate`"] if invalid < len(drift) else []
+    )
+    if invalid:
+        fixes.append(
+            f"{invalid} snapshot(s) invalid: re-capture with `orlgen snapshot` (the exact command is in the "
+            "module's docstring), or restore the file from version control"
+        )
+    return "; ".join(fixes)
 
 
 @main.command()
@@ -246,31 +262,34 @@ def _capture_one(
 ) -> None:
     from .capture import summary
 
-    captured = project.capture(target, options, progress=_progress)
     if check_only:
-        _print_live_changes(*project.live_changes(out, captured))
+        _print_live_changes(*project.live_check(target, out, options, progress=_progress))
         return
+    captured = project.capture(target, options, progress=_progress, out=out)
     path, written = project.save(captured, out, generate)
     click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path} ({summary(captured)})")
-    _report(written, skip=path)
+    _report(written, skip=path, unchanged=False)  # one line per capture when nothing else changed
 
 
 def _print_live_changes(path: Path, changes: list[Change]) -> None:
     """`snapshot --check`: exit 1 with the classified changes when the live env drifted."""
     from .diff import render
+    from .recapture import command
+    from .snapshot import load
 
     if not changes:
         click.echo(f"{path}: the live environment matches the snapshot")
         return
     sys.stdout.write(render(changes, "text"))
-    click.echo(f"{path}: the live environment drifted ({len(changes)} change(s)): run `orlgen snapshot`", err=True)
+    again = command(load(path))
+    click.echo(f"{path}: the live environment drifted ({len(changes)} change(s)): re-capture with `{again}`", err=True)
     raise SystemExit(1)
 
 
-def _report(written: Written, skip: Path | None = None) -> None:
+def _report(written: Written, skip: Path | None = None, unchanged: bool = True) -> None:
     for found in written.dropped:  # nothing the sanitiser drops goes unsaid
         click.echo(f"orlgen: warning: {found}", err=True)
-    for path in sorted(written.written + written.unchanged):
+    for path in sorted(written.written + (written.unchanged if unchanged else [])):
         if path != skip:
             click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path}")
     for path in written.removed:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import docstrings, names, prose
+from . import docstrings, names, prose, recapture
 from .bundle import Bundle
 from .hints import python_hint
 from .names import ClassName, ParamName, PythonIdentifier
@@ -21,11 +21,14 @@ from .runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
 from .runtime.fingerprint import fingerprint
 from .schema import JSON, Dropped, Node, Schema, json_type
 from .snapshot import Snapshot, Tool
+from .sorting import dunder_all_order
 
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
 RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
 # Names method signatures use in their hints: a parameter named like one would shadow it.
 _HINT_NAMES = ("Any", "Literal")
+# Module names a parameter default may use: a parameter of that name would shadow it.
+_DEFAULT_NAMES = ("UNSET",)
 # Module-level names a generated model class may not take.
 RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel", "TaskSpec"})
 
@@ -121,8 +124,8 @@ def plan_mixture(name: str, snapshots: list[Snapshot]) -> MixturePlan:
     )
     summary = (
         f"A mixture of ORS environments for one GRPOTrainer: {', '.join(m.module for m in members)}.\n\n"
-        "Import it as a package module (`from generated import " + names.slug(name) + "`): it imports its\n"
-        "members from the same directory. Regenerate with `orlgen generate`."
+        "It imports its members from its own directory, whether imported from a package\n"
+        "(`from generated import " + names.slug(name) + "`) or not. Regenerate with `orlgen generate`."
     )
     return MixturePlan(name=names.slug(name), description=_docstring(summary, indent=""), members=members)
 
@@ -181,14 +184,10 @@ _EXPORTS = (
 
 
 def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) -> Source:
-    """`__all__`, sorted as ruff sorts it: CONSTANTS, then Classes, then the rest."""
+    """`__all__`, sorted as ruff's RUF022 sorts it (see `orlgen.sorting`)."""
     exported = [env_class, *(tool.params_class for tool in tools if tool.params_class), *_EXPORTS]
     exported += ["submit_final_message"] if terminal else []
-
-    def key(name: str) -> tuple[int, str]:
-        return (0 if name.isupper() else 1 if name[:1].isupper() else 2), name
-
-    return literal(sorted(exported, key=key))
+    return literal(dunder_all_order(exported))
 
 
 def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
@@ -211,7 +210,7 @@ def _module_summary(snapshot: Snapshot) -> str:
     return (
         f"Typed TRL adapter for the ORS environment {snapshot.target.value!r}.\n\n"
         f"Splits: {captured or 'none'}.\n"
-        f"Regenerate with `orlgen generate`; re-capture with `orlgen snapshot {snapshot.target.value}`."
+        f"Regenerate with `orlgen generate`; re-capture with `{recapture.command(snapshot)}`."
     )
 
 
@@ -227,7 +226,7 @@ def _plan_tool(
     params: tuple[tuple[Param, str], ...] = ()
     if params_class is not None:
         bundle.add(params_class, schema)
-        params = _params(root, schema, docs, taken={"self", params_class, *_HINT_NAMES})
+        params = _params(root, schema, docs, taken={"self", params_class, *_HINT_NAMES, *_DEFAULT_NAMES})
     renamed = {param.wire: param.name for param, _ in params if literal(param.name) != param.wire}
     offered = tuple((ref.split, ref.index) for ref in tool.offered_on)
     return ToolPlan(

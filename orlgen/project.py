@@ -9,21 +9,21 @@ modules for an orphan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import render
+from . import recapture, render
 from .cache import Verdicts, default_directory
-from .capture import CaptureOptions, capture, target_kind
+from .capture import CaptureOptions, capture
 from .check import NOT_REGULAR, Drift, compare, orphans
 from .config import Config, load_config, mixture_members
 from .diff import Change, diff
 from .errors import OrlgenError
 from .files import FileMap, RefusedWrite, check_name, is_regular, remove_files, write_files
+from .identity import same_env, settle_name
 from .plan import dropped_keywords
-from .runtime.connection import secrets_from_env
 from .schema import Dropped
 from .snapshot import SUFFIX, Snapshot, SnapshotError, load
 from .verify import Verifier
@@ -169,24 +169,21 @@ class Project:
     # live: capture, save, compare
     # ---------------------------------------------------------------------------------------
 
-    def capture(self, target: str, options: CaptureOptions, progress: Progress | None = None) -> Snapshot:
+    def capture(
+        self, target: str, options: CaptureOptions, progress: Progress | None = None, out: Path | None = None
+    ) -> Snapshot:
         """Capture `target`; a `--name` that could not name a module is refused before any
-        network traffic."""
+        network traffic. With `out`, the capture takes the name its environment has there."""
         if options.name is not None:
             check_name(options.name, "module name")
-        return capture(target, options, progress=progress)
+        captured = capture(target, options, progress=progress)
+        return captured if out is None else settle_name(captured, out, options.name)
 
-    def capture_like(self, target: str, like: Snapshot, progress: Progress | None = None) -> Snapshot:
-        """Capture `target` the way `like` was captured, reading only what a comparison needs."""
-        env = like.target.env if target_kind(target) == "url" else None
-        splits = tuple(split.name for split in like.splits)
-        probes = max((sum(ref.split == split for ref in like.probed_tasks) for split in splits), default=0)
-        secrets = secrets_from_env(like.secret_names)  # the names the snapshot records, from the environment
-        # The reward rule is the user's declaration, not the server's: the live side keeps OLD's.
-        options = CaptureOptions(
-            env=env, name=like.name, splits=splits, tasks="none", probes=probes, reward=like.reward, secrets=secrets
-        )
-        return capture(target, options, progress=progress)
+    def capture_like(
+        self, target: str, like: Snapshot, progress: Progress | None = None, secrets: Mapping[str, str] | None = None
+    ) -> Snapshot:
+        """Capture `target` the way `like` was captured (see `orlgen.recapture`)."""
+        return capture(target, recapture.options_like(like, target, secrets), progress=progress)
 
     def save(self, captured: Snapshot, out: Path, generate: bool) -> tuple[Path, Written]:
         """Write a capture's snapshot and (with `generate`) every module of its directory.
@@ -205,13 +202,30 @@ class Project:
             files |= modules
         return path, self.write(Generation(files, dropped=_dropped({path: snapshots[path]})))
 
-    def live_changes(self, out: Path, captured: Snapshot) -> tuple[Path, list[Change]]:
-        """`snapshot --check`: the checked-in snapshot in `out`, and how the live capture
-        differs from it."""
-        path = out / captured.file_name
-        if not path.exists():
-            raise UsageError(f"{path}: no checked-in snapshot to compare with")
-        return path, diff(load(path), captured)
+    def live_check(
+        self, target: str, out: Path, options: CaptureOptions, progress: Progress | None = None
+    ) -> tuple[Path, list[Change]]:
+        """`snapshot --check`: the checked-in snapshot of `target` in `out` (by `--name`, else the
+        one of the same target), and how the live environment, captured the way that snapshot
+        was, differs from it."""
+        path = self._checked_in(target, out, options.name)
+        before = load(path)
+        return path, diff(before, self.capture_like(target, before, progress, options.secrets))
+
+    def _checked_in(self, target: str, out: Path, name: str | None) -> Path:
+        if name is not None:
+            path = out / f"{check_name(name, 'module name')}{SUFFIX}"
+            if not path.exists():
+                raise UsageError(f"{path}: no checked-in snapshot to compare with")
+            return path
+        for path in snapshots_in(out) if out.is_dir() else []:
+            try:
+                recorded = load(path).target.value
+            except SnapshotError:
+                continue
+            if recorded in (target, target.rstrip("/")):
+                return path
+        raise UsageError(f"{out}: no checked-in snapshot of {target!r} to compare with (name it with --name)")
 
     def diff(self, old: Path, against: str, progress: Progress | None = None) -> list[Change]:
         """`diff OLD --against NEW`: every change from a snapshot file to another snapshot file,
@@ -255,7 +269,7 @@ def _refuse_other_env(path: Path, captured: Snapshot) -> None:
     except SnapshotError:
         return  # a broken snapshot of this name is repaired by re-capturing; write_files still
         # refuses a file that is not a snapshot at all
-    if previous != captured.target:
+    if not same_env(previous, captured.target):
         raise RefusedWrite(
             f"{path}: refused to overwrite: it is the snapshot of {previous.value!r} (env {previous.env!r}), "
             f"not of {captured.target.value!r}; choose another --name"

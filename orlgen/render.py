@@ -20,6 +20,7 @@ from . import header
 from .errors import OrlgenError
 from .files import FileMap, RefusedWrite, check_name
 from .models import IMPORT_MARKER, models, with_imports
+from .numeric import allow_numeric_unions
 from .plan import plan, plan_mixture
 from .schema import SchemaError
 from .snapshot import Snapshot
@@ -107,7 +108,7 @@ def render_module(snapshot: Snapshot, templates: Path | None = None) -> str:
         .get_template("module.py.jinja")
         .render(context_version=TEMPLATE_CONTEXT_VERSION, plan=module_plan, imports=IMPORT_MARKER, models=model_classes)
     )
-    body = with_imports(body, imports)
+    body = allow_numeric_unions(with_imports(body, imports))
     return header.write(header.current(snapshot.file_name, snapshot.sha256)) + _format(body)
 
 

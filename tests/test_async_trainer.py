@@ -217,9 +217,10 @@ def test_async_worker_single_env(counting, counting_url, count_file, model_url, 
     assert counts(count_file)["opened"] - before["opened"] >= ROLLOUTS
 
 
-def test_async_worker_mixture(counting, counting_url, count_file, echo, echo_url, model_url, monkeypatch):
+def test_async_worker_mixture(counting, counting_url, count_file, echo, model_url, monkeypatch):
     """Two environments in one run, one reward column per class, each rollout scored by its own
-    class only (the other column is NaN for it)."""
+    class only (the other column is NaN for it). The echo adapter gets no URL: its target is
+    `examples.echo:Echo`, which the spawned worker serves itself (`orlgen.runtime.local`)."""
     import math
 
     from datasets import Dataset
@@ -234,7 +235,7 @@ def test_async_worker_mixture(counting, counting_url, count_file, echo, echo_url
         row.pop("n", None), row.pop("setup_seconds", None)
     factories = {
         "counting": functools.partial(counting.CountingEnv, base_url=counting_url),
-        "echo": functools.partial(echo.EchoEnv, base_url=echo_url),
+        "echo": echo.EchoEnv,
     }
     samples = run_worker(model_url, Dataset.from_list(rows), factories, monkeypatch)
 

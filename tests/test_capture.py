@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -29,9 +28,9 @@ from orlgen.snapshot import TaskRef
 from examples.echo import TARGETS
 from examples.helpdesk import SPLIT_SIZES, Helpdesk
 from tests import support_envs
+from tests.cli import ORLGEN
 
 REPO = Path(__file__).resolve().parent.parent
-ORLGEN = (sys.executable, "-m", "orlgen")  # the interpreter running the tests, with its orlgen
 SUPPORT_ENVS = ("RangeRefused", "LargeIndexed", "ConflictingTaskTool")
 HELPDESK_TOOLS = {
     "list_policies",

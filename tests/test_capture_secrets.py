@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,8 @@ from click.testing import CliRunner
 from conftest import load_module
 from orlgen.cli import main
 from orlgen.serve import ServerProcess
+
+from tests.cli import run_orlgen
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = "tests.judge_env:Judged"
@@ -34,9 +35,7 @@ def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in ("JUDGE_API_KEY", "OPENREWARD_API_KEY")}
     environ.update(OPENREWARD_DISABLE_UPDATE_CHECK="1", PYTHONPATH=str(REPO), **env)
     environ.pop("OPENREWARD_LOG_LEVEL", None)  # the server's default logging: tracebacks and all
-    return subprocess.run(
-        [sys.executable, "-m", "orlgen", *args], capture_output=True, text=True, cwd=REPO, env=environ, timeout=180
-    )
+    return run_orlgen(*args, env=environ)
 
 
 def _files_text(path: Path) -> str:
@@ -189,3 +188,21 @@ def test_api_key_precedence(judged_module, judged_url, monkeypatch, api_key, key
     received = _session_secrets(judged_module, base_url=judged_url, api_key=api_key, secrets=secrets)
     assert received["api_key"] == received["OPENREWARD_API_KEY"] == expected
     assert received["JUDGE_API_KEY"] == KEY
+
+
+def test_snapshot_check_captures_with_the_recorded_secrets(tmp_path):
+    """`snapshot --check` repeats the capture: the secret names the snapshot recorded, read from
+    the environment (its probes fail without them); the module's hint is that exact command."""
+    out = str(tmp_path)
+    assert _run("snapshot", TARGET, "--secret", "JUDGE_API_KEY", "--out", out, JUDGE_API_KEY=KEY).returncode == 0
+    checked = _run("snapshot", TARGET, "--check", "--out", out, JUDGE_API_KEY=KEY)
+    assert checked.returncode == 0, checked.stderr
+    assert "the live environment matches the snapshot" in checked.stdout
+    unset = _run("snapshot", TARGET, "--check", "--out", out)
+    assert unset.returncode == 2
+    assert unset.stderr == (
+        "orlgen: error: judged.snapshot.json was captured with --secret JUDGE_API_KEY: set the environment "
+        "variable JUDGE_API_KEY (or pass --secret JUDGE_API_KEY=VALUE) to capture it the same way\n"
+    )
+    module = (tmp_path / "judged.py").read_text()
+    assert f"re-capture with `orlgen snapshot {TARGET} --secret JUDGE_API_KEY`." in module

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import NamedTuple
 
@@ -20,9 +19,10 @@ from click.testing import CliRunner
 from orlgen import snapshot
 from orlgen.cli import main
 
+from tests.cli import run_orlgen
+
 REPO = Path(__file__).resolve().parent.parent
 GENERATED = REPO / "generated"
-ORLGEN = REPO / ".venv" / "bin" / "orlgen"
 OLD = 946_684_800  # 2000-01-01, an mtime no write can keep
 
 
@@ -34,7 +34,7 @@ class Result(NamedTuple):
 
 def orlgen_process(*args: str | Path, cwd: Path = REPO) -> Result:
     """The installed command in a child process: real exit code, real stdout and stderr."""
-    done = subprocess.run([str(ORLGEN), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120)
+    done = run_orlgen(*args, cwd=cwd, timeout=120)
     return Result(done.returncode, done.stdout, done.stderr)
 
 
@@ -223,7 +223,8 @@ def test_corrupted_snapshot_is_a_finding_naming_the_file(gen: Path):
     result = orlgen_process("check", gen)
     assert snapshot_problem(result, path).startswith("invalid snapshot: not valid JSON")
     assert "helpdesk.py" not in problems(result.stdout)  # not called an orphan: its snapshot is there
-    assert result.stderr == "1 generated file(s) out of date: run `orlgen generate`\n"
+    assert result.stderr.startswith("1 snapshot(s) invalid: re-capture with `orlgen snapshot`")
+    assert "orlgen generate" not in result.stderr  # which cannot mend a snapshot
 
 
 def test_hand_edited_snapshot_is_a_finding_naming_the_file(gen: Path):

@@ -43,19 +43,19 @@ def test_sync_snapshots_and_generates_every_listed_env(tmp_path, monkeypatch, ec
     write_project(
         tmp_path,
         f"[tool.orlgen]\nout = 'gen'\n\n[[tool.orlgen.envs]]\ntarget = '{echo_url}'\nname = 'echo_live'\n"
-        "probes = 2\n\n[[tool.orlgen.envs]]\ntarget = 'examples.echo:Echo'\ntasks = 'none'\n",
+        "probes = 2\n\n[[tool.orlgen.envs]]\ntarget = 'tests.recording_env:Recording'\ntasks = 'none'\n",
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(REPO))
     runner = CliRunner()
     assert runner.invoke(main, ["sync"]).exit_code == 0
     assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == [
-        "echo.py",
-        "echo.snapshot.json",
         "echo_live.py",
         "echo_live.snapshot.json",
+        "recording.py",
+        "recording.snapshot.json",
     ]
-    assert load(tmp_path / "gen" / "echo.snapshot.json").tasks["train"].coverage == "none"
+    assert load(tmp_path / "gen" / "recording.snapshot.json").tasks["train"].coverage == "none"
     assert len(load(tmp_path / "gen" / "echo_live.snapshot.json").probed_tasks) == 2
     assert runner.invoke(main, ["check"]).exit_code == 0  # `check` with no argument uses `out`
 

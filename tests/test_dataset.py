@@ -9,7 +9,7 @@ from conftest import REPO, load_module
 from orlgen.capture import CaptureOptions, capture
 from orlgen.files import write_files
 from orlgen.render import generate
-from orlgen.runtime import ConfigError, DatasetError
+from orlgen.runtime import DatasetError
 from orlgen.runtime.dataset import _runs, build
 
 
@@ -55,10 +55,15 @@ def test_missing_tasks_are_fetched_live(uncaptured_module, recording_module, rec
     assert live.to_list() == captured.to_list()
 
 
-def test_no_address_and_no_tasks_is_a_clear_error(uncaptured_module, monkeypatch):
+def test_no_address_serves_the_module_target_for_live_rows(uncaptured_module, monkeypatch):
+    """A `module:Class` target has no address: the rows come from the class, served locally."""
     monkeypatch.delenv("ORLGEN_RECORDING_URL", raising=False)
-    with pytest.raises(ConfigError, match="pass base_url= or set ORLGEN_RECORDING_URL"):
-        uncaptured_module.build_dataset(num_tasks=2)
+    assert uncaptured_module.build_dataset(num_tasks=2)["task_prompt"] == ["p0", "p1"]
+
+
+def test_more_tasks_than_the_split_has_is_an_error(recording_module):
+    with pytest.raises(DatasetError, match=r"^num_tasks=64, but split 'train' has 6 tasks: pass num_tasks=6 or less"):
+        recording_module.build_dataset(num_tasks=64)
 
 
 def test_address_from_environment_variable(uncaptured_module, recording_url, monkeypatch):

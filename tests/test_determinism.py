@@ -7,16 +7,16 @@ import json
 import os
 import random
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from orlgen import render, snapshot
 from orlgen.snapshot import Snapshot
 
+from tests.cli import run_orlgen
+
 REPO = Path(__file__).resolve().parent.parent
 GENERATED = REPO / "generated"
-ORLGEN = REPO / ".venv" / "bin" / "orlgen"
 NAMES = ("echo", "helpdesk")
 
 USER_FORMATTER_CONFIG = """\
@@ -72,9 +72,7 @@ def reverse_keys(value):
 
 def generate(directory: Path, *, cwd: Path, seed: str, extra_env: dict[str, str] | None = None) -> None:
     env = {**os.environ, "PYTHONHASHSEED": seed, **(extra_env or {})}
-    result = subprocess.run(
-        [str(ORLGEN), "generate", str(directory)], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
-    )
+    result = run_orlgen("generate", directory, cwd=cwd, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
 
 

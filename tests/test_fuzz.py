@@ -3,7 +3,9 @@ side effect, shows every tool to TRL, and renders through TRL's Qwen3 chat templ
 any keyword of the JSON Schema vocabulary or datamodel-code-generator's extensions give such a
 module or a one-line orlgen error.
 
-CI runs `ORLGEN_FUZZ_EXAMPLES` examples (default 40); `make fuzz` runs many more.
+CI runs `ORLGEN_FUZZ_EXAMPLES` examples (default 40) from a fixed seed, so `make test` draws the
+same inputs every run; `make fuzz` runs many more from a random seed `ORLGEN_FUZZ_SEED`, which it
+prints (set it to replay a run).
 """
 
 from __future__ import annotations
@@ -18,11 +20,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 
 import trl
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
 from orlgen.errors import OrlgenError
 from orlgen.render import render_module
@@ -31,6 +32,14 @@ from transformers.utils import get_json_schema
 from transformers.utils.chat_template_utils import render_jinja_template
 
 EXAMPLES = int(os.environ.get("ORLGEN_FUZZ_EXAMPLES", "40"))
+SEED = int(os.environ.get("ORLGEN_FUZZ_SEED", "0"))
+# No example database either: a failure saved by an earlier run would change what this one draws.
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 QWEN3 = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text()
 _modules = itertools.count()
 
@@ -166,9 +175,8 @@ def import_source(source: str, directory: Path):
     return module
 
 
-@settings(
-    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
-)
+@seed(SEED)
+@FUZZ
 @given(tool_list=tools)
 def test_hostile_specs_give_a_working_module(tool_list, tmp_path_factory):
     directory = tmp_path_factory.mktemp("fuzz")
@@ -367,9 +375,8 @@ CANARY_EXAMPLE = [
 ]
 
 
-@settings(
-    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
-)
+@seed(SEED)
+@FUZZ
 @example(tool_list=CANARY_EXAMPLE)
 @given(
     tool_list=st.lists(
@@ -403,12 +410,40 @@ def test_any_keyword_gives_a_working_module_or_a_one_line_error(tool_list, tmp_p
             get_json_schema(fn)
 
 
+# Shapes that once failed a linter, checked on every run: names whose numbers ruff's RUF022 sorts
+# naturally (`v2` before `v10`), and a parameter named as the module's `UNSET`.
+LINT_SHAPES = [
+    [Tool(name=f"get_v{n}_rates", description="Rates.", input_schema=None, shared=True) for n in (10, 2, 1)],
+    [
+        Tool(
+            name="lookup",
+            description="Look up.",
+            input_schema={"type": "object", "properties": {"UNSET": {"type": "string"}, "n": {"type": "integer"}}},
+            shared=True,
+        ),
+        Tool(
+            name="Rates10", description="Rates.", input_schema={"type": "object", "properties": {"x": {}}}, shared=True
+        ),
+        Tool(
+            name="Rates9", description="Rates.", input_schema={"type": "object", "properties": {"x": {}}}, shared=True
+        ),
+    ],
+]
+
+
 def test_fuzzed_modules_pass_ruff_and_mypy(tmp_path):
     """Hostile specs still give modules a reviewer's linters accept: ruff's default rules plus
     import sorting, and mypy, over a batch of fuzzed modules (one run of each, for speed)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # `.example()` outside @given is what is wanted here
-        batch = [tools.example() for _ in range(8)]
+    drawn: list[list[Tool]] = []
+
+    @seed(SEED)
+    @settings(FUZZ, max_examples=8, phases=[Phase.generate])
+    @given(tool_list=tools)
+    def draw(tool_list):
+        drawn.append(tool_list)
+
+    draw()
+    batch = [*LINT_SHAPES, *drawn]
     for i, tool_list in enumerate(batch):
         (tmp_path / f"fuzzed_{i}.py").write_text(render_module(snapshot_of(tool_list)))
     files = sorted(str(path) for path in tmp_path.glob("*.py"))
@@ -416,9 +451,5 @@ def test_fuzzed_modules_pass_ruff_and_mypy(tmp_path):
     linted = subprocess.run(ruff, capture_output=True, text=True, cwd=tmp_path)
     assert linted.returncode == 0, linted.stdout
     mypy = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / ".mypy"), "--follow-imports=silent", *files]
-    env = {
-        **os.environ,
-        "MYPYPATH": str(Path(__file__).resolve().parent.parent),
-    }  # the editable install's finder is no path mypy reads
-    typed = subprocess.run(mypy, capture_output=True, text=True, cwd=tmp_path, env=env)
+    typed = subprocess.run(mypy, capture_output=True, text=True, cwd=tmp_path)  # orlgen found as installed
     assert typed.returncode == 0, typed.stdout

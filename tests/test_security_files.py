@@ -27,6 +27,8 @@ from orlgen.serve import ServerProcess
 from orlgen.snapshot import Snapshot
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, orlgen_process, problems
 
+from tests.cli import ORLGEN
+
 
 @pytest.fixture
 def gen(tmp_path: Path) -> Path:
@@ -285,7 +287,7 @@ def test_ctrl_c_during_a_capture_exits_130_and_writes_nothing(tmp_path: Path, mo
     out = tmp_path / "out"
     with ServerProcess("tests.stalling_env:Stalling") as server:
         process = subprocess.Popen(
-            [str(REPO / ".venv" / "bin" / "orlgen"), "snapshot", server.url, "--out", str(out)],
+            [*ORLGEN, "snapshot", server.url, "--out", str(out)],
             cwd=REPO,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

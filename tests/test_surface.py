@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -284,11 +285,17 @@ def test_unicode_parameter_name_is_kept(generated):
     assert "unnamed" not in json.dumps(register, ensure_ascii=False)
 
 
-def test_camel_case_names(generated):
+def test_names_come_from_the_env_key(generated):
+    """The server reports the key only (`icusepsisenvironment`), so a fresh capture is named from
+    it whether it reached the env by class or by URL (one env, one name); `--name icu_sepsis`, as
+    `generated/` has it, gives the words back."""
     icu = generated["icu"]
-    assert icu.path.name == "icu_sepsis.py"
-    assert icu.env_class.__name__ == "IcuSepsisEnv"
+    assert icu.path.name == "icusepsis.py"
+    assert icu.env_class.__name__ == "IcusepsisEnv"
     assert icu.module.environment_factory is icu.env_class
+    from orlgen.names import class_name
+
+    assert class_name("icu_sepsis", suffix="Env") == "IcuSepsisEnv"
 
 
 @pytest.fixture(scope="module")
@@ -372,17 +379,14 @@ def test_checked_in_modules_pass_ruff_and_mypy(tmp_path):
         *paths,
         cwd=tmp_path,
     )
-    # From the repo root, as its CI would run it: the mixture module imports its members relatively.
-    mypy = _run(
-        sys.executable,
-        "-m",
-        "mypy",
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--explicit-package-bases",
-        "generated",
-        cwd=REPO,
-    )
+    # Plain `mypy generated/` in a project of the user's: no package around the directory (the
+    # mixture finds its members itself), and orlgen found as installed (an editable install is a
+    # path mypy reads), with no MYPYPATH or PYTHONPATH to help.
+    project = tmp_path / "project"
+    shutil.copytree(REPO / "generated", project / "generated", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
+    command = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), "generated/"]
+    mypy = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert (ruff.returncode, mypy.returncode) == (0, 0), ruff.stdout[-2000:] + mypy.stdout[-2000:]
 
 

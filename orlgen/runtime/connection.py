@@ -148,7 +148,8 @@ class Connection:
 
     @classmethod
     def resolve(cls, target: Target, env_var: str, base_url: str | None, api_key: str | None) -> Connection:
-        """Explicit `base_url` first, then the `env_var` environment variable, then the snapshot's target."""
+        """Explicit `base_url` first, then the `env_var` environment variable, then the snapshot's
+        target (a `module:EnvClass` target is served by this process, on first use)."""
         url = base_url or os.environ.get(env_var)
         if url:
             return cls(url=url.rstrip("/"), catalog=None, env=target.env, api_key=api_key)
@@ -156,10 +157,7 @@ class Connection:
             return cls(url=target.value, catalog=None, env=target.env, api_key=api_key)
         if target.kind == "catalog":
             return cls(url=None, catalog=target.value, env=target.env, api_key=api_key)
-        raise ConfigError(
-            f"the snapshot was captured from {target.value!r}, which has no address: "
-            f"pass base_url= or set {env_var}"
-        )
+        return cls(url=_serve_locally(target, env_var), catalog=None, env=target.env, api_key=api_key)
 
     def __repr__(self) -> str:  # never show the API key, nor credentials in the URL
         where = public_url(self.url, mask="***") if self.url else self.catalog
@@ -183,6 +181,20 @@ class Connection:
                 pass
 
         _sdk_loop().submit(with_environment())
+
+
+def _serve_locally(target: Target, env_var: str) -> str:
+    """A `module:EnvClass` target has no address: this process serves the class itself (see
+    `orlgen.runtime.local`), unless it cannot be imported here."""
+    from .local import ServeError, local_url
+
+    try:
+        return local_url(target.value)
+    except ServeError as exc:
+        raise ConfigError(
+            f"cannot serve {target.value!r} in this process ({exc}): make it importable here, "
+            f"or serve it yourself and pass base_url= or set {env_var}"
+        ) from exc
 
 
 class _Loop:

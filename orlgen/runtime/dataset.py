@@ -89,9 +89,14 @@ def build(
     total = spec.num_tasks[split]
     if num_tasks is not None and indices is not None:
         raise DatasetError("pass num_tasks or indices, not both")
-    wanted = (
-        list(indices) if indices is not None else list(range(min(total, total if num_tasks is None else num_tasks)))
-    )
+    if num_tasks is not None and num_tasks > total:
+        # An error, not a warning: a shorter dataset silently changes the run (steps, epochs),
+        # and a warning is lost among a trainer's logs.
+        raise DatasetError(
+            f"num_tasks={num_tasks}, but split {split!r} has {total} task{'s' * (total != 1)}: "
+            f"pass num_tasks={total} or less (or omit it for the whole split)"
+        )
+    wanted = list(indices) if indices is not None else list(range(total if num_tasks is None else num_tasks))
     bad = [i for i in wanted if not 0 <= i < total]
     if bad:
         raise DatasetError(f"task indices {bad[:5]} are out of range for {split!r} ({total} tasks)")

@@ -1,0 +1,58 @@
+"""Messages that say the fix: for a hand-edited snapshot, a concise `sync`, plurals."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from click.testing import CliRunner
+from conftest import REPO
+from orlgen.capture import summary
+from orlgen.cli import main
+from orlgen.snapshot import load
+
+
+def test_a_hand_edited_snapshot_is_to_be_recaptured_not_regenerated(tmp_path):
+    gen = tmp_path / "generated"
+    shutil.copytree(REPO / "generated", gen)
+    path = gen / "echo.snapshot.json"
+    data = json.loads(path.read_text())
+    data["tools"][0]["description"] = "Edited by hand."
+    path.write_text(json.dumps(data))
+    runner = CliRunner()
+    checked = runner.invoke(main, ["check", str(gen)])
+    assert checked.exit_code == 1
+    assert checked.stderr.strip().splitlines() == [
+        "1 snapshot(s) invalid: re-capture with `orlgen snapshot` (the exact command is in the module's "
+        "docstring), or restore the file from version control"
+    ]
+    assert runner.invoke(main, ["generate", str(gen)]).exit_code == 2  # the advice not given: it fails too
+
+
+def test_one_tool_is_one_tool():
+    snapshot = load(REPO / "generated" / "echo.snapshot.json")
+    one = snapshot.model_copy(update={"tools": snapshot.tools[:1]})
+    assert summary(one).startswith("1 tool; ")
+    assert summary(snapshot).startswith("2 tools; ")
+
+
+def test_sync_says_one_line_per_env_when_nothing_changed(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.orlgen]\nout = 'gen'\n\n"
+        + "".join(
+            f"[[tool.orlgen.envs]]\ntarget = '{target}'\n\n"
+            for target in ("examples.echo:Echo", "tests.recording_env:Recording", "tests.counting_env:Counting")
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(REPO))
+    runner = CliRunner()
+    first = runner.invoke(main, ["sync"])
+    assert first.exit_code == 0, first.output
+    assert len(first.stdout.splitlines()) == 6  # each env: its snapshot, its module
+    again = runner.invoke(main, ["sync"])
+    assert [line.split(" ", 2)[:2] for line in again.stdout.splitlines()] == [
+        ["unchanged", "gen/echo.snapshot.json"],
+        ["unchanged", "gen/recording.snapshot.json"],
+        ["unchanged", "gen/counting.snapshot.json"],
+    ]
