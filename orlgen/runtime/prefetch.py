@@ -33,9 +33,7 @@ _runs: dict[Key, int] = {}  # resets of each kept task so far, in this run of it
 _learned: dict[Any, int] = {}  # connection → the length of its last finished run
 
 
-def rows_per_process(
-    num_generations: int, per_device_train_batch_size: int, steps_per_generation: int = 1
-) -> int:
+def rows_per_process(num_generations: int, per_device_train_batch_size: int, steps_per_generation: int = 1) -> int:
     """The most resets of one task in a row one process makes under GRPOTrainer: a group is
     `num_generations` rows, a process's share of a generation batch is
     `per_device_train_batch_size * steps_per_generation` consecutive rows."""
