@@ -96,6 +96,12 @@ def for_env(key: Any) -> Breaker:
         return _breakers[key]
 
 
+def forget() -> None:
+    """Drop every breaker: each env starts closed, with the variables read anew."""
+    with _lock:
+        _breakers.clear()
+
+
 def _after_fork() -> None:
     global _lock
     _lock = threading.Lock()

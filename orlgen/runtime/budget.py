@@ -154,6 +154,13 @@ def release(session: Any) -> None:
         lease[1].release()
 
 
+def forget() -> None:
+    """Drop every budget made so far: the next `reset` of each env reads the budget anew (for a
+    notebook or a test that changes it). Sessions open now keep their slots' accounting."""
+    with _lock:
+        _budgets.clear()
+
+
 def _after_fork() -> None:
     """A forked child starts with no budget and no lease: the parent's sessions are not its."""
     global _lock
