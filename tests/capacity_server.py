@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import urllib.request
 
 
 class Faults:
@@ -93,6 +94,17 @@ async def _answer(send, status: int, body: dict, headers: list | None = None) ->
         }
     )
     await send({"type": "http.response.body", "body": data})
+
+
+def stats(url: str) -> dict:
+    """The server's counts (from a test)."""
+    with urllib.request.urlopen(f"{url}/_stats", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def post(url: str, path: str) -> None:
+    """A control request, e.g. `post(url, "/_fault/down")`."""
+    urllib.request.urlopen(urllib.request.Request(f"{url}{path}", method="POST"), timeout=10).close()
 
 
 def install() -> None:

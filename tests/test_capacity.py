@@ -11,27 +11,18 @@ from __future__ import annotations
 
 import copy
 import gc
-import json
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from orlgen.runtime import breaker, budget
 from orlgen.serve import ServerProcess
 
+from tests.capacity_server import post, stats
+
 ROLLOUTS = 24
 CAPACITY = 4
-
-
-def stats(url):
-    with urllib.request.urlopen(f"{url}/_stats", timeout=10) as response:
-        return json.loads(response.read())
-
-
-def post(url, path):
-    urllib.request.urlopen(urllib.request.Request(f"{url}{path}", method="POST"), timeout=10).close()
 
 
 @pytest.fixture(scope="module")

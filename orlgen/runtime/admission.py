@@ -65,6 +65,7 @@ def open_sessions(
         if isinstance(exc, _NOT_THE_ENVS):
             gate.abandon()
         raise  # an env failure is counted by the adapter's `env_failed`
+    COUNTERS.add("sessions_opened", len(opened))
     for session in opened:
         if slots is not None:
             budget.bind(session, slots)

@@ -106,6 +106,7 @@ class Budget:
         self.slots = slots
         self.run_limit = run_limit
         self.open = 0
+        self.peak = 0  # the most slots ever taken at once
         self._free = threading.Condition()
 
     def acquire(self, timeout: float | None, block: bool = True) -> float:
@@ -121,6 +122,7 @@ class Budget:
                     f"({ENV_VAR}={self.run_limit} for the run)"
                 )
             self.open += 1
+            self.peak = max(self.peak, self.open)
         return time.monotonic() - started
 
     def release(self) -> None:

@@ -1,6 +1,6 @@
 """Process counters that training logs beside the scoring coverage, and their sum across ranks.
 
-Each process counts what its own adapters saw: waits for capacity (a `reset` that waited for a
+Each process counts what its own adapters saw: sessions opened, waits for capacity (a `reset` that waited for a
 budget slot, or whose session was refused as busy and retried) and the seconds they waited,
 rollouts the circuit breaker ended at once, and the latency of every tool call by tool. Counts
 are kept as sums (and counts for means), so that several ranks' numbers add up before anything
@@ -70,8 +70,9 @@ def gather(raw: Raw, accelerator: Any) -> Raw:
 
 
 def runtime_metrics(raw: Mapping[str, float]) -> dict[str, float]:
-    """Logged names from merged counters: capacity waits, breaker rejections, tool latency (ms)."""
+    """Logged names from merged counters: sessions opened, capacity waits, breaker rejections, tool latency (ms)."""
     metrics = {
+        "sessions_opened": raw.get("sessions_opened", 0.0),
         "capacity_waits": raw.get("capacity_waits", 0.0),
         "capacity_wait_s": raw.get("capacity_wait_s", 0.0),
         "breaker_rejections": raw.get("breaker_rejections", 0.0),
