@@ -1,6 +1,7 @@
 """The `orlgen` command: parse arguments, call the project layer, print what it did.
 
-Exit codes: 0 ok; 1 drift found (`check`, `diff`, `snapshot --check`); 2 usage or runtime error,
+Exit codes: 0 ok; 1 drift found (`check`, `diff`, `snapshot --check`) or a budget that cannot
+serve the run (`preflight`); 2 usage or runtime error,
 with one line on stderr; 130 interrupted (Ctrl-C). No pipeline logic lives here: every step is a
 call into `orlgen.project`.
 """
@@ -185,6 +186,36 @@ def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
         breaking = sum(change.breaking for change in changes)
         click.echo(f"{len(changes)} change(s), {breaking} breaking", err=True)
     if any(change.breaking for change in changes):
+        raise SystemExit(1)
+
+
+@main.command()
+@click.option("--trainer", type=click.Choice(["grpo", "async"]), default="grpo", show_default=True)
+@click.option(
+    "--world-size", type=int, default=1, show_default=True, help="Processes (torchrun --nproc_per_node x nodes)."
+)
+@click.option("--per-device-batch", type=int, required=True, help="per_device_train_batch_size.")
+@click.option("--num-generations", type=int, required=True, help="num_generations.")
+@click.option(
+    "--steps-per-generation", type=int, default=1, show_default=True, help="GRPOTrainer's steps_per_generation."
+)
+@click.option("--gradient-accumulation", type=int, default=1, show_default=True, help="gradient_accumulation_steps.")
+@click.option("--prefetch", type=int, default=0, show_default=True, help="The adapter's prefetch= (GRPOTrainer).")
+@click.option(
+    "--max-inflight", type=int, default=None, help="AsyncGRPOTrainer's max_inflight_tasks (default: TRL's auto)."
+)
+@click.option("--max-sessions", type=int, default=None, help="The session budget (default: $ORLGEN_MAX_SESSIONS).")
+def preflight(trainer: Literal["grpo", "async"], max_sessions: int | None, **settings: int) -> None:
+    """Print the peak sessions each process and the run will hold open against the env;
+    exit 1 when the session budget cannot serve the run."""
+    from .preflight import plan, render
+    from .runtime.budget import run_limit
+
+    with failures():
+        limit = max_sessions if max_sessions is not None else run_limit()
+        result = plan(trainer, max_sessions=limit, **settings)
+    sys.stdout.write(render(result))
+    if result.problem:
         raise SystemExit(1)
 
 
