@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from . import names
 from .errors import OrlgenError
+from .runtime import provenance
 from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
 from .schema import infer_task_schema
 from .snapshot import Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
@@ -258,6 +259,7 @@ class _Capture:
             name=self.options.name or self._default_name(),
             target=self.target,
             secret_names=sorted(self.options.secrets),
+            deployment=self._deployment(),
             splits=splits,
             tools=tools,
             terminal_tool=(
@@ -269,6 +271,15 @@ class _Capture:
             tasks=tasks,
             task_schema=infer_task_schema(specs),
         ).canonical()
+
+    def _deployment(self) -> dict[str, str] | None:
+        """What the server says of its deployment (URL and catalog targets; best effort)."""
+        if self.target.kind == "module":  # served here, by this SDK: nothing to learn
+            return None
+        try:
+            return self._call(provenance.live)
+        except Exception:  # an old server without /version: the schema is what matters
+            return None
 
     def _default_name(self) -> str:
         if self.target.kind == "catalog":

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .capture import CaptureOptions
     from .diff import Change
     from .project import Project, Written
+    from .snapshot import Snapshot
 
 Tasks = Literal["all", "none"] | int | None
 
@@ -232,23 +233,39 @@ def _capture_one(
 
     captured = project.capture(target, options, progress=_progress)
     if check_only:
-        _print_live_changes(*project.live_changes(out, captured))
+        path, changes = project.live_changes(out, captured)
+        _print_live_changes(path, changes, _new_deployment(path, captured))
         return
     path, written = project.save(captured, out, generate)
     click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path} ({summary(captured)})")
     _report(written, skip=path)
 
 
-def _print_live_changes(path: Path, changes: list[Change]) -> None:
-    """`snapshot --check`: exit 1 with the classified changes when the live env drifted."""
+def _print_live_changes(path: Path, changes: list[Change], deployment: str | None) -> None:
+    """`snapshot --check`: exit 1 with the classified changes when the live env drifted; a
+    new deployment with the same schema is a note (exit 0)."""
     from .diff import render
 
+    if deployment:
+        click.echo(f"{path}: same schema, new deployment ({deployment})" if not changes else f"{path}: {deployment}")
     if not changes:
-        click.echo(f"{path}: the live environment matches the snapshot")
+        if not deployment:
+            click.echo(f"{path}: the live environment matches the snapshot")
         return
     sys.stdout.write(render(changes, "text"))
     click.echo(f"{path}: the live environment drifted ({len(changes)} change(s)): run `orlgen snapshot`", err=True)
     raise SystemExit(1)
+
+
+def _new_deployment(path: Path, captured: Snapshot) -> str | None:
+    """How the live deployment differs from the one the checked-in snapshot recorded, if it does."""
+    from .runtime.provenance import changed
+    from .snapshot import load
+
+    recorded, now = load(path).deployment, captured.deployment
+    if recorded is None:
+        return None
+    return changed(recorded.model_dump(exclude_none=True), now.model_dump(exclude_none=True) if now else {})
 
 
 def _report(written: Written, skip: Path | None = None) -> None:

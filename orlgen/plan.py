@@ -93,6 +93,7 @@ class ModulePlan:
     has_terminal_tool: bool
     exports: Source  # the module's `__all__`, a list literal
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
+    deployment: Source | None = None  # the captured deployment, for the drift guard, if recorded
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         has_terminal_tool=snapshot.terminal_tool is not None,
         exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
+        deployment=literal(snapshot.deployment.model_dump(exclude_none=True)) if snapshot.deployment else None,
     )
 
 

@@ -154,6 +154,7 @@ class EnvAdapter:
     _secret_names: ClassVar[tuple[str, ...]] = ()
     _terminal_tool: ClassVar[str | None] = None  # wire name of the env's @terminal tool, if any
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {}  # wire name → (shared, fingerprint)
+    _deployment: ClassVar[dict[str, str] | None] = None  # the captured deployment (`runtime.provenance`)
 
     def __init__(
         self,
@@ -388,6 +389,7 @@ class EnvAdapter:
         live = self._connection.run(lambda env: session.list_tools(), self._timeout)
         problems = tool_drift(cls._tool_fingerprints, {spec.name: spec for spec in live})
         if not problems:
+            self._check_deployment()
             return
         message = (
             f"{cls.__name__}: the live environment's tools differ from the snapshot ({'; '.join(problems)}); "
@@ -396,6 +398,23 @@ class EnvAdapter:
         if self._on_drift == "raise":
             raise DriftError(message)
         logger.warning(message)
+
+    def _check_deployment(self) -> None:
+        """Log "same schema, new deployment" when the env's /version differs from the capture's."""
+        cls = type(self)
+        if cls._deployment is None:
+            return
+        from . import provenance
+
+        try:
+            now = self._connection.run(provenance.live, self._timeout)
+        except Exception:  # best effort: the tools matched, which is what training needs
+            return
+        if change := provenance.changed(cls._deployment, now):
+            logger.warning(
+                f"{cls.__name__}: same schema, new deployment of the environment ({change}); "
+                "the tools match the snapshot: `orlgen snapshot` records the new deployment"
+            )
 
 
 def tool_drift(expected: dict[str, tuple[bool, str]], live: dict[str, Any]) -> list[str]:
