@@ -103,15 +103,18 @@ def test_a_busy_env_past_the_timeout_ends_the_rollout_in_one_line_naming_the_kno
     text = late.reset(task_index=0)
     assert time.monotonic() - started < 8.0
     assert late.outcome == "env_error" and late.get_reward() is None
-    assert "session limit" in late.error and budget.ENV_VAR in late.error and "\n" not in late.error
+    assert "session limit" in late.error and "held 1" in late.error and budget.ENV_VAR in late.error
+    assert "\n" not in late.error
     assert text.startswith("Error: the environment failed")
     holder.get_reward()
 
 
 def test_a_slot_comes_back_however_the_rollout_ends(echo_module, faulty, monkeypatch):
-    """Budget 1: each step below can only open a session if the previous owner gave the slot back."""
+    """Budget 1: each step below can only open a session if the previous owner gave the slot back
+    (within 3 s: no slot in time is an error). The env has no limit of its own here: a session
+    the env failed to delete must not hold the budget."""
     monkeypatch.setenv(budget.ENV_VAR, "1")
-    url = faulty(capacity=1)
+    url = faulty()
     make = lambda: echo_module.EchoEnv(base_url=url, timeout=3.0)  # noqa: E731
     env = make()
     env.reset(task_index=0)
@@ -123,6 +126,12 @@ def test_a_slot_comes_back_however_the_rollout_ends(echo_module, faulty, monkeyp
     assert other.outcome == "running", other.error
     del other
     gc.collect()  # collected with an open session
+    env = make()
+    assert not env.reset(task_index=0).startswith("Error"), env.error
+    post(url, "/_fault/down")
+    env.echo(text="hello")  # the env fails mid-rollout
+    assert env.outcome == "env_error"
+    post(url, "/_fault/up")
     env = make()
     assert not env.reset(task_index=0).startswith("Error"), env.error
     env.get_reward()

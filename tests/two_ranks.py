@@ -86,8 +86,8 @@ def main(url: str, out: Path) -> None:
     result = {
         "rank": rank,
         "resets": resets,
-        "share": slots.slots if slots else None,
-        "peak": slots.peak if slots else None,
+        "share": slots.slots,
+        "peak": slots.peak,
         "held": sum(len(adapter._session_slot) for adapter in adapters),
         "logged": trainer.state.log_history[0],
     }

@@ -126,7 +126,8 @@ class EnvAdapter:
             read at each `reset`. A key given here as `api_key` is used when `api_key=` is not.
         split: the split used when a dataset row names none.
         timeout: seconds any one request may take (opening a session includes waiting for the
-            environment's setup); past it the rollout ends as an environment error.
+            environment's setup, for a slot of the session budget and for a busy env: see
+            `orlgen.runtime.admission`); past it the rollout ends as an environment error.
         on_drift: what to do when the first session of the process lists tools that differ from
             the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
         reward: what `get_reward()` returns: "outcome" (the last non-null step reward) or

@@ -48,17 +48,15 @@ def open_sessions(
     deadline = time.monotonic() + timeout
     taken = 0
     try:
-        if slots is not None:
-            waited = slots.acquire(timeout)
-            taken = 1
-            if waited > 0.001:
-                COUNTERS.add("capacity_waits")
-                COUNTERS.add("capacity_wait_s", waited)
-            taken += _take_free(slots, count - 1)
-        width = taken if slots is not None else count
+        waited = slots.acquire(timeout)
+        taken = 1
+        if waited > 0.001:
+            COUNTERS.add("capacity_waits")
+            COUNTERS.add("capacity_wait_s", waited)
+        taken += _take_free(slots, count - 1)
         left = max(0.001, deadline - time.monotonic())
-        holding = (lambda: slots.open) if slots is not None else (lambda: 0)
-        opened = connection.run(lambda env: _open_together(env, open_once, width, left, holding), left + 5.0)
+        holding = lambda: slots.held  # noqa: E731
+        opened = connection.run(lambda env: _open_together(env, open_once, taken, left, holding), left + 5.0)
     except BaseException as exc:
         for _ in range(taken):
             slots.release()
@@ -67,8 +65,7 @@ def open_sessions(
         raise  # an env failure is counted by the adapter's `env_failed`
     COUNTERS.add("sessions_opened", len(opened))
     for session in opened:
-        if slots is not None:
-            budget.bind(session, slots)
+        budget.bind(session, slots)
     for _ in range(taken - len(opened)):  # slots of sessions that did not open
         slots.release()
     gate.succeeded()
@@ -99,6 +96,8 @@ async def _open_together(
     opened, or the first failure when none did."""
     import asyncio
 
+    if count == 1:
+        return [await backoff.open_patiently(lambda: open_once(env), timeout, holding)]
     results = await asyncio.gather(
         *(backoff.open_patiently(lambda: open_once(env), timeout, holding) for _ in range(count)),
         return_exceptions=True,

@@ -100,14 +100,19 @@ def share(limit: int, processes: int, rank: int) -> int:
 
 
 class Budget:
-    """This process's slots for one env: a counting semaphore whose waits are measured."""
+    """This process's slots for one env: a counting semaphore whose waits are measured. With
+    no budget set it has no limit and only counts the sessions open (`open`, `peak`)."""
 
-    def __init__(self, slots: int, run_limit: int) -> None:
+    def __init__(self, slots: int | None, run_limit: int | None) -> None:
         self.slots = slots
         self.run_limit = run_limit
-        self.open = 0
+        self.open = 0  # slots taken: sessions open, and being opened
+        self.held = 0  # sessions open
         self.peak = 0  # the most slots ever taken at once
         self._free = threading.Condition()
+
+    def _has_room(self) -> bool:
+        return self.slots is None or self.open < self.slots
 
     def acquire(self, timeout: float | None, block: bool = True) -> float:
         """Take a slot, waiting at most `timeout` seconds; return the seconds waited.
@@ -115,8 +120,8 @@ class Budget:
         started = time.monotonic()
         with self._free:
             if block:
-                self._free.wait_for(lambda: self.open < self.slots, timeout)
-            if self.open >= self.slots:
+                self._free.wait_for(self._has_room, timeout)
+            if not self._has_room():
                 raise NoSlot(
                     f"all {self.slots} session slots of this process stayed taken for {timeout:g} s "
                     f"({ENV_VAR}={self.run_limit} for the run)"
@@ -131,21 +136,21 @@ class Budget:
             self._free.notify()
 
 
-def for_env(key: Any, adapter_class: type | None) -> Budget | None:
-    """This process's budget for the env `key`, made on first use; None when there is none."""
+def for_env(key: Any, adapter_class: type | None) -> Budget:
+    """This process's budget for the env `key`, made on first use (unlimited when none is set)."""
     with _lock:
-        if key in _budgets:
-            return _budgets[key]
-        limit = run_limit(adapter_class)
-        budget = None if limit is None else Budget(share(limit, *world()), limit)
-        _budgets[key] = budget
-        return budget
+        if key not in _budgets:
+            limit = run_limit(adapter_class)
+            _budgets[key] = Budget(None if limit is None else share(limit, *world()), limit)
+        return _budgets[key]
 
 
 def bind(session: Any, budget: Budget) -> None:
     """`session` holds one slot of `budget` until `release(session)`."""
     with _lock:
         _leases[id(session)] = (session, budget)
+    with budget._free:
+        budget.held += 1
 
 
 def release(session: Any) -> None:
@@ -153,6 +158,8 @@ def release(session: Any) -> None:
     with _lock:
         lease = _leases.pop(id(session), None)
     if lease is not None:
+        with lease[1]._free:
+            lease[1].held -= 1
         lease[1].release()
 
 
