@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from . import names
 from .errors import OrlgenError
 from .identity import default_name
+from .runtime import provenance
 from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
 from .schema import infer_task_schema
 from .snapshot import RewardRule, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
@@ -263,6 +264,7 @@ class _Capture:
             target=self.target,
             secret_names=sorted(self.options.secrets),
             reward=self.options.reward,
+            deployment=self._deployment(),
             splits=splits,
             tools=tools,
             terminal_tool=(
@@ -274,6 +276,15 @@ class _Capture:
             tasks=tasks,
             task_schema=infer_task_schema(specs),
         ).canonical()
+
+    def _deployment(self) -> dict[str, str] | None:
+        """What the server says of its deployment (URL and catalog targets; best effort)."""
+        if self.target.kind == "module":  # served here, by this SDK: nothing to learn
+            return None
+        try:
+            return self._call(provenance.live)
+        except Exception:  # an old server without /version: the schema is what matters
+            return None
 
     def _fail(self, message: str) -> CaptureError:
         # Server text in `message` was cut already; the bound here catches names and the like.

@@ -1,6 +1,7 @@
 """The `orlgen` command: parse arguments, call the project layer, print what it did.
 
-Exit codes: 0 ok; 1 drift found (`check`, `diff`, `snapshot --check`); 2 usage or runtime error,
+Exit codes: 0 ok; 1 drift found (`check`, `diff`, `snapshot --check`) or a budget that cannot
+serve the run (`preflight`); 2 usage or runtime error,
 with one line on stderr; 130 interrupted (Ctrl-C). No pipeline logic lives here: every step is a
 call into `orlgen.project`.
 """
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .check import Drift
     from .diff import Change
     from .project import Project, Written
+    from .snapshot import Snapshot
 
 Tasks = Literal["all", "none"] | int | None
 
@@ -251,6 +253,36 @@ def eval_(subject: str, **options: object) -> None:
         raise SystemExit(code)
 
 
+@main.command()
+@click.option("--trainer", type=click.Choice(["grpo", "async"]), default="grpo", show_default=True)
+@click.option(
+    "--world-size", type=int, default=1, show_default=True, help="Processes (torchrun --nproc_per_node x nodes)."
+)
+@click.option("--per-device-batch", type=int, required=True, help="per_device_train_batch_size.")
+@click.option("--num-generations", type=int, required=True, help="num_generations.")
+@click.option(
+    "--steps-per-generation", type=int, default=1, show_default=True, help="GRPOTrainer's steps_per_generation."
+)
+@click.option("--gradient-accumulation", type=int, default=1, show_default=True, help="gradient_accumulation_steps.")
+@click.option("--prefetch", type=int, default=0, show_default=True, help="The adapter's prefetch= (GRPOTrainer).")
+@click.option(
+    "--max-inflight", type=int, default=None, help="AsyncGRPOTrainer's max_inflight_tasks (default: TRL's auto)."
+)
+@click.option("--max-sessions", type=int, default=None, help="The session budget (default: $ORLGEN_MAX_SESSIONS).")
+def preflight(trainer: Literal["grpo", "async"], max_sessions: int | None, **settings: int) -> None:
+    """Print the peak sessions each process and the run will hold open against the env;
+    exit 1 when the session budget cannot serve the run."""
+    from .preflight import plan, render
+    from .runtime.budget import run_limit
+
+    with failures():
+        limit = max_sessions if max_sessions is not None else run_limit()
+        result = plan(trainer, max_sessions=limit, **settings)
+    sys.stdout.write(render(result))
+    if result.problem:
+        raise SystemExit(1)
+
+
 def _project(paths: Sequence[Path] = ()) -> Project:
     from .project import Project
 
@@ -263,7 +295,8 @@ def _capture_one(
     from .capture import summary
 
     if check_only:
-        _print_live_changes(*project.live_check(target, out, options, progress=_progress))
+        live = project.live_check(target, out, options, progress=_progress)
+        _print_live_changes(live.path, live.changes, _new_deployment(live.before, live.live))
         return
     captured = project.capture(target, options, progress=_progress, out=out)
     path, written = project.save(captured, out, generate)
@@ -271,19 +304,33 @@ def _capture_one(
     _report(written, skip=path, unchanged=False)  # one line per capture when nothing else changed
 
 
-def _print_live_changes(path: Path, changes: list[Change]) -> None:
-    """`snapshot --check`: exit 1 with the classified changes when the live env drifted."""
+def _print_live_changes(path: Path, changes: list[Change], deployment: str | None) -> None:
+    """`snapshot --check`: exit 1 with the classified changes when the live env drifted; a
+    new deployment with the same schema is a note (exit 0)."""
     from .diff import render
     from .recapture import command
     from .snapshot import load
 
+    if deployment:
+        click.echo(f"{path}: same schema, new deployment ({deployment})" if not changes else f"{path}: {deployment}")
     if not changes:
-        click.echo(f"{path}: the live environment matches the snapshot")
+        if not deployment:
+            click.echo(f"{path}: the live environment matches the snapshot")
         return
     sys.stdout.write(render(changes, "text"))
     again = command(load(path))
     click.echo(f"{path}: the live environment drifted ({len(changes)} change(s)): re-capture with `{again}`", err=True)
     raise SystemExit(1)
+
+
+def _new_deployment(recorded: Snapshot, live: Snapshot) -> str | None:
+    """How the live deployment differs from the one the checked-in snapshot recorded, if it does."""
+    from .runtime.provenance import changed
+
+    if recorded.deployment is None:
+        return None
+    now = live.deployment.model_dump(exclude_none=True) if live.deployment else {}
+    return changed(recorded.deployment.model_dump(exclude_none=True), now)
 
 
 def _report(written: Written, skip: Path | None = None, unchanged: bool = True) -> None:

@@ -100,6 +100,7 @@ class ModulePlan:
     reward_summed: bool
     probed_tasks: Source | None  # the (split, index) tasks capture probed, when a tool is task-only
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
+    deployment: Source | None = None  # the captured deployment, for the drift guard, if recorded
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         reward_rule=literal(snapshot.reward),
         reward_summed=snapshot.reward == "summed",
         probed_tasks=literal(probed) if any(not tool.shared for tool in tools) else None,
+        deployment=literal(snapshot.deployment.model_dump(exclude_none=True)) if snapshot.deployment else None,
     )
 
 

@@ -57,6 +57,17 @@ class Written:
 
 
 @dataclass(frozen=True)
+class LiveCheck:
+    """`snapshot --check`'s findings: the checked-in snapshot, the live capture made the same
+    way, and the schema changes between them."""
+
+    path: Path
+    before: Snapshot
+    live: Snapshot
+    changes: list[Change]
+
+
+@dataclass(frozen=True)
 class Project:
     config: Config
 
@@ -204,13 +215,14 @@ class Project:
 
     def live_check(
         self, target: str, out: Path, options: CaptureOptions, progress: Progress | None = None
-    ) -> tuple[Path, list[Change]]:
+    ) -> LiveCheck:
         """`snapshot --check`: the checked-in snapshot of `target` in `out` (by `--name`, else the
         one of the same target), and how the live environment, captured the way that snapshot
         was, differs from it."""
         path = self._checked_in(target, out, options.name)
         before = load(path)
-        return path, diff(before, self.capture_like(target, before, progress, options.secrets))
+        live = self.capture_like(target, before, progress, options.secrets)
+        return LiveCheck(path, before, live, diff(before, live))
 
     def _checked_in(self, target: str, out: Path, name: str | None) -> Path:
         if name is not None:

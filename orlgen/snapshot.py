@@ -111,6 +111,17 @@ class SplitTasks(_Model):
     tasks: list[Task]
 
 
+_TOKEN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$"  # what `orlgen.runtime.provenance` keeps
+
+
+class Deployment(_Model):
+    """Which deployment of the env was captured, as its server reported it at `/version` (see
+    `orlgen.runtime.provenance`): the openreward SDK it runs and its build commit, if set."""
+
+    sdk_version: str | None = Field(default=None, pattern=_TOKEN)
+    build_sha: str | None = Field(default=None, pattern=_TOKEN)
+
+
 class Snapshot(_Model):
     format_version: int = FORMAT_VERSION
     name: str
@@ -122,6 +133,8 @@ class Snapshot(_Model):
     # last non-null step reward) or "summed". The user declares it (`--reward`, config `reward`);
     # generated adapters default to it. Left out of the JSON at the default "outcome".
     reward: RewardRule = Field("outcome", exclude_if=lambda rule: rule == "outcome")
+    # URL and catalog targets only; left out of the JSON when the server reported nothing.
+    deployment: Deployment | None = Field(default=None, exclude_if=lambda found: found is None)
     splits: list[Split]
     tools: list[Tool]
     terminal_tool: TerminalTool | None

@@ -113,7 +113,7 @@ def _cli_env(**extra: str) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------
 
 
-def test_echo_by_url_and_by_module_differ_only_in_target(urls, echo):
+def test_echo_by_url_and_by_module_differ_only_in_target_and_deployment(urls, echo):
     by_url = echo
     by_module = capture("examples.echo:Echo")
 
@@ -121,7 +121,10 @@ def test_echo_by_url_and_by_module_differ_only_in_target(urls, echo):
     assert by_module.target.kind == "module" and by_module.target.value == "examples.echo:Echo"
     assert by_module.target.env == "echo"
     assert by_url.name == by_module.name == "echo"
-    assert by_url.model_dump(exclude={"target", "sha256"}) == by_module.model_dump(exclude={"target", "sha256"})
+    exclude = {"target", "deployment", "sha256"}
+    assert by_url.model_dump(exclude=exclude) == by_module.model_dump(exclude=exclude)
+    # a URL's server reports its deployment (no build SHA here); a module target is served by this SDK
+    assert by_url.deployment.sdk_version and by_url.deployment.build_sha is None and by_module.deployment is None
     # the hash covers the target, so the two snapshots are told apart
     assert by_url.sha256 != by_module.sha256
     # and what was captured is the env's content

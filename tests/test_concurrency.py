@@ -64,6 +64,7 @@ def test_64_concurrent_rollouts(counting, drifted, caplog, monkeypatch):
     assert [r.message.count("differ from the snapshot") for r in caplog.records] == [1]
     # Coverage counted each rollout once.
     assert COVERAGE.drain() == {
+        "rollouts": float(N),
         "scored_fraction": 1.0,
         "env_errors": 0.0,
         "unfinished": 0.0,

@@ -178,6 +178,7 @@ def test_scoring_coverage_and_failure_policy(counting, server):
     rewards = outcome_reward_with(env_error=-1.0)(envs)
     assert rewards == [1.0, None, -1.0, None]
     assert COVERAGE.drain() == {
+        "rollouts": 4.0,
         "scored_fraction": 0.25,
         "env_errors": 1.0,
         "unfinished": 2.0,

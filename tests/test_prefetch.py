@@ -54,11 +54,12 @@ def test_a_cut_group_costs_its_unused_sessions_and_they_are_deleted(counting, se
     env.reset(task_index=0)  # takes a kept one
     assert server.counts()["opened"] == 3
     env.reset(task_index=1)  # the task-0 group is cut: its last kept session is deleted unused
-    assert server.counts()["opened"] == 6
+    # ... and task 0's run was 2 resets long: the next group opens 2, not 3.
+    assert server.counts()["opened"] == 5
     env.get_reward()
     for connection, session in prefetch.drain():  # what the exit hook does with what is left
         _close_slot([session], connection)
-    assert wait_for(lambda: server.counts()["closed"] == server.counts()["opened"] == 6)
+    assert wait_for(lambda: server.counts()["closed"] == server.counts()["opened"] == 5)
 
 
 def test_prefetch_is_off_by_default_and_crosses_processes_as_an_option(counting, server):
@@ -68,3 +69,18 @@ def test_prefetch_is_off_by_default_and_crosses_processes_as_an_option(counting,
     env.reset(task_index=0)
     assert server.counts()["opened"] == 1
     assert pickle.loads(pickle.dumps(counting.CountingEnv(base_url=server.url, prefetch=8)))._prefetch == 8
+
+
+def test_a_process_that_sees_half_of_each_group_learns_to_open_half(counting, server):
+    """Two ranks split a group of 8 into 4 rows each (tests/test_ranks.py measures it): with
+    `prefetch=8` the first group opens 8, and once its run of 4 resets ends the next groups
+    open 4, the rows this process has."""
+    envs = [counting.CountingEnv(base_url=server.url, prefetch=8) for _ in range(4)]
+    for task in (0, 1, 2):
+        for env in envs:
+            env.reset(task_index=task)
+        for env in envs:
+            env.get_reward()
+    assert server.counts()["opened"] == 8 + 4 + 4
+    assert prefetch.rows_per_process(8, 4) == 4 and prefetch.rows_per_process(8, 4, 2) == 8
+    assert prefetch.rows_per_process(2, 4) == 2

@@ -19,18 +19,22 @@ never counts a reward twice (see `orlgen.runtime.scoring`).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from . import offers as _offers
+from . import admission, budget
 from . import prefetch as _prefetch
 from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
 from .errors import OrlgenRuntimeError
+from .metrics import COUNTERS
 
 logger = logging.getLogger("orlgen")
 
@@ -123,7 +127,8 @@ class EnvAdapter:
             read at each `reset`. A key given here as `api_key` is used when `api_key=` is not.
         split: the split used when a dataset row names none.
         timeout: seconds any one request may take (opening a session includes waiting for the
-            environment's setup); past it the rollout ends as an environment error.
+            environment's setup, for a slot of the session budget and for a busy env: see
+            `orlgen.runtime.admission`); past it the rollout ends as an environment error.
         on_drift: what to do when the first session of the process lists tools that differ from
             the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
         reward: what `get_reward()` returns: "outcome" (the last non-null step reward) or
@@ -155,6 +160,7 @@ class EnvAdapter:
     _reward_rule: ClassVar[Aggregate] = "outcome"  # the env's rule, from the snapshot: `reward=`'s default
     _probed_tasks: ClassVar[tuple[tuple[str, int], ...]] = ()  # the (split, index) tasks capture probed
     _offered_on: ClassVar[dict[str, tuple[tuple[str, int], ...]]] = {}  # task-only tool → probed tasks offering it
+    _deployment: ClassVar[dict[str, str] | None] = None  # the captured deployment (`runtime.provenance`)
 
     def __init__(
         self,
@@ -278,24 +284,25 @@ class EnvAdapter:
             prompt = self._connection.run(lambda env: session.get_prompt(), self._timeout)
             self._check_drift(session)
             return _text(prompt)
-        except DriftError:
+        except (DriftError, budget.BudgetError):  # the run's setup is wrong: not the env's failure
             raise
         except Exception as exc:  # any SDK or transport failure is the environment's
             return self._env_failed(f"could not start task {split}[{index}]", exc)
 
     def _open_session(self, split: str, index: int, secrets: dict[str, Any] | None) -> Any:
-        """A new session for the task; with `prefetch`, one of the group opened together."""
+        """A new session for the task, within the env's budget and breaker (`admission`);
+        with `prefetch`, one of the group opened together."""
+        opener = lambda env: _open(env, split, index, secrets)  # noqa: E731
         if self._prefetch < 2:
-            return self._connection.run(lambda env: _open(env, split, index, secrets), self._timeout)
+            return admission.open_sessions(self._connection, type(self), self._timeout, opener)[0]
         key = (self._connection, split, index, repr(sorted((secrets or {}).items())))
         for session in _prefetch.stale(self._connection, key):  # the previous group is over
             _close_slot([session], self._connection, wait=False)
+        _prefetch.counted(key)
         session = _prefetch.take(key)
         if session is None:
-            opening = lambda env: _prefetch.open_group(  # noqa: E731
-                lambda: _open(env, split, index, secrets), self._prefetch
-            )
-            session, spare = self._connection.run(opening, self._timeout)
+            width = _prefetch.width(self._connection, self._prefetch)
+            session, *spare = admission.open_sessions(self._connection, type(self), self._timeout, opener, width)
             _prefetch.keep(key, spare)
         return session
 
@@ -340,12 +347,15 @@ class EnvAdapter:
         from openreward.api.errors import ToolCallError
 
         session = self._session
+        started = time.monotonic()
         try:
             output = self._connection.run(lambda env: session.call_tool(name, payload), self._timeout)
         except ToolCallError as exc:
             return self._model_error(f"{name} was not run ({exc.reason}): {exc.detail}")
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
+        finally:
+            COUNTERS.tool_call(name, time.monotonic() - started)
         return self._record(output)
 
     def _session_tools(self) -> frozenset[str] | None:
@@ -381,6 +391,7 @@ class EnvAdapter:
     def _env_failed(self, what: str, exc: BaseException) -> str:
         """The environment failed: end the rollout, unscored, and tell the model in one line."""
         self.error = f"{what}: {type(exc).__name__}: {exc}".splitlines()[0]
+        admission.env_failed(self._connection, exc)
         self.outcome = "env_error"
         self.finished = True
         self.reward = None
@@ -402,6 +413,7 @@ class EnvAdapter:
         live = self._connection.run(lambda env: session.list_tools(), self._timeout)
         problems = tool_drift(cls._tool_fingerprints, {spec.name: spec for spec in live})
         if not problems:
+            self._check_deployment()
             return
         message = (
             f"{cls.__name__}: the live environment's tools differ from the snapshot ({'; '.join(problems)}); "
@@ -410,6 +422,23 @@ class EnvAdapter:
         if self._on_drift == "raise":
             raise DriftError(message)
         logger.warning(message)
+
+    def _check_deployment(self) -> None:
+        """Log "same schema, new deployment" when the env's /version differs from the capture's."""
+        cls = type(self)
+        if cls._deployment is None:
+            return
+        from . import provenance
+
+        try:
+            now = self._connection.run(provenance.live, self._timeout)
+        except Exception:  # best effort: the tools matched, which is what training needs
+            return
+        if change := provenance.changed(cls._deployment, now):
+            logger.warning(
+                f"{cls.__name__}: same schema, new deployment of the environment ({change}); "
+                "the tools match the snapshot: `orlgen snapshot` records the new deployment"
+            )
 
 
 def tool_drift(expected: dict[str, tuple[bool, str]], live: dict[str, Any]) -> list[str]:
@@ -429,8 +458,19 @@ def tool_drift(expected: dict[str, tuple[bool, str]], live: dict[str, Any]) -> l
 
 async def _open(env: Any, split: str, index: int, secrets: dict[str, str] | None) -> Any:
     session = env.session(split=split, index=index, secrets=secrets)
-    await session.__aenter__()
+    try:
+        await session.__aenter__()
+    except BaseException:  # e.g. refused at /create: delete the id /create_session gave
+        await asyncio.shield(_quietly(session.__aexit__(None, None, None)))
+        raise
     return session
+
+
+async def _quietly(closing: Any) -> None:
+    try:
+        await closing
+    except Exception:
+        pass
 
 
 def _close_slot(slot: list[Any], connection: Connection, wait: bool = True) -> None:
@@ -439,7 +479,7 @@ def _close_slot(slot: list[Any], connection: Connection, wait: bool = True) -> N
     Best effort: the server reaps what we miss after 15 idle minutes."""
     while slot:
         session = slot.pop()
-        close = lambda env, s=session: s.__aexit__(None, None, None)  # noqa: E731
+        close = lambda env, s=session: _deleted(s)  # noqa: E731
         if not wait or threading.current_thread().name == "orlgen-sdk":
             connection.run_nowait(close)
             continue
@@ -447,6 +487,14 @@ def _close_slot(slot: list[Any], connection: Connection, wait: bool = True) -> N
             connection.run(close, timeout=10.0)
         except Exception:
             pass
+
+
+async def _deleted(session: Any) -> None:
+    """Delete the session, then give its budget slot back (once the server no longer counts it)."""
+    try:
+        await session.__aexit__(None, None, None)
+    finally:
+        budget.release(session)
 
 
 def _text(blocks: Any) -> str:

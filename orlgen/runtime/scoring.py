@@ -21,7 +21,9 @@ run of a weak model. Whoever scores a rollout (`get_reward` or a reward function
 scored, how many failed in the environment, how many never finished, and how many tool calls and
 model errors they made; `scoring_callback(trainer)` adds those numbers to TRL's logged metrics
 (`orlgen/scored_fraction`, `orlgen/env_errors`, `orlgen/unfinished`, `orlgen/tool_errors`,
-`orlgen/tool_calls_mean`).
+`orlgen/tool_calls_mean`), with the runtime's counters beside them (`orlgen/capacity_waits`,
+`orlgen/capacity_wait_s`, `orlgen/breaker_rejections`, `orlgen/tool_latency_ms/<tool>`), summed
+over every rank first.
 """
 
 from __future__ import annotations
@@ -61,20 +63,38 @@ class Coverage:
                 self.tool_calls += env.tool_calls
                 self.tool_errors += env.tool_errors
 
-    def drain(self) -> dict[str, float]:
-        """The metrics since the last drain (nothing when no rollout was scored since)."""
+    def take(self) -> dict[str, float]:
+        """The raw counts since the last take (summable across processes), zeroed."""
         with self._lock:
-            if not self.rollouts:
-                return {}
-            metrics = {
-                "scored_fraction": self.scored / self.rollouts,
+            raw = {
+                "rollouts": float(self.rollouts),
+                "scored": float(self.scored),
                 "env_errors": float(self.env_errors),
                 "unfinished": float(self.unfinished),
+                "tool_calls": float(self.tool_calls),
                 "tool_errors": float(self.tool_errors),
-                "tool_calls_mean": self.tool_calls / self.rollouts,
             }
             self._clear()
-            return metrics
+        return raw
+
+    def drain(self) -> dict[str, float]:
+        """The metrics since the last drain (nothing when no rollout was scored since)."""
+        return coverage_metrics(self.take())
+
+
+def coverage_metrics(raw: dict[str, float]) -> dict[str, float]:
+    """Logged coverage from raw counts (one process's, or every rank's summed)."""
+    rollouts = raw.get("rollouts", 0.0)
+    if not rollouts:
+        return {}
+    return {
+        "rollouts": rollouts,
+        "scored_fraction": raw["scored"] / rollouts,
+        "env_errors": raw["env_errors"],
+        "unfinished": raw["unfinished"],
+        "tool_errors": raw["tool_errors"],
+        "tool_calls_mean": raw["tool_calls"] / rollouts,
+    }
 
 
 COVERAGE = Coverage()
@@ -193,9 +213,16 @@ def _warn_no_environments() -> None:
 
 
 def scoring_callback(trainer: Any) -> Any:
-    """A `transformers.TrainerCallback` that puts the scoring coverage into `trainer`'s logged
-    metrics each step: `trainer.add_callback(scoring_callback(trainer))`."""
+    """A `transformers.TrainerCallback` that puts the scoring coverage and orlgen's runtime
+    counters (capacity waits, breaker rejections, tool latency: `orlgen.runtime.metrics`) into
+    `trainer`'s logged metrics each step: `trainer.add_callback(scoring_callback(trainer))`.
+
+    On several ranks every rank's counts are summed first (accelerate's `gather_object`, a
+    collective each rank joins at the same step end, as TRL gathers its tool counts), so the
+    log shows the run's numbers, not rank 0's; the trainer writes the main process's log."""
     from transformers import TrainerCallback
+
+    from .metrics import COUNTERS, gather, runtime_metrics
 
     class ScoringCoverageCallback(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -203,7 +230,13 @@ def scoring_callback(trainer: Any) -> Any:
             metrics = getattr(trainer, "_metrics", None)
             if metrics is None:
                 return
-            for name, value in COVERAGE.drain().items():
+            raw = {f"coverage/{name}": value for name, value in COVERAGE.take().items()} | COUNTERS.take()
+            total = gather(raw, getattr(trainer, "accelerator", None))
+            coverage = {name.removeprefix("coverage/"): v for name, v in total.items() if name.startswith("coverage/")}
+            logged = coverage_metrics(coverage)
+            if logged:  # a step that scored nothing logs nothing, as before
+                logged |= runtime_metrics(total)
+            for name, value in logged.items():
                 metrics["train"][f"orlgen/{name}"].append(value)
 
     return ScoringCoverageCallback()

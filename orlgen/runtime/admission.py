@@ -1,0 +1,108 @@
+"""Opening sessions within what an environment can take: the circuit breaker first, then a slot
+of the session budget, then the opening itself, retried while the env says it is busy.
+
+The adapter calls `open_sessions` to open and `env_failed` when the environment failed a
+rollout; `_close_slot` gives a session's slot back through `budget.release` once the server has
+deleted it. See `budget`, `backoff` and `breaker` for each rule.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from . import backoff, breaker, budget
+from .errors import OrlgenRuntimeError
+from .metrics import COUNTERS
+
+# Failures that say nothing about the env's health: it is busy, or we did not ask it.
+_NOT_THE_ENVS = (backoff.AtCapacity, budget.NoSlot)
+
+
+class CircuitOpen(OrlgenRuntimeError):
+    """The breaker ended the rollout before asking the environment."""
+
+
+def env_key(connection: Any) -> tuple[str | None, str]:
+    """One environment, whichever API key or options reach it."""
+    return (connection.url or connection.catalog, connection.env)
+
+
+def open_sessions(
+    connection: Any,
+    adapter_class: type,
+    timeout: float,
+    open_once: Callable[[Any], Awaitable[Any]],
+    count: int = 1,
+) -> list[Any]:
+    """Open up to `count` sessions together (at least one, or raise): the first waits for a
+    budget slot, the others take only slots free right now. Each session holds its slot."""
+    key = env_key(connection)
+    gate = breaker.for_env(key)
+    refusal = gate.admit()
+    if refusal is not None:
+        COUNTERS.add("breaker_rejections")
+        raise CircuitOpen(refusal)
+    slots = budget.for_env(key, adapter_class)
+    deadline = time.monotonic() + timeout
+    taken = 0
+    try:
+        waited = slots.acquire(timeout)
+        taken = 1
+        if waited > 0.001:
+            COUNTERS.add("capacity_waits")
+            COUNTERS.add("capacity_wait_s", waited)
+        taken += _take_free(slots, count - 1)
+        left = max(0.001, deadline - time.monotonic())
+        holding = lambda: slots.held  # noqa: E731
+        opened = connection.run(lambda env: _open_together(env, open_once, taken, left, holding), left + 5.0)
+    except BaseException as exc:
+        for _ in range(taken):
+            slots.release()
+        if isinstance(exc, _NOT_THE_ENVS):
+            gate.abandon()
+        raise  # an env failure is counted by the adapter's `env_failed`
+    COUNTERS.add("sessions_opened", len(opened))
+    for session in opened:
+        budget.bind(session, slots)
+    for _ in range(taken - len(opened)):  # slots of sessions that did not open
+        slots.release()
+    gate.succeeded()
+    return opened
+
+
+def env_failed(connection: Any, exc: BaseException) -> None:
+    """A rollout's environment failed after its session opened: the breaker counts it."""
+    if not isinstance(exc, (*_NOT_THE_ENVS, CircuitOpen)):
+        breaker.for_env(env_key(connection)).failed()
+
+
+def _take_free(slots: budget.Budget, wanted: int) -> int:
+    got = 0
+    for _ in range(max(0, wanted)):
+        try:
+            slots.acquire(0, block=False)
+        except budget.NoSlot:
+            break
+        got += 1
+    return got
+
+
+async def _open_together(
+    env: Any, open_once: Callable[[Any], Awaitable[Any]], count: int, timeout: float, holding: Callable[[], int]
+) -> list[Any]:
+    """`count` sessions opened at once, each retried while the env is busy; the ones that
+    opened, or the first failure when none did."""
+    import asyncio
+
+    if count == 1:
+        return [await backoff.open_patiently(lambda: open_once(env), timeout, holding)]
+    results = await asyncio.gather(
+        *(backoff.open_patiently(lambda: open_once(env), timeout, holding) for _ in range(count)),
+        return_exceptions=True,
+    )
+    opened = [result for result in results if not isinstance(result, BaseException)]
+    if not opened:
+        raise next(result for result in results if isinstance(result, BaseException))
+    return opened

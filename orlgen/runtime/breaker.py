@@ -1,0 +1,111 @@
+"""A circuit breaker per environment: stop asking an env that fails every request.
+
+Without one, a down or flapping env makes every rollout of every batch wait for its own failure
+(a refused connection takes the SDK seconds to give up; a hung server takes the whole
+`timeout`). The breaker counts the env's failures in a row, per process:
+
+- closed: requests go through. `ORLGEN_BREAKER_FAILURES` (default 5) environment failures in a
+  row, with no success between, open it.
+- open: a `reset` ends its rollout at once, unscored, with one line saying why and when the next
+  try is; no request is sent. After `ORLGEN_BREAKER_COOLDOWN` seconds (default 30) it is
+  half-open.
+- half-open: the next `reset` is the probe and goes through; the others still end at once while
+  it runs. A probe that succeeds (its session opens and its prompt is read) closes the breaker;
+  one that fails opens it for twice the last cool-down (at most 10 minutes).
+
+What counts as a failure: an error the environment caused (unreachable, timed out, a 5xx, 402,
+a crashed tool). A busy env (429 past the deadline) or a model's bad arguments are no failure.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+FAILURES_VAR = "ORLGEN_BREAKER_FAILURES"
+COOLDOWN_VAR = "ORLGEN_BREAKER_COOLDOWN"
+MAX_COOLDOWN = 600.0
+
+
+class Breaker:
+    def __init__(self, failures: int, cooldown: float) -> None:
+        self.threshold = failures
+        self.base_cooldown = self.cooldown = cooldown
+        self.failures = 0  # in a row
+        self.opened_at: float | None = None  # None: closed
+        self.probing = False
+        self._lock = threading.Lock()
+
+    def admit(self) -> str | None:
+        """None when a request may go (the caller reports the outcome); else why not, in one line."""
+        with self._lock:
+            if self.opened_at is None:
+                return None
+            left = self.opened_at + self.cooldown - time.monotonic()
+            if left <= 0 and not self.probing:
+                self.probing = True  # half-open: this caller is the probe
+                return None
+            when = "a probe is running" if left <= 0 else f"next try in {left:.0f} s"
+            return (
+                f"circuit open: the last {self.failures} requests to this environment failed; "
+                f"rollouts end at once until it answers again ({when})"
+            )
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self.failures = 0
+            self.opened_at = None
+            self.probing = False
+            self.cooldown = self.base_cooldown
+
+    def failed(self) -> None:
+        with self._lock:
+            self.failures += 1
+            if self.probing:  # the probe failed: open again, for longer
+                self.probing = False
+                self.cooldown = min(MAX_COOLDOWN, self.cooldown * 2)
+                self.opened_at = time.monotonic()
+            elif self.opened_at is None and self.failures >= self.threshold:
+                self.opened_at = time.monotonic()
+
+    def abandon(self) -> None:
+        """The caller asked nothing of the env after all (no budget slot came free): if it was
+        the probe, the next caller is."""
+        with self._lock:
+            self.probing = False
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            return "closed" if self.opened_at is None else "half-open" if self.probing else "open"
+
+
+_lock = threading.Lock()
+_breakers: dict[Any, Breaker] = {}
+
+
+def for_env(key: Any) -> Breaker:
+    """This process's breaker for the env `key`, made on first use from the two variables."""
+    with _lock:
+        if key not in _breakers:
+            failures = int(os.environ.get(FAILURES_VAR) or 5)
+            cooldown = float(os.environ.get(COOLDOWN_VAR) or 30.0)
+            _breakers[key] = Breaker(max(1, failures), max(0.0, cooldown))
+        return _breakers[key]
+
+
+def forget() -> None:
+    """Drop every breaker: each env starts closed, with the variables read anew."""
+    with _lock:
+        _breakers.clear()
+
+
+def _after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()
+    _breakers.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork)

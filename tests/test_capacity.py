@@ -1,0 +1,213 @@
+"""Environments with a capacity, an unfunded account and a flapping server (`tests/capacity_server.py`,
+a fault-injecting middleware on the real SDK server), driven through the checked-in echo module
+the way AsyncGRPOTrainer's worker drives it: each rollout on its own thread, all at once.
+
+What must hold: with no budget, rollouts past the env's limit wait for it instead of failing;
+with `ORLGEN_MAX_SESSIONS` at the limit the env refuses nothing; a slot comes back however a
+rollout ends; 402 says what it means; the breaker stops asking a dead env and recovers by a probe.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from orlgen.runtime import breaker, budget
+from orlgen.serve import ServerProcess
+
+from tests.capacity_server import post, stats
+
+ROLLOUTS = 24
+CAPACITY = 4
+
+
+@pytest.fixture(scope="module")
+def faulty_url():
+    with ServerProcess("examples.echo:Echo", entry="tests.capacity_server") as server:
+        yield server.url
+
+
+@pytest.fixture
+def faulty(faulty_url):
+    """The faulty server with the given faults (`capacity=N`, `payment`, `down`), counts at zero,
+    and this process's budgets and breakers made anew."""
+
+    def start(capacity=None, payment=False):
+        post(faulty_url, "/_fault/clear")
+        if capacity is not None:
+            post(faulty_url, f"/_fault/capacity?n={capacity}")
+        if payment:
+            post(faulty_url, "/_fault/payment")
+        return faulty_url
+
+    budget.forget()
+    breaker.forget()
+    yield start
+    post(faulty_url, "/_fault/clear")
+    budget.forget()
+    breaker.forget()
+
+
+def wait_for(predicate, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not predicate():
+        time.sleep(0.05)
+    return predicate()
+
+
+def rollout(env, index, barrier):
+    barrier.wait()  # all start together, as a batch does
+    env.reset(task_index=0)
+    time.sleep(0.2)  # the model generating: the session stays open meanwhile
+    env.echo(text="hello")
+    return env.get_reward(), env.error
+
+
+def play(echo_module, url, **options):
+    envs = [echo_module.EchoEnv(base_url=url, **options) for _ in range(ROLLOUTS)]
+    barrier = threading.Barrier(ROLLOUTS)
+    with ThreadPoolExecutor(ROLLOUTS) as pool:
+        return list(pool.map(rollout, envs, range(ROLLOUTS), [barrier] * ROLLOUTS))
+
+
+def test_without_a_budget_rollouts_wait_for_a_busy_env_and_all_score(echo_module, faulty):
+    url = faulty(capacity=CAPACITY)
+    results = play(echo_module, url)
+    assert [reward for reward, _ in results] == [1.0] * ROLLOUTS, [error for _, error in results if error]
+    seen = stats(url)
+    assert seen["refused"] > 0  # they did ask past the limit, and were told to wait
+    assert seen["max_open"] <= CAPACITY
+    assert wait_for(lambda: stats(url)["open"] == 0)  # every session deleted
+
+
+def test_with_the_budget_at_the_limit_the_env_refuses_nothing(echo_module, faulty, monkeypatch):
+    monkeypatch.setenv(budget.ENV_VAR, str(CAPACITY))
+    url = faulty(capacity=CAPACITY)
+    results = play(echo_module, url)
+    assert [reward for reward, _ in results] == [1.0] * ROLLOUTS
+    seen = stats(url)
+    assert seen["refused"] == 0 and seen["max_open"] == CAPACITY and seen["created"] == ROLLOUTS
+    assert wait_for(lambda: stats(url)["open"] == 0)
+
+
+def test_a_busy_env_past_the_timeout_ends_the_rollout_in_one_line_naming_the_knob(echo_module, faulty):
+    url = faulty(capacity=1)
+    holder = echo_module.EchoEnv(base_url=url)
+    holder.reset(task_index=0)
+    late = echo_module.EchoEnv(base_url=url, timeout=2.0)
+    started = time.monotonic()
+    text = late.reset(task_index=0)
+    assert time.monotonic() - started < 8.0
+    assert late.outcome == "env_error" and late.get_reward() is None
+    assert "session limit" in late.error and "held 1" in late.error and budget.ENV_VAR in late.error
+    assert "\n" not in late.error
+    assert text.startswith("Error: the environment failed")
+    holder.get_reward()
+
+
+def test_a_slot_comes_back_however_the_rollout_ends(echo_module, faulty, monkeypatch):
+    """Budget 1: each step below can only open a session if the previous owner gave the slot back
+    (within 3 s: no slot in time is an error). The env has no limit of its own here: a session
+    the env failed to delete must not hold the budget."""
+    monkeypatch.setenv(budget.ENV_VAR, "1")
+    url = faulty()
+    make = lambda: echo_module.EchoEnv(base_url=url, timeout=3.0)  # noqa: E731
+    env = make()
+    env.reset(task_index=0)
+    assert copy.copy(env)._session_slot == []  # a copy holds no session, hence no slot
+    env.echo(text="hello")  # finished: the env ended the episode
+    other = make()
+    assert not other.reset(task_index=0).startswith("Error"), other.error
+    other.reset(task_index=1)  # the next reset gives back the slot it held
+    assert other.outcome == "running", other.error
+    del other
+    gc.collect()  # collected with an open session
+    env = make()
+    assert not env.reset(task_index=0).startswith("Error"), env.error
+    post(url, "/_fault/down")
+    env.echo(text="hello")  # the env fails mid-rollout
+    assert env.outcome == "env_error"
+    post(url, "/_fault/up")
+    env = make()
+    assert not env.reset(task_index=0).startswith("Error"), env.error
+    env.get_reward()
+    assert stats(url)["refused"] == 0
+
+
+def test_no_slot_within_the_timeout_is_an_unscored_rollout_not_a_request(echo_module, faulty, monkeypatch):
+    monkeypatch.setenv(budget.ENV_VAR, "1")
+    url = faulty(capacity=1)
+    holder = echo_module.EchoEnv(base_url=url)
+    holder.reset(task_index=0)
+    late = echo_module.EchoEnv(base_url=url, timeout=0.5)
+    late.reset(task_index=0)
+    assert late.outcome == "env_error" and "slots" in late.error and budget.ENV_VAR in late.error
+    assert stats(url)["refused"] == 0 and stats(url)["created"] == 1
+    holder.get_reward()
+
+
+def test_a_budget_smaller_than_the_run_is_an_error(echo_module, faulty, monkeypatch):
+    monkeypatch.setenv(budget.ENV_VAR, "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    url = faulty()
+    with pytest.raises(budget.BudgetError, match="smaller than the run's 2 processes"):
+        echo_module.EchoEnv(base_url=url).reset(task_index=0)
+
+
+def test_each_rank_takes_its_share_and_the_shares_add_up():
+    assert [budget.share(10, 4, rank) for rank in range(4)] == [3, 3, 2, 2]
+    assert [budget.share(4, 1, 0)] == [4]
+    assert sum(budget.share(500, 8, rank) for rank in range(8)) == 500
+
+
+def test_the_code_level_knob_wins_over_the_variable(echo_module, monkeypatch):
+    monkeypatch.setenv(budget.ENV_VAR, "9")
+    assert budget.run_limit(echo_module.EchoEnv) == 9
+    try:
+        budget.set_max_sessions(3)
+        assert budget.run_limit(echo_module.EchoEnv) == 3
+        budget.set_max_sessions(2, echo_module.EchoEnv)
+        assert budget.run_limit(echo_module.EchoEnv) == 2
+    finally:
+        budget.set_max_sessions(None)
+        budget.set_max_sessions(None, echo_module.EchoEnv)
+    with pytest.raises(budget.BudgetError):
+        budget.set_max_sessions(0)
+
+
+def test_402_says_the_account_is_unfunded_in_one_line(echo_module, faulty):
+    url = faulty(payment=True)
+    env = echo_module.EchoEnv(base_url=url)
+    started = time.monotonic()
+    env.reset(task_index=0)
+    assert time.monotonic() - started < 3.0  # not retried
+    assert env.outcome == "env_error" and "402 Payment Required" in env.error and "credit" in env.error
+    assert "\n" not in env.error
+
+
+def test_the_breaker_stops_asking_a_failing_env_and_a_probe_closes_it(echo_module, faulty, monkeypatch):
+    monkeypatch.setenv("ORLGEN_BREAKER_FAILURES", "3")
+    monkeypatch.setenv("ORLGEN_BREAKER_COOLDOWN", "1")
+    url = faulty()
+    post(url, "/_fault/down")
+    env = echo_module.EchoEnv(base_url=url, timeout=5.0)
+    for _ in range(3):
+        env.reset(task_index=0)
+        assert env.outcome == "env_error" and "circuit open" not in env.error
+    asked = stats(url)["requests"]
+    started = time.monotonic()
+    for _ in range(5):  # open: ended at once, nothing sent
+        env.reset(task_index=0)
+        assert env.outcome == "env_error" and "circuit open" in env.error
+    assert time.monotonic() - started < 0.5 and stats(url)["requests"] == asked
+    post(url, "/_fault/up")
+    time.sleep(1.1)  # the cool-down: the next reset is the probe
+    assert env.reset(task_index=0) == "Call the echo tool with the text 'hello'."
+    env.echo(text="hello")
+    assert env.get_reward() == 1.0
+    assert not env.reset(task_index=1).startswith("Error")  # closed again
+    env.get_reward()
