@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from . import prefetch as _prefetch
+from . import wire as _wire
 from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
 from .errors import OrlgenRuntimeError
 
@@ -130,6 +131,8 @@ class EnvAdapter:
         prefetch: for GRPOTrainer on slow-setup envs, `num_generations`: the first `reset` of a
             task opens that many sessions together for the group's next resets (see
             `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
+        max_output_chars: a tool output's text longer than this reaches the model cut, with a
+            marker saying so (default: `ORLGEN_MAX_OUTPUT_CHARS`, else 100,000).
 
     State read by reward functions, reset by `reset`:
         reward: the last non-null reward a tool returned (outcome-only), or None.
@@ -162,6 +165,7 @@ class EnvAdapter:
         on_drift: DriftPolicy = "warn",
         reward: Aggregate = "outcome",
         prefetch: int = 0,
+        max_output_chars: int | None = None,
     ) -> None:
         if reward not in ("outcome", "summed"):
             raise ValueError(f"reward must be 'outcome' or 'summed', not {reward!r}")
@@ -174,7 +178,9 @@ class EnvAdapter:
             "on_drift": on_drift,
             "reward": reward,
             "prefetch": prefetch,
+            "max_output_chars": max_output_chars,
         }
+        self._max_output_chars = _wire.max_output_chars(max_output_chars)
         self._aggregate: Aggregate = reward
         self._prefetch = prefetch
         self._connection = Connection.resolve(self._target, self._env_var, base_url, choose_api_key(api_key, secrets))
@@ -249,7 +255,8 @@ class EnvAdapter:
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             self._env_failed(f"terminal tool {self._terminal_tool} failed", exc)
             return
-        self._record(output)
+        if self._record(self._terminal_tool, output) is None:
+            return  # the answer was malformed: the rollout ended as an environment error
         self.finished, self.outcome = True, "finished"  # the terminal tool ends the rollout
         self._end_session()
 
@@ -270,9 +277,11 @@ class EnvAdapter:
             self._session = session
             prompt = self._connection.run(lambda env: session.get_prompt(), self._timeout)
             self._check_drift(session)
-            return _text(prompt)
+            return _wire.text(prompt)
         except DriftError:
             raise
+        except _wire.WireError as exc:
+            return self._wire_failed(f"the prompt of task {split}[{index}]", exc)
         except Exception as exc:  # any SDK or transport failure is the environment's
             return self._env_failed(f"could not start task {split}[{index}]", exc)
 
@@ -334,16 +343,22 @@ class EnvAdapter:
             return self._model_error(f"{name} was not run ({exc.reason}): {exc.detail}")
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
-        return self._record(output)
+        return self._record(name, output) or self.last_output
 
-    def _record(self, output: Any) -> str:
-        reward = None if output.reward is None else float(output.reward)
-        self.rewards.append(reward)
-        if reward is not None:
-            self.reward = reward
-        self.metadata.append(dict(output.metadata) if isinstance(output.metadata, dict) else None)
-        self.last_output = _text(output.blocks) or "(no output)"
-        if output.finished:
+    def _record(self, name: str, output: Any) -> str | None:
+        """Record a tool's answer and return its text; None (the rollout ended as an environment
+        error) when the answer holds a value the protocol does not allow."""
+        try:
+            step = _wire.tool_output(output, self._max_output_chars)
+        except _wire.WireError as exc:
+            self._wire_failed(f"tool {name}", exc)
+            return None
+        self.rewards.append(step.reward)
+        if step.reward is not None:
+            self.reward = step.reward
+        self.metadata.append(step.metadata)
+        self.last_output = step.text or "(no output)"
+        if step.finished:
             self.finished = True
             self.outcome = "finished"
             self._end_session()
@@ -364,6 +379,13 @@ class EnvAdapter:
         self._end_session(wait=False)  # the server may be gone: do not wait for it again
         self.last_output = f"Error: the environment failed ({self.error}); the episode is over."
         return self.last_output
+
+    def _wire_failed(self, what: str, exc: _wire.WireError) -> str:
+        """The server answered with a value the protocol does not allow: an environment error,
+        logged once with the env, what answered and the value."""
+        text = self._env_failed(f"{what} answered badly", exc)
+        logger.warning("%s: %s", type(self).__name__, self.error)
+        return text
 
     def _end_session(self, wait: bool = True) -> None:
         self._session = None
@@ -424,11 +446,6 @@ def _close_slot(slot: list[Any], connection: Connection, wait: bool = True) -> N
             connection.run(close, timeout=10.0)
         except Exception:
             pass
-
-
-def _text(blocks: Any) -> str:
-    """The text blocks of a prompt or tool output, joined; images are skipped."""
-    return "\n".join(block.text for block in blocks or () if getattr(block, "type", None) == "text" and block.text)
 
 
 def _validation_text(exc: Any) -> str:
