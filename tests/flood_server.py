@@ -34,9 +34,8 @@ class FloodingServer(openreward.environments.Server):
         self.app.add_middleware(FloodSessionEvents)
 
 
-openreward.environments.Server = FloodingServer  # `orlgen.serve.serving` builds its server from here
-
 if __name__ == "__main__":
     from orlgen.serve import main
 
+    openreward.environments.Server = FloodingServer  # `orlgen.serve.serving` builds its server from here
     main(sys.argv[1:])

@@ -42,9 +42,8 @@ class RecordingServer(openreward.environments.Server):
         self.app.add_middleware(RecordHeaders)
 
 
-openreward.environments.Server = RecordingServer  # `orlgen.serve.serving` builds its server from here
-
 if __name__ == "__main__":
     from orlgen.serve import main
 
+    openreward.environments.Server = RecordingServer  # `orlgen.serve.serving` builds its server from here
     main(sys.argv[1:])
