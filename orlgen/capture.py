@@ -194,7 +194,7 @@ def _server_url(target: str) -> str:
     The SDK appends endpoint paths to a base URL and cannot carry either, and both are where
     credentials hide (`http://user:pass@host`, `?token=...`): dropping them means the snapshot,
     the generated module and every message record only where the server is. Credentials
-    travel as `--secret api_key` (or `OPENREWARD_API_KEY`), never in the target.
+    travel as `--secret api_key`, never in the target.
     """
     try:
         parts = urllib.parse.urlsplit(target)
