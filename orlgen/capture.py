@@ -156,7 +156,7 @@ def _reachable(kind: str, target: str, options: CaptureOptions, clock: _Clock) -
             yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
     elif kind == "url":
         url = _server_url(target)
-        key = options.env or _default_env(url, limit, clock)
+        key = options.env or _default_env(url, limit, clock, api_key)
         yield Connection(url, None, key, api_key, limit), Target(kind="url", value=url, env=key)
     else:
         key = target.split("/", 1)[1].lower()
@@ -209,12 +209,14 @@ def _server_url(target: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
-def _default_env(url: str, limit: int, clock: _Clock) -> str:
+def _default_env(url: str, limit: int, clock: _Clock, api_key: str | None) -> str:
     """The only environment a server hosts; a server with several needs `--env`. Read under the
     capture's bounds, like every other request."""
     where = url
     try:
-        body = clock.run(lambda timeout: run_on_loop(get_json_bytes(f"{url}/list_environments", limit), timeout))
+        body = clock.run(
+            lambda timeout: run_on_loop(get_json_bytes(f"{url}/list_environments", limit, api_key), timeout)
+        )
     except (CallTimeout, AnswerTooLarge, RedirectRefused) as exc:
         raise CaptureError(f"cannot reach an ORS server at {where}: {exc}") from exc
     except Exception as exc:  # transport errors have no common base

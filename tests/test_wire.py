@@ -116,15 +116,6 @@ def test_a_malformed_terminal_answer_leaves_the_reward_functions_standing(wire, 
     assert_environment_error(env, server, caplog, "tool submit", case)
 
 
-def test_a_well_formed_answer_is_recorded(wire, server, caplog):
-    env = started(wire, server)
-    with caplog.at_level(logging.WARNING, logger="orlgen"):
-        assert env.step(case="ok") == "answered ok"
-        wire.reward_funcs[0](environments=[env], completions=[[{"role": "assistant", "content": "ok"}]])
-    assert (env.rewards, env.metadata, env.outcome) == ([0.5, 1.0], [{"case": "ok"}, {"case": "ok"}], "finished")
-    assert env.get_reward() == 1.0 and orlgen_lines(caplog) == []
-
-
 def test_a_malformed_prompt_ends_the_rollout_at_reset(wire, server, caplog):
     env = wire.WireEnv(base_url=server.url)
     with caplog.at_level(logging.WARNING, logger="orlgen"):

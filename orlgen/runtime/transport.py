@@ -103,11 +103,13 @@ def _bounded_stream_class(limit: int) -> type:
     return _stream_classes[limit]
 
 
-async def get_json_bytes(url: str, limit: int) -> bytes:
-    """GET `url` with the same guards (for the one request orlgen makes without the SDK)."""
+async def get_json_bytes(url: str, limit: int, api_key: str | None) -> bytes:
+    """GET `url` with the same guards, and the key as the SDK sends it (for the one request
+    orlgen makes without the SDK)."""
     import aiohttp
 
+    headers = {"X-API-Key": api_key} if api_key else {}
     async with aiohttp.ClientSession(response_class=guarded_response(limit)) as session:
-        async with session.get(url) as response:
+        async with session.get(url, headers=headers) as response:
             response.raise_for_status()
             return await response.read()
