@@ -255,8 +255,9 @@ class EnvAdapter:
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             self._env_failed(f"terminal tool {self._terminal_tool} failed", exc)
             return
-        if self._record(self._terminal_tool, output) is None:
-            return  # the answer was malformed: the rollout ended as an environment error
+        self._record(self._terminal_tool, output)
+        if self.outcome == "env_error":
+            return  # the answer was malformed: the rollout ended there
         self.finished, self.outcome = True, "finished"  # the terminal tool ends the rollout
         self._end_session()
 
@@ -343,16 +344,15 @@ class EnvAdapter:
             return self._model_error(f"{name} was not run ({exc.reason}): {exc.detail}")
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
-        return self._record(name, output) or self.last_output
+        return self._record(name, output)
 
-    def _record(self, name: str, output: Any) -> str | None:
-        """Record a tool's answer and return its text; None (the rollout ended as an environment
-        error) when the answer holds a value the protocol does not allow."""
+    def _record(self, name: str, output: Any) -> str:
+        """Record a tool's answer and return its text for the model. An answer holding a value
+        the protocol does not allow ends the rollout as an environment error instead."""
         try:
             step = _wire.tool_output(output, self._max_output_chars)
         except _wire.WireError as exc:
-            self._wire_failed(f"tool {name}", exc)
-            return None
+            return self._wire_failed(f"tool {name}", exc)
         self.rewards.append(step.reward)
         if step.reward is not None:
             self.reward = step.reward
