@@ -220,7 +220,8 @@ def _default_env(url: str, limit: int, clock: _Clock, api_key: str | None) -> st
     except (CallTimeout, AnswerTooLarge, RedirectRefused) as exc:
         raise CaptureError(f"cannot reach an ORS server at {where}: {exc}") from exc
     except Exception as exc:  # transport errors have no common base
-        said = f"the server answered {exc.status}" if _status(exc) else f"{type(exc).__name__}: {exc}"
+        status = _status(exc)
+        said = f"the server answered {status}" if status else f"{type(exc).__name__}: {exc}"
         raise CaptureError(f"cannot reach an ORS server at {where}: {clean(said)}") from exc
     try:
         envs = json.loads(body)

@@ -109,7 +109,8 @@ async def get_json_bytes(url: str, limit: int, api_key: str | None) -> bytes:
     import aiohttp
 
     headers = {"X-API-Key": api_key} if api_key else {}
-    async with aiohttp.ClientSession(response_class=guarded_response(limit)) as session:
+    # trust_env as the SDK's own clients: the same proxy settings reach the same server
+    async with aiohttp.ClientSession(response_class=guarded_response(limit), trust_env=True) as session:
         async with session.get(url, headers=headers) as response:
             response.raise_for_status()
             return await response.read()
