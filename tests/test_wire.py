@@ -137,6 +137,10 @@ def test_a_tool_output_is_cut_to_its_bound_with_a_marker(wire, server, monkeypat
     env = started(wire, server)
     assert env.step(case="long") == "x" * 2000 + marker.format(LONG_OUTPUT - 2000, 2000)
     assert (env.outcome, env.rewards) == ("running", [0.5])  # a long answer is no error
+    # a refusal's text (the server's error detail) reaches the model bounded too
+    refused = env.step(case="long-refusal")
+    assert refused.startswith("Error: step was not run (input_validation): yyy")
+    assert refused.endswith(marker.format(LONG_OUTPUT - 2000, 2000)) and env.outcome == "running"
     with pytest.raises(ValueError, match="max_output_chars=0 is not a positive integer"):
         wire.WireEnv(base_url=server.url, max_output_chars=0)
 

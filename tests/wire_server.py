@@ -1,7 +1,8 @@
 """`python -m tests.wire_server tests.wire_env:Wire PORT`: the wire env served by the real SDK
 server, with FAULT INJECTION: an ASGI middleware rewrites answers into values the SDK's models
 would never build. A tool answer (an SSE stream) whose metadata names a case in `CASES` has
-those fields replaced; a prompt holding `MALFORMED_PROMPT` becomes a text block with an int."""
+those fields replaced (case `long-refusal`: the answer becomes a refusal whose
+error text is `LONG_OUTPUT` characters long); a prompt holding `MALFORMED_PROMPT` becomes a text block with an int."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 
 import openreward.environments
 
-from tests.wire_env import MALFORMED_PROMPT
+from tests.wire_env import LONG_OUTPUT, MALFORMED_PROMPT
 
 # case → the fields of the tool output replaced on the wire
 CASES = {
@@ -46,9 +47,12 @@ def rewrite_call(body: bytes) -> bytes:
     result = json.loads("".join(data))
     output = result.get("output") or {}
     case = (output.get("metadata") or {}).get("case")
-    if case not in CASES:
+    if case == "long-refusal":
+        result = {"ok": False, "error": "y" * LONG_OUTPUT, "reason": "input_validation"}
+    elif case in CASES:
+        output.update(CASES[case])
+    else:
         return body
-    output.update(CASES[case])
     return f"event: task_id\r\ndata: {task_id}\r\n\r\nevent: end\r\ndata: {json.dumps(result)}\r\n\r\n".encode()
 
 

@@ -341,7 +341,8 @@ class EnvAdapter:
         try:
             output = self._connection.run(lambda env: session.call_tool(name, payload), self._timeout)
         except ToolCallError as exc:
-            return self._model_error(f"{name} was not run ({exc.reason}): {exc.detail}")
+            detail = _wire.cut(str(exc.detail), self._max_output_chars)  # server text, for the model: bounded too
+            return self._model_error(f"{name} was not run ({exc.reason}): {detail}")
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
         return self._record(name, output)
