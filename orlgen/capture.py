@@ -19,9 +19,7 @@ import os
 import re
 import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,7 +32,16 @@ from . import names
 from .errors import OrlgenError
 from .identity import default_name
 from .runtime import provenance
-from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
+from .runtime.connection import (
+    CallTimeout,
+    Connection,
+    choose_api_key,
+    platform_key,
+    redact,
+    run_on_loop,
+    session_secrets,
+)
+from .runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
 from .schema import infer_task_schema
 from .snapshot import RewardRule, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
 
@@ -102,8 +109,9 @@ def capture(target: str, options: CaptureOptions | None = None, progress: Any = 
     """Capture `target` into a snapshot. `progress(label, total)` makes a progress context."""
     options = options or CaptureOptions()
     kind = target_kind(target)
-    with _reachable(kind, target, options) as (connection, recorded):
-        return _Capture(connection, recorded, options, progress).run()
+    clock = _Clock(options.request_timeout, options.deadline)  # from here on, every request counts
+    with _reachable(kind, target, options, clock) as (connection, recorded):
+        return _Capture(connection, recorded, options, progress, clock).run()
 
 
 def summary(snapshot: Snapshot) -> str:
@@ -116,9 +124,36 @@ def summary(snapshot: Snapshot) -> str:
     return f"{tools} tool{'s' * (tools != 1)}; tasks stored: {splits or 'no splits'}"
 
 
+class _Clock:
+    """The capture's time bounds: each request gets the request timeout, or what is left of the
+    whole capture's deadline when that is less."""
+
+    def __init__(self, request_timeout: float, deadline: float) -> None:
+        self.request_timeout = request_timeout
+        self.deadline = deadline
+        self.ends = time.monotonic() + deadline
+
+    def run(self, request: Callable[[float], Any]) -> Any:
+        """`request(timeout)`; its CallTimeout says which bound it hit."""
+        past = CallTimeout(f"the capture ran past its {self.deadline:g} s deadline (ORLGEN_CAPTURE_DEADLINE)")
+        left = self.ends - time.monotonic()
+        if left <= 0:
+            raise past
+        try:
+            return request(min(self.request_timeout, left))
+        except CallTimeout:
+            raise (
+                past
+                if left < self.request_timeout
+                else CallTimeout(f"no answer within {self.request_timeout:g} s (ORLGEN_REQUEST_TIMEOUT)")
+            ) from None
+
+
 @contextmanager
-def _reachable(kind: str, target: str, options: CaptureOptions) -> Iterator[tuple[Connection, Target]]:
-    """A connection to the target, and the target as the snapshot records it (no credentials)."""
+def _reachable(kind: str, target: str, options: CaptureOptions, clock: _Clock) -> Iterator[tuple[Connection, Target]]:
+    """A connection to the target, and the target as the snapshot records it (no credentials).
+    Only a catalog target falls back to the platform key (`OPENREWARD_API_KEY`); any other gets
+    a key only when one is given (`--secret api_key` / `--secret OPENREWARD_API_KEY`)."""
     api_key = choose_api_key(None, options.secrets)
     limit = options.max_answer_bytes
     if kind == "module":
@@ -126,11 +161,11 @@ def _reachable(kind: str, target: str, options: CaptureOptions) -> Iterator[tupl
             yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
     elif kind == "url":
         url = _server_url(target)
-        key = options.env or _default_env(url, limit, options.request_timeout)
+        key = options.env or _default_env(url, limit, clock, api_key)
         yield Connection(url, None, key, api_key, limit), Target(kind="url", value=url, env=key)
     else:
         key = target.split("/", 1)[1].lower()
-        yield Connection(None, target, key, api_key, limit), Target(kind="catalog", value=target, env=key)
+        yield Connection(None, target, key, platform_key(api_key), limit), Target(kind="catalog", value=target, env=key)
 
 
 @contextmanager
@@ -164,7 +199,7 @@ def _server_url(target: str) -> str:
     The SDK appends endpoint paths to a base URL and cannot carry either, and both are where
     credentials hide (`http://user:pass@host`, `?token=...`): dropping them means the snapshot,
     the generated module and every message record only where the server is. Credentials
-    travel as `--secret api_key` (or `OPENREWARD_API_KEY`), never in the target.
+    travel as `--secret api_key`, never in the target.
     """
     try:
         parts = urllib.parse.urlsplit(target)
@@ -179,16 +214,20 @@ def _server_url(target: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
-def _default_env(url: str, limit: int, timeout: float) -> str:
-    """The only environment a server hosts; a server with several needs `--env`."""
+def _default_env(url: str, limit: int, clock: _Clock, api_key: str | None) -> str:
+    """The only environment a server hosts; a server with several needs `--env`. Read under the
+    capture's bounds, like every other request."""
     where = url
     try:
-        with urllib.request.urlopen(f"{url}/list_environments", timeout=min(timeout, 30)) as response:
-            body = response.read(limit + 1)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise CaptureError(f"cannot reach an ORS server at {where}: {clean(str(getattr(exc, 'reason', exc)))}") from exc
-    if len(body) > limit:
-        raise CaptureError(f"{where}/list_environments: the answer exceeds the {limit}-byte limit")
+        body = clock.run(
+            lambda timeout: run_on_loop(get_json_bytes(f"{url}/list_environments", limit, api_key), timeout)
+        )
+    except (CallTimeout, AnswerTooLarge, RedirectRefused) as exc:
+        raise CaptureError(f"cannot reach an ORS server at {where}: {exc}") from exc
+    except Exception as exc:  # transport errors have no common base
+        status = _status(exc)
+        said = f"the server answered {status}" if status else f"{type(exc).__name__}: {exc}"
+        raise CaptureError(f"cannot reach an ORS server at {where}: {clean(said)}") from exc
     try:
         envs = json.loads(body)
     except ValueError as exc:
@@ -222,13 +261,15 @@ def _status(exc: BaseException) -> int | None:
 
 
 class _Capture:
-    def __init__(self, connection: Connection, target: Target, options: CaptureOptions, progress: Any) -> None:
+    def __init__(
+        self, connection: Connection, target: Target, options: CaptureOptions, progress: Any, clock: _Clock
+    ) -> None:
         self.target = target
         self.options = options
         self.progress = progress or _no_progress
         self.connection = connection
         self.secrets = session_secrets(options.secrets, connection)
-        self.deadline = time.monotonic() + options.deadline
+        self.clock = clock
 
     def run(self) -> Snapshot:
         splits = self._splits()
@@ -292,18 +333,7 @@ class _Capture:
 
     def _call(self, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """`await call(environment)`, bounded by the request timeout and the capture's deadline."""
-        past = CallTimeout(f"the capture ran past its {self.options.deadline:g} s deadline (ORLGEN_CAPTURE_DEADLINE)")
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise past
-        try:
-            return self.connection.run(call, timeout=min(self.options.request_timeout, left))
-        except CallTimeout:
-            raise (
-                past
-                if left < self.options.request_timeout
-                else CallTimeout(f"no answer within {self.options.request_timeout:g} s (ORLGEN_REQUEST_TIMEOUT)")
-            ) from None
+        return self.clock.run(lambda timeout: self.connection.run(call, timeout=timeout))
 
     def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """`_call`, with any failure turned into a one-line CaptureError."""
@@ -314,7 +344,7 @@ class _Capture:
 
     def _describe(self, exc: BaseException) -> str:
         """An SDK failure in a few words: the status and the server's last line, not a traceback."""
-        if isinstance(exc, (CallTimeout, AnswerTooLarge)):
+        if isinstance(exc, (CallTimeout, AnswerTooLarge, RedirectRefused)):
             return str(exc)
         status = _status(exc)
         if status is not None:

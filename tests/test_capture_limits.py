@@ -202,3 +202,84 @@ def test_an_adapters_repr_masks_credentials_in_its_url(echo_module):
     shown = repr(adapter)
     assert "hunter22" not in shown and "alice" not in shown
     assert "http://***@127.0.0.1:9/?token=***&x=1" in shown
+
+
+# --------------------------------------------------------------------------------------------
+# bounds that hold everywhere: discovery under the deadline, streams bounded in total
+# --------------------------------------------------------------------------------------------
+
+
+def _trickle_every_second(handler, fetch):
+    handler.send_chunked((b" " for _ in range(30)), pause=1)  # 30 s of "answer", one byte a second
+
+
+@pytest.mark.parametrize(
+    ("timeouts", "expected"),
+    [
+        ({"ORLGEN_REQUEST_TIMEOUT": "1.5"}, "no answer within 1.5 s (ORLGEN_REQUEST_TIMEOUT)"),
+        (
+            {"ORLGEN_REQUEST_TIMEOUT": "20", "ORLGEN_CAPTURE_DEADLINE": "1.5"},
+            "the capture ran past its 1.5 s deadline (ORLGEN_CAPTURE_DEADLINE)",
+        ),
+    ],
+    ids=["request timeout", "capture deadline"],
+)
+def test_environment_discovery_is_under_the_capture_bounds(echo_url, tmp_path, monkeypatch, timeouts, expected):
+    """`orlgen snapshot URL` without --env asks the server which env it hosts: that request is
+    bounded like every other one, though each byte it trickles arrives well within any socket timeout."""
+    for name, value in timeouts.items():
+        monkeypatch.setenv(name, value)
+    with FaultProxy(echo_url, {"/list_environments": _trickle_every_second}) as proxy:
+        start = time.monotonic()
+        result = CliRunner().invoke(main, ["snapshot", proxy.url, "--probes", "0", "--out", str(tmp_path)])
+        took = time.monotonic() - start
+    assert result.exit_code == 2
+    assert result.stderr == f"orlgen: error: cannot reach an ORS server at {proxy.url}: {expected}\n"
+    assert took < 5
+    assert list(tmp_path.iterdir()) == []
+
+
+_MEASURE_CAPTURE = """
+import json, resource, sys, time
+from orlgen.capture import CaptureError, CaptureOptions, capture
+import openreward  # imported before the baseline: its import is not what is measured
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.monotonic()
+try:
+    capture(sys.argv[1], CaptureOptions(env="echo", probes=0, tasks="none", max_answer_bytes=int(sys.argv[2])))
+    outcome = "captured"
+except CaptureError as exc:
+    outcome = str(exc)
+grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+print(json.dumps({"grew_mb": grew, "took": time.monotonic() - start, "outcome": outcome}))
+"""
+
+
+def test_a_flood_of_session_events_is_bounded_in_total(tmp_path):
+    """150 session events of 400 KB (60 MB; each line within aiohttp's per-line limit), against
+    an 8 MB answer bound. Peak memory is measured in a fresh process: before the stream had a
+    total bound it grew by about twice the stream (116 MB here; 1000 events took 780 MB)."""
+    import os
+    import subprocess
+    import sys
+
+    from orlgen.serve import ServerProcess
+
+    with ServerProcess("examples.echo:Echo", entry="tests.flood_server") as server:
+        script = tmp_path / "measure.py"
+        script.write_text(_MEASURE_CAPTURE)
+        environ = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}
+        run = subprocess.run(
+            [sys.executable, str(script), server.url, str(8 * MB)],
+            capture_output=True,
+            text=True,
+            env=environ,
+            timeout=120,
+        )
+    assert run.returncode == 0, run.stderr[-2000:]
+    measured = json.loads(run.stdout)
+    assert (
+        measured["outcome"] == f"{server.url}: cannot list splits: the server's answer exceeds the {8 * MB}-byte limit"
+    )
+    assert measured["grew_mb"] < 40, measured
+    assert measured["took"] < 10, measured

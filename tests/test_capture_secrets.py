@@ -2,7 +2,8 @@
 
 `tests/judge_env.py:Judged` is served by the real `openreward` server: its `setup()` fails the
 session without `JUDGE_API_KEY`, as published LLM-judge envs do, and its task-only `whoami` tool
-reports which secrets reached the session.
+reports which secrets reached the session. The server runs under `tests/header_server.py`, whose
+ASGI middleware records the credentials each request carried (`X-API-Key`, `Authorization`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import load_module
 from orlgen.cli import main
+from orlgen.runtime.connection import Target
 from orlgen.serve import ServerProcess
 
 from tests.cli import run_orlgen
@@ -26,9 +28,27 @@ KEY = "judge-key-4f7a"
 
 
 @pytest.fixture(scope="module")
-def judged_url():
-    with ServerProcess(TARGET) as server:
+def header_log(tmp_path_factory):
+    """The file the judged server records each request's credentials in (one JSON line each)."""
+    return tmp_path_factory.mktemp("headers") / "headers.jsonl"
+
+
+@pytest.fixture(scope="module")
+def judged_url(header_log):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ORLGEN_HEADER_LOG", str(header_log))
+        server = ServerProcess(TARGET, entry="tests.header_server").start()
+    try:
         yield server.url
+    finally:
+        server.stop()
+
+
+def recorded(header_log: Path) -> list[dict]:
+    """The requests recorded since the last call (the log is emptied)."""
+    records = [json.loads(line) for line in header_log.read_text().splitlines()] if header_log.exists() else []
+    header_log.write_text("")
+    return records
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess:
@@ -166,28 +186,49 @@ def test_the_adapter_forwards_the_named_secrets_from_the_environment(judged_modu
     )
 
 
-# (api_key=, secrets= key entries, OPENREWARD_API_KEY variable) → the key the session receives.
+# (target kind, api_key=, secrets= key entries, OPENREWARD_API_KEY variable) → the key the session
+# and every request receive (None: no key at all). The variable is the platform's key: only a
+# catalog target falls back to it; a URL target gets a key only when one is given explicitly.
 PRECEDENCE = [
-    ("A", {}, None, "A"),
-    (None, {"api_key": "S"}, None, "S"),
-    (None, {"OPENREWARD_API_KEY": "S"}, None, "S"),
-    ("A", {"api_key": "S"}, None, "A"),
-    (None, {}, "E", "E"),
-    (None, {"api_key": "S"}, "E", "S"),
-    ("A", {}, "E", "A"),
+    ("url", "A", {}, None, "A"),
+    ("url", None, {"api_key": "S"}, None, "S"),
+    ("url", None, {"OPENREWARD_API_KEY": "S"}, None, "S"),
+    ("url", "A", {"api_key": "S"}, None, "A"),
+    ("url", None, {}, "E", None),
+    ("url", None, {"api_key": "S"}, "E", "S"),
+    ("url", "A", {}, "E", "A"),
+    ("catalog", None, {}, "E", "E"),
+    ("catalog", None, {"api_key": "S"}, "E", "S"),
+    ("catalog", "A", {}, "E", "A"),
 ]
 
 
-@pytest.mark.parametrize(("api_key", "key_secrets", "env_key", "expected"), PRECEDENCE)
-def test_api_key_precedence(judged_module, judged_url, monkeypatch, api_key, key_secrets, env_key, expected):
+@pytest.mark.parametrize(("kind", "api_key", "key_secrets", "env_key", "expected"), PRECEDENCE)
+def test_api_key_precedence(
+    judged_module, judged_url, header_log, monkeypatch, kind, api_key, key_secrets, env_key, expected
+):
     if env_key is None:
         monkeypatch.delenv("OPENREWARD_API_KEY", raising=False)
     else:
         monkeypatch.setenv("OPENREWARD_API_KEY", env_key)
-    secrets = {"JUDGE_API_KEY": KEY, **key_secrets}
-    received = _session_secrets(judged_module, base_url=judged_url, api_key=api_key, secrets=secrets)
-    assert received["api_key"] == received["OPENREWARD_API_KEY"] == expected
+    options = {"api_key": api_key, "secrets": {"JUDGE_API_KEY": KEY, **key_secrets}}
+    if kind == "url":
+        module, options["base_url"] = judged_module, judged_url
+    else:  # the same env as a catalog target, the SDK's platform host pointed at the loopback server
+        monkeypatch.setenv("OPENREWARD_SESSION_URL", judged_url)
+        module = type("CatalogModule", (), {"JudgedEnv": _catalog_class(judged_module.JudgedEnv)})
+    recorded(header_log)
+    received = _session_secrets(module, **options)
+    assert (received.get("api_key"), received.get("OPENREWARD_API_KEY")) == (expected, expected)
     assert received["JUDGE_API_KEY"] == KEY
+    requests = recorded(header_log)
+    assert requests and {r["x-api-key"] for r in requests} == {expected}, requests
+    assert {r["authorization"] for r in requests} == {None}
+
+
+def _catalog_class(env_class: type) -> type:
+    """The judged adapter as if captured from the catalog name `Acme/judged`."""
+    return type("JudgedEnv", (env_class,), {"_target": Target(kind="catalog", value="Acme/judged", env="judged")})
 
 
 def test_snapshot_check_captures_with_the_recorded_secrets(tmp_path):

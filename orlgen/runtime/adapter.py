@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Literal
 from . import offers as _offers
 from . import admission, budget
 from . import prefetch as _prefetch
+from . import wire as _wire
 from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
@@ -137,6 +138,8 @@ class EnvAdapter:
         prefetch: for GRPOTrainer on slow-setup envs, `num_generations`: the first `reset` of a
             task opens that many sessions together for the group's next resets (see
             `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
+        max_output_chars: a tool output's text longer than this reaches the model cut, with a
+            marker saying so (default: `ORLGEN_MAX_OUTPUT_CHARS`, else 100,000).
 
     State read by reward functions, reset by `reset`:
         reward: the last non-null reward a tool returned (outcome-only), or None.
@@ -173,6 +176,7 @@ class EnvAdapter:
         on_drift: DriftPolicy = "warn",
         reward: Aggregate | None = None,
         prefetch: int = 0,
+        max_output_chars: int | None = None,
     ) -> None:
         reward = self._reward_rule if reward is None else reward
         if reward not in ("outcome", "summed"):
@@ -186,7 +190,9 @@ class EnvAdapter:
             "on_drift": on_drift,
             "reward": reward,
             "prefetch": prefetch,
+            "max_output_chars": max_output_chars,
         }
+        self._max_output_chars = _wire.max_output_chars(max_output_chars)
         self._aggregate: Aggregate = reward
         self._prefetch = prefetch
         self._connection = Connection.resolve(self._target, self._env_var, base_url, choose_api_key(api_key, secrets))
@@ -261,7 +267,9 @@ class EnvAdapter:
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             self._env_failed(f"terminal tool {self._terminal_tool} failed", exc)
             return
-        self._record(output)
+        self._record(self._terminal_tool, output)
+        if self.outcome == "env_error":
+            return  # the answer was malformed: the rollout ended there
         self.finished, self.outcome = True, "finished"  # the terminal tool ends the rollout
         self._end_session()
 
@@ -283,9 +291,11 @@ class EnvAdapter:
             self._session = session
             prompt = self._connection.run(lambda env: session.get_prompt(), self._timeout)
             self._check_drift(session)
-            return _text(prompt)
+            return _wire.text(prompt)
         except (DriftError, budget.BudgetError):  # the run's setup is wrong: not the env's failure
             raise
+        except _wire.WireError as exc:
+            return self._wire_failed(f"the prompt of task {split}[{index}]", exc)
         except Exception as exc:  # any SDK or transport failure is the environment's
             return self._env_failed(f"could not start task {split}[{index}]", exc)
 
@@ -351,12 +361,13 @@ class EnvAdapter:
         try:
             output = self._connection.run(lambda env: session.call_tool(name, payload), self._timeout)
         except ToolCallError as exc:
-            return self._model_error(f"{name} was not run ({exc.reason}): {exc.detail}")
+            detail = _wire.cut(str(exc.detail), self._max_output_chars)  # server text, for the model: bounded too
+            return self._model_error(f"{name} was not run ({exc.reason}): {detail}")
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
         finally:
             COUNTERS.tool_call(name, time.monotonic() - started)
-        return self._record(output)
+        return self._record(name, output)
 
     def _session_tools(self) -> frozenset[str] | None:
         """The session's tool names, read once per rollout (None when they cannot be read)."""
@@ -369,14 +380,19 @@ class EnvAdapter:
                 return None
         return self._listed
 
-    def _record(self, output: Any) -> str:
-        reward = None if output.reward is None else float(output.reward)
-        self.rewards.append(reward)
-        if reward is not None:
-            self.reward = reward
-        self.metadata.append(dict(output.metadata) if isinstance(output.metadata, dict) else None)
-        self.last_output = _text(output.blocks) or "(no output)"
-        if output.finished:
+    def _record(self, name: str, output: Any) -> str:
+        """Record a tool's answer and return its text for the model. An answer holding a value
+        the protocol does not allow ends the rollout as an environment error instead."""
+        try:
+            step = _wire.tool_output(output, self._max_output_chars)
+        except _wire.WireError as exc:
+            return self._wire_failed(f"tool {name}", exc)
+        self.rewards.append(step.reward)
+        if step.reward is not None:
+            self.reward = step.reward
+        self.metadata.append(step.metadata)
+        self.last_output = step.text or "(no output)"
+        if step.finished:
             self.finished = True
             self.outcome = "finished"
             self._end_session()
@@ -398,6 +414,13 @@ class EnvAdapter:
         self._end_session(wait=False)  # the server may be gone: do not wait for it again
         self.last_output = f"Error: the environment failed ({self.error}); the episode is over."
         return self.last_output
+
+    def _wire_failed(self, what: str, exc: _wire.WireError) -> str:
+        """The server answered with a value the protocol does not allow: an environment error,
+        logged once with the env, what answered and the value."""
+        text = self._env_failed(f"{what} answered badly", exc)
+        logger.warning("%s: %s", type(self).__name__, self.error)
+        return text
 
     def _end_session(self, wait: bool = True) -> None:
         self._session = None
@@ -495,11 +518,6 @@ async def _deleted(session: Any) -> None:
         await session.__aexit__(None, None, None)
     finally:
         budget.release(session)
-
-
-def _text(blocks: Any) -> str:
-    """The text blocks of a prompt or tool output, joined; images are skipped."""
-    return "\n".join(block.text for block in blocks or () if getattr(block, "type", None) == "text" and block.text)
 
 
 def _validation_text(exc: Any) -> str:

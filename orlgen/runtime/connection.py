@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from . import transport
 from .errors import OrlgenRuntimeError
 
 T = TypeVar("T")
@@ -35,29 +36,32 @@ class CallTimeout(OrlgenRuntimeError):
     """An SDK call did not finish within its bound."""
 
 
-class AnswerTooLarge(RuntimeError):
-    """A server's answer exceeded the size bound of the connection."""
-
-
 # Session secrets, by who wins. `api_key=` is the OpenReward key: it authenticates requests and
 # the SDK forwards it to every session as the `api_key` and `OPENREWARD_API_KEY` secrets,
 # replacing any caller value of those two. So a key given only in `secrets=` under one of these
 # names is promoted to the API key, rather than being overwritten by the SDK's own (often empty)
-# key; an explicit `api_key=` beats it; the `OPENREWARD_API_KEY` environment variable comes last.
+# key; an explicit `api_key=` beats it. The `OPENREWARD_API_KEY` environment variable comes last,
+# and only for the platform (`platform_key`): a self-hosted server never gets it unasked.
 API_KEY_SECRETS = ("api_key", "OPENREWARD_API_KEY")
 
 
 def choose_api_key(api_key: str | None, secrets: Mapping[str, Any] | None) -> str | None:
-    """The OpenReward key a connection uses: `api_key=`, else one passed as a secret, else the
-    `OPENREWARD_API_KEY` environment variable (read here, not by the SDK, so that it is part of
-    the connection a handle is cached under), else None."""
+    """The key the caller gave explicitly: `api_key=`, else one passed as a secret, else None."""
     if api_key:
         return api_key
     for name in API_KEY_SECRETS:
         value = (secrets or {}).get(name)
         if isinstance(value, str) and value:
             return value
-    return os.environ.get("OPENREWARD_API_KEY") or None
+    return None
+
+
+def platform_key(api_key: str | None) -> str | None:
+    """The key for a catalog (platform) connection: the explicit one, else the
+    `OPENREWARD_API_KEY` environment variable. Read here, not by the SDK, so that it is part of
+    the connection a handle is cached under. A URL connection (a self-hosted server, a served
+    `module:Class`) never falls back to it: the platform key is sent only to the platform."""
+    return api_key or os.environ.get("OPENREWARD_API_KEY") or None
 
 
 def secrets_from_env(names: Iterable[str]) -> dict[str, str]:
@@ -144,7 +148,7 @@ class Connection:
     catalog: str | None
     env: str
     api_key: str | None
-    max_answer_bytes: int | None = None  # refuse larger server answers (capture sets it)
+    max_answer_bytes: int | None = None  # refuse larger server answers, streamed ones included (capture sets it)
 
     @classmethod
     def resolve(cls, target: Target, env_var: str, base_url: str | None, api_key: str | None) -> Connection:
@@ -156,7 +160,7 @@ class Connection:
         if target.kind == "url":
             return cls(url=target.value, catalog=None, env=target.env, api_key=api_key)
         if target.kind == "catalog":
-            return cls(url=None, catalog=target.value, env=target.env, api_key=api_key)
+            return cls(url=None, catalog=target.value, env=target.env, api_key=platform_key(api_key))
         return cls(url=_serve_locally(target, env_var), catalog=None, env=target.env, api_key=api_key)
 
     def __repr__(self) -> str:  # never show the API key, nor credentials in the URL
@@ -195,6 +199,12 @@ def _serve_locally(target: Target, env_var: str) -> str:
             f"cannot serve {target.value!r} in this process ({exc}): make it importable here, "
             f"or serve it yourself and pass base_url= or set {env_var}"
         ) from exc
+
+
+def run_on_loop(coro: Awaitable[T], timeout: float | None) -> T:
+    """`await coro` on the SDK's loop, waiting at most `timeout` seconds: for the few requests
+    orlgen makes without an environment handle, under the same bounds."""
+    return _sdk_loop().run(coro, timeout)
 
 
 class _Loop:
@@ -244,54 +254,16 @@ async def _environment(connection: Connection) -> Any:
     if connection not in cached:
         from openreward import AsyncOpenReward
 
+        client = AsyncOpenReward(api_key=connection.api_key, base_url=connection.url)
         if connection.url is not None:
-            client = AsyncOpenReward(api_key=connection.api_key, base_url=connection.url)
+            client.api_key = connection.api_key  # the SDK falls back to OPENREWARD_API_KEY; we do not
             handle = client.environments.get(connection.env, variant=connection.env, base_url=connection.url)
         else:
-            client = AsyncOpenReward(api_key=connection.api_key or os.environ.get("OPENREWARD_API_KEY"))
             handle = client.environments.get(connection.catalog)
         _sdk_loop().clients.append(client)
-        if connection.max_answer_bytes is not None:
-            _bound_answers(handle, connection.max_answer_bytes)
+        transport.guard(handle, connection.max_answer_bytes)
         cached[connection] = handle
     return cached[connection]
-
-
-def _bound_answers(handle: Any, limit: int) -> None:
-    """Make every JSON answer the handle reads fail past `limit` bytes, while it streams in.
-
-    The SDK reads whole bodies with aiohttp and has no bound of its own, so a hostile server
-    could make it hold any amount of memory. aiohttp builds responses from the client's
-    `response_class` (a constructor option; the SDK builds the client, so we set it after).
-    Streamed answers (session events) are read line by line, bounded by aiohttp's line limit.
-    """
-    import aiohttp
-
-    class BoundedResponse(aiohttp.ClientResponse):
-        async def read(self) -> bytes:
-            if self._body is None:
-                try:
-                    self._body = await _read_at_most(self, limit)
-                except BaseException:
-                    self.close()
-                    raise
-            return await super().read()
-
-    for client in {id(c): c for c in (handle.client, getattr(handle, "api_client", None)) if c is not None}.values():
-        client._response_class = BoundedResponse
-
-
-async def _read_at_most(response: Any, limit: int) -> bytes:
-    declared = response.content_length
-    if declared is not None and declared > limit:
-        raise AnswerTooLarge(f"the server's answer is {declared} bytes, over the {limit}-byte limit")
-    chunks, size = [], 0
-    async for chunk in response.content.iter_any():
-        size += len(chunk)
-        if size > limit:
-            raise AnswerTooLarge(f"the server's answer exceeds the {limit}-byte limit")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def on_exit(hook: Callable[[], None]) -> None:
