@@ -29,8 +29,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
-from . import offers as _offers
 from . import admission, budget
+from . import offers as _offers
 from . import prefetch as _prefetch
 from . import wire as _wire
 from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
