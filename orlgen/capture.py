@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from . import names
+from .conversation import Conversation, conversation_fields, conversation_of
 from .errors import OrlgenError
 from .runtime.connection import AnswerTooLarge, CallTimeout, Connection, choose_api_key, redact, session_secrets
 from .schema import infer_task_schema
@@ -224,6 +225,7 @@ class _Capture:
         self.connection = connection
         self.secrets = session_secrets(options.secrets, connection)
         self.deadline = time.monotonic() + options.deadline
+        self.conversations: list[Conversation] = []  # what each probe session's get_messages showed
 
     def run(self) -> Snapshot:
         splits = self._splits()
@@ -265,6 +267,7 @@ class _Capture:
                 if terminal is None
                 else TerminalTool(name=terminal.name, arg=terminal.arg, description=terminal.description or "")
             ),
+            **conversation_fields(self.conversations),
             probed_tasks=probed,
             tasks=tasks,
             task_schema=infer_task_schema(specs),
@@ -362,6 +365,7 @@ class _Capture:
     def _session_tools(self, ref: TaskRef) -> list[Any]:
         async def open_and_list(env: Any) -> list[Any]:
             async with env.session(split=ref.split, index=ref.index, secrets=self.secrets) as session:
+                self.conversations.append(await conversation_of(session))
                 return await session.list_tools()
 
         try:

@@ -93,6 +93,8 @@ class ModulePlan:
     has_terminal_tool: bool
     exports: Source  # the module's `__all__`, a list literal
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
+    conversation: bool = False  # the adapter reads the prompt as messages
+    system_prompt: Source | None = None  # the system message build_dataset puts in `prompt`, if any
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,8 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         has_terminal_tool=snapshot.terminal_tool is not None,
         exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
+        conversation=snapshot.conversation,
+        system_prompt=None if snapshot.system_prompt is None else literal(snapshot.system_prompt),
     )
 
 
