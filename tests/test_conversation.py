@@ -44,8 +44,6 @@ def test_the_dataset_carries_the_system_role_and_reset_the_rest(interview, inter
     )
     assert env.decide(hire=False) == "recorded" and env.reward == 1.0
 
-
-def test_a_row_without_the_system_message_still_gets_it(interview, interview_url):
-    env = interview.InterviewEnv(base_url=interview_url)
-    prompt = env.reset(task_index=0)  # e.g. TRL's placeholder rows: no system turn to carry it
+    # A row without the system turn (TRL's placeholder rows under train_dataset=None) still gets it.
+    prompt = env.reset(task_index=0)
     assert prompt.startswith(f"[system]\n{SYSTEM}\n[user]\nI interviewed Ada today.")
