@@ -39,6 +39,7 @@ RULES: dict[str, tuple[Category, bool]] = {
     "DEFAULT_CHANGED": ("PROMPT", False),
     "CONSTRAINT_LOOSENED": ("PROMPT", False),
     "TERMINAL_TOOL_CHANGED": ("PROMPT", False),
+    "PROMPT_SHAPE_CHANGED": ("PROMPT", False),
     "SPLIT_ADDED": ("DATA", False),
     "SPLIT_REMOVED": ("DATA", True),
     "TASK_COUNT_CHANGED": ("DATA", False),
@@ -91,6 +92,14 @@ def _tools(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         yield Change(
             "TERMINAL_TOOL_CHANGED", "terminal_tool", f"{_name(old.terminal_tool)} → {_name(new.terminal_tool)}"
         )
+    if (old.conversation, old.system_prompt) != (new.conversation, new.system_prompt):
+        yield Change("PROMPT_SHAPE_CHANGED", "prompt", f"{_prompt_shape(old)} → {_prompt_shape(new)}")
+
+
+def _prompt_shape(snapshot: Snapshot) -> str:
+    if not snapshot.conversation:
+        return "text"
+    return "messages" + ("" if snapshot.system_prompt is None else " with a shared system prompt")
 
 
 def _name(tool: Any) -> str:

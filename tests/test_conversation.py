@@ -32,6 +32,16 @@ def test_capture_records_a_conversation_shaped_env_and_its_system_prompt():
     plain = capture("examples.echo:Echo")
     assert plain.conversation is False and '"conversation"' not in plain.to_json()  # omitted at the default
 
+    from orlgen.diff import diff
+
+    became = plain.model_copy(update={"conversation": True, "system_prompt": SYSTEM})
+    (change,) = diff(plain, became)
+    assert (change.rule, change.breaking, change.detail) == (
+        "PROMPT_SHAPE_CHANGED",
+        False,
+        "text → messages with a shared system prompt",
+    )
+
 
 def test_the_dataset_carries_the_system_role_and_reset_the_rest(interview, interview_url):
     row = interview.build_dataset(indices=[1])[0]
