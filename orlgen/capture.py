@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from . import names
+from .conversation import Conversation, conversation_fields, conversation_of
 from .errors import OrlgenError
 from .identity import default_name
 from .runtime import provenance
@@ -270,6 +271,7 @@ class _Capture:
         self.connection = connection
         self.secrets = session_secrets(options.secrets, connection)
         self.clock = clock
+        self.conversations: list[Conversation] = []  # what each probe session's get_messages showed
 
     def run(self) -> Snapshot:
         splits = self._splits()
@@ -313,6 +315,7 @@ class _Capture:
                 if terminal is None
                 else TerminalTool(name=terminal.name, arg=terminal.arg, description=terminal.description or "")
             ),
+            **conversation_fields(self.conversations),
             probed_tasks=probed,
             tasks=tasks,
             task_schema=infer_task_schema(specs),
@@ -402,6 +405,7 @@ class _Capture:
     def _session_tools(self, ref: TaskRef) -> list[Any]:
         async def open_and_list(env: Any) -> list[Any]:
             async with env.session(split=ref.split, index=ref.index, secrets=self.secrets) as session:
+                self.conversations.append(await conversation_of(session))
                 return await session.list_tools()
 
         try:

@@ -40,6 +40,7 @@ RULES: dict[str, tuple[Category, bool]] = {
     "CONSTRAINT_LOOSENED": ("PROMPT", False),
     "TERMINAL_TOOL_CHANGED": ("PROMPT", False),
     "REWARD_RULE_CHANGED": ("PROMPT", False),
+    "PROMPT_SHAPE_CHANGED": ("PROMPT", False),
     "SPLIT_ADDED": ("DATA", False),
     "SPLIT_REMOVED": ("DATA", True),
     "TASK_COUNT_CHANGED": ("DATA", False),
@@ -94,6 +95,14 @@ def _tools(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         )
     if old.reward != new.reward:  # the score the trainer optimises is computed another way
         yield Change("REWARD_RULE_CHANGED", "reward", f"{old.reward} → {new.reward}")
+    if (old.conversation, old.system_prompt) != (new.conversation, new.system_prompt):
+        yield Change("PROMPT_SHAPE_CHANGED", "prompt", f"{_prompt_shape(old)} → {_prompt_shape(new)}")
+
+
+def _prompt_shape(snapshot: Snapshot) -> str:
+    if not snapshot.conversation:
+        return "text"
+    return "messages" + ("" if snapshot.system_prompt is None else " with a shared system prompt")
 
 
 def _name(tool: Any) -> str:

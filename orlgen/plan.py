@@ -101,6 +101,8 @@ class ModulePlan:
     probed_tasks: Source | None  # the (split, index) tasks capture probed, when a tool is task-only
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
     deployment: Source | None = None  # the captured deployment, for the drift guard, if recorded
+    conversation: bool = False  # the adapter reads the prompt as messages
+    system_prompt: Source | None = None  # the system message build_dataset puts in `prompt`, if any
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,8 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         reward_summed=snapshot.reward == "summed",
         probed_tasks=literal(probed) if any(not tool.shared for tool in tools) else None,
         deployment=literal(snapshot.deployment.model_dump(exclude_none=True)) if snapshot.deployment else None,
+        conversation=snapshot.conversation,
+        system_prompt=None if snapshot.system_prompt is None else literal(snapshot.system_prompt),
     )
 
 

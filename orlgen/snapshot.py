@@ -138,6 +138,11 @@ class Snapshot(_Model):
     splits: list[Split]
     tools: list[Tool]
     terminal_tool: TerminalTool | None
+    # The env serves its prompt as role-tagged messages (ORS `get_messages`) and, when every
+    # probed task's conversation opens with the same system message, its text. Left out of the
+    # JSON at their defaults.
+    conversation: bool = Field(default=False, exclude_if=lambda shaped: not shaped)
+    system_prompt: str | None = Field(default=None, exclude_if=lambda text: text is None)
     probed_tasks: list[TaskRef]
     tasks: dict[str, SplitTasks]
     task_schema: dict[str, Any]

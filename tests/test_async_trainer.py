@@ -249,3 +249,21 @@ def test_async_worker_mixture(counting, counting_url, count_file, echo, model_ur
         expected = 0.0 if env["environment"] == "echo" and env["task_index"] == 1 else 1.0  # "hello" wins task 0 only
         assert [s.metrics[f"rewards/{mine}"] for s in group] == [expected] * len(group), (env, group_id)
     assert wait_for(lambda: counts(count_file)["closed"] == counts(count_file)["opened"])
+
+
+def test_async_worker_with_environment_owned_data(counting, counting_url, count_file, model_url, monkeypatch):
+    """AsyncGRPOTrainer with `train_dataset=None` feeds the worker placeholder rows (one empty user
+    turn each, as trl 1.16 builds them); every rollout's `reset` draws its task."""
+    import math
+
+    from datasets import Dataset
+
+    before = counts(count_file)
+    placeholder = Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 4})
+    samples = run_worker(
+        model_url, placeholder, functools.partial(counting.CountingEnv, base_url=counting_url), monkeypatch, rollouts=8
+    )
+    rewards = [s.metrics["rewards/CountingEnv"] for s in samples]
+    assert len(samples) >= 8 and sum(not math.isnan(r) for r in rewards) >= 6, rewards  # the tasks were played
+    assert wait_for(lambda: counts(count_file)["closed"] == counts(count_file)["opened"])
+    assert counts(count_file)["opened"] - before["opened"] >= 8

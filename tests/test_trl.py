@@ -27,9 +27,13 @@ ECHO_HELLO_CALL = '<tool_call>\n{"name": "echo", "arguments": {"text": "hello"}}
 FINAL_ANSWER = "done"
 
 
+def tiny_model_path_value() -> str:
+    return str(tiny_qwen3_dir())
+
+
 @pytest.fixture(scope="module")
 def tiny_model_path():
-    return str(tiny_qwen3_dir())
+    return tiny_model_path_value()
 
 
 @pytest.fixture(autouse=True)

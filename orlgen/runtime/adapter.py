@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import logging
 import threading
 import time
@@ -31,6 +32,8 @@ from typing import Any, ClassVar, Literal
 
 from . import admission, budget
 from . import offers as _offers
+from . import content as _content
+from . import draw as _draw
 from . import prefetch as _prefetch
 from . import wire as _wire
 from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
@@ -114,6 +117,7 @@ on_exit(lambda: [_close_slot([session], connection, wait=False) for connection, 
 _drift_checked: set[type] = set()
 _drift_lock = threading.Lock()
 _scoring_lock = threading.Lock()
+_split_sizes: dict[tuple[Connection, str], int] = {}  # for rows that name no task
 
 
 class EnvAdapter:
@@ -140,6 +144,9 @@ class EnvAdapter:
             `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
         max_output_chars: a tool output's text longer than this reaches the model cut, with a
             marker saying so (default: `ORLGEN_MAX_OUTPUT_CHARS`, else 100,000).
+        num_generations: for rows that name no task (`train_dataset=None`), how many resets in a
+            row play each drawn task: GRPOConfig's `num_generations`, so a group plays one task.
+        seed: the seed of that draw (`orlgen.runtime.draw`).
 
     State read by reward functions, reset by `reset`:
         reward: the last non-null reward a tool returned (outcome-only), or None.
@@ -159,6 +166,7 @@ class EnvAdapter:
     _env_var: ClassVar[str]
     _secret_names: ClassVar[tuple[str, ...]] = ()
     _terminal_tool: ClassVar[str | None] = None  # wire name of the env's @terminal tool, if any
+    _conversation: ClassVar[bool] = False  # the env serves its prompt as messages (get_messages)
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {}  # wire name → (shared, fingerprint)
     _reward_rule: ClassVar[Aggregate] = "outcome"  # the env's rule, from the snapshot: `reward=`'s default
     _probed_tasks: ClassVar[tuple[tuple[str, int], ...]] = ()  # the (split, index) tasks capture probed
@@ -177,6 +185,8 @@ class EnvAdapter:
         reward: Aggregate | None = None,
         prefetch: int = 0,
         max_output_chars: int | None = None,
+        num_generations: int = 1,
+        seed: int = 0,
     ) -> None:
         reward = self._reward_rule if reward is None else reward
         if reward not in ("outcome", "summed"):
@@ -191,10 +201,14 @@ class EnvAdapter:
             "reward": reward,
             "prefetch": prefetch,
             "max_output_chars": max_output_chars,
+            "num_generations": num_generations,
+            "seed": seed,
         }
         self._max_output_chars = _wire.max_output_chars(max_output_chars)
         self._aggregate: Aggregate = reward
         self._prefetch = prefetch
+        self._num_generations = num_generations
+        self._seed = seed
         self._connection = Connection.resolve(self._target, self._env_var, base_url, choose_api_key(api_key, secrets))
         self._secrets = dict(secrets) if secrets is not None else None
         self._split = split
@@ -273,37 +287,64 @@ class EnvAdapter:
         self.finished, self.outcome = True, "finished"  # the terminal tool ends the rollout
         self._end_session()
 
-    def reset(self, **row: Any) -> str:
-        """Start the rollout for a dataset row: close the previous session, open one for
-        `row["task_index"]` (in `row["split"]` when present) and return the task's prompt."""
-        if "task_index" not in row:
-            raise KeyError("reset() needs the dataset row's 'task_index' (use the module's build_dataset)")
+    def reset(self, **row: Any) -> Any:
+        """Start the rollout for a dataset row: close the previous session, open one for the
+        row's task and return the task's prompt (a `str`, or content parts when it holds images).
+
+        The task is `row["task_index"]` (in `row["split"]` when present), or an ad-hoc
+        `row["task_spec"]` (a dict or its JSON text) that no split holds; a row with neither
+        (TRL's placeholder rows under `train_dataset=None`, a mixture's routing-only rows) plays
+        the next task of a seeded walk over the split (see `orlgen.runtime.draw`)."""
         self._end_session()
         self._clear_state()
         split = row.get("split") or self._split
-        index = int(row["task_index"])
-        self._task = (split, index)
         given = self._secrets if self._secrets is not None else secrets_from_env(self._secret_names)
         secrets = session_secrets(given, self._connection)
+        spec = _task_spec(row.get("task_spec"))
+        index = None if spec is not None or row.get("task_index") is None else int(row["task_index"])
+        label = "(task_spec)" if spec is not None else f"{split}[{'?' if index is None else index}]"
         try:
-            session = self._open_session(split, index, secrets)
+            if spec is None and index is None:
+                index = self._draw(split)
+                label = f"{split}[{index}]"
+            self._task = None if index is None else (split, index)  # an ad-hoc task offers what it offers
+            session = self._open_session(split, index, secrets, spec)
             self._session_slot.append(session)
             self._session = session
-            prompt = self._connection.run(lambda env: session.get_prompt(), self._timeout)
+            prompt = self._prompt(session, row.get("prompt"))
             self._check_drift(session)
-            return _wire.text(prompt)
+            return prompt
         except (DriftError, budget.BudgetError):  # the run's setup is wrong: not the env's failure
             raise
         except _wire.WireError as exc:
-            return self._wire_failed(f"the prompt of task {split}[{index}]", exc)
+            return self._wire_failed(f"the prompt of task {label}", exc)
         except Exception as exc:  # any SDK or transport failure is the environment's
-            return self._env_failed(f"could not start task {split}[{index}]", exc)
+            return self._env_failed(f"could not start task {label}", exc)
 
-    def _open_session(self, split: str, index: int, secrets: dict[str, Any] | None) -> Any:
+    def _draw(self, split: str) -> int:
+        """The task a row without one plays: the split's size is asked once per process."""
+        key = (self._connection, split)
+        if key not in _split_sizes:
+            _split_sizes[key] = int(self._connection.run(lambda env: env.num_tasks(split), self._timeout))
+        owner = f"{type(self).__module__}.{type(self).__qualname__}"
+        return _draw.next_task(owner, split, _split_sizes[key], seed=self._seed, repeats=self._num_generations)
+
+    def _prompt(self, session: Any, carried: Any) -> Any:
+        """The task's prompt as TRL appends it to the row's last user turn. A conversation-shaped
+        environment is read as messages: those the row's `prompt` already carries with their
+        roles are not repeated, the rest keep their roles as labelled text (TRL cannot insert a
+        message from `reset`)."""
+        if self._conversation:
+            messages = self._connection.run(lambda env: session.get_messages(), self._timeout)
+            return _content.conversation(messages, carried)
+        blocks = _wire.blocks(self._connection.run(lambda env: session.get_prompt(), self._timeout))
+        return _content.render(blocks)
+
+    def _open_session(self, split: str, index: int | None, secrets: dict[str, Any] | None, spec: Any = None) -> Any:
         """A new session for the task, within the env's budget and breaker (`admission`);
-        with `prefetch`, one of the group opened together."""
-        opener = lambda env: _open(env, split, index, secrets)  # noqa: E731
-        if self._prefetch < 2:
+        with `prefetch`, one of the group opened together (never for an ad-hoc task)."""
+        opener = lambda env: _open(env, split, index, secrets, spec)  # noqa: E731
+        if self._prefetch < 2 or spec is not None:
             return admission.open_sessions(self._connection, type(self), self._timeout, opener)[0]
         key = (self._connection, split, index, repr(sorted((secrets or {}).items())))
         for session in _prefetch.stale(self._connection, key):  # the previous group is over
@@ -331,8 +372,10 @@ class EnvAdapter:
         self.tool_errors = 0
         self._scored_by: str | None = None  # the scorer that owns this rollout's reward
 
-    def _call_tool(self, name: str, params_model: Any, arguments: dict[str, Any]) -> str:
-        """Validate the arguments with the tool's model, send only those given, record the result."""
+    def _call_tool(self, name: str, params_model: Any, arguments: dict[str, Any]) -> Any:
+        """Validate the arguments with the tool's model, send only those given, record the result.
+
+        Returns a `str`, or content parts when the output holds images (`orlgen.runtime.content`)."""
         self.tool_calls += 1
         if self._session is None:
             return self._model_error(
@@ -380,9 +423,10 @@ class EnvAdapter:
                 return None
         return self._listed
 
-    def _record(self, name: str, output: Any) -> str:
-        """Record a tool's answer and return its text for the model. An answer holding a value
-        the protocol does not allow ends the rollout as an environment error instead."""
+    def _record(self, name: str, output: Any) -> Any:
+        """Record a tool's answer and return it for the model: text, or content parts when it
+        holds images (`content`). An answer holding a value the protocol does not allow ends the
+        rollout as an environment error instead."""
         try:
             step = _wire.tool_output(output, self._max_output_chars)
         except _wire.WireError as exc:
@@ -391,12 +435,15 @@ class EnvAdapter:
         if step.reward is not None:
             self.reward = step.reward
         self.metadata.append(step.metadata)
-        self.last_output = step.text or "(no output)"
+        result = _content.render(step.blocks)
+        bound = self._max_output_chars
+        result = _wire.cut(result, bound) if isinstance(result, str) else _cut_parts(result, bound)
+        self.last_output = _content.as_text(result) or "(no output)"
         if step.finished:
             self.finished = True
             self.outcome = "finished"
             self._end_session()
-        return self.last_output
+        return result if isinstance(result, list) else self.last_output
 
     def _model_error(self, message: str) -> str:
         """A call the model got wrong: it never reached the server, and the rollout goes on."""
@@ -479,8 +526,14 @@ def tool_drift(expected: dict[str, tuple[bool, str]], live: dict[str, Any]) -> l
     return problems
 
 
-async def _open(env: Any, split: str, index: int, secrets: dict[str, str] | None) -> Any:
-    session = env.session(split=split, index=index, secrets=secrets)
+async def _open(env: Any, split: str, index: int | None, secrets: dict[str, str] | None, spec: Any = None) -> Any:
+    if spec is None:
+        session = env.session(split=split, index=index, secrets=secrets)
+    else:  # an ad-hoc task: ORS `create` takes its spec instead of a split and index
+        from openreward.api.environments.types import Task
+
+        task = Task(server_name=env.server, environment_name=env.name, task_spec=spec, namespace=env.namespace)
+        session = env.session(task=task, secrets=secrets)
     try:
         await session.__aenter__()
     except BaseException:  # e.g. refused at /create: delete the id /create_session gave
@@ -494,6 +547,27 @@ async def _quietly(closing: Any) -> None:
         await closing
     except Exception:
         pass
+
+
+
+
+def _cut_parts(parts: list[dict[str, Any]], max_chars: int) -> list[dict[str, Any]]:
+    """Content parts with each text part bounded like a text-only output (images pass as they are)."""
+    return [{**part, "text": _wire.cut(part["text"], max_chars)} if part["type"] == "text" else part for part in parts]
+
+
+def _task_spec(value: Any) -> dict[str, Any] | None:
+    """A row's `task_spec`: a dict, or its JSON text (an Arrow column of varying shapes)."""
+    if value is None or isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    raise ValueError(f"a row's task_spec must be a JSON object, not {type(value).__name__}")
 
 
 def _close_slot(slot: list[Any], connection: Connection, wait: bool = True) -> None:

@@ -1,7 +1,7 @@
 """Training datasets from a snapshot's captured tasks, or live when the snapshot lacks some.
 
 A row is what TRL hands to `reset(**row)`: `prompt` (an empty user turn, which TRL extends with
-the text `reset` returns), `split`, `task_index`, and one column per task-spec field. Columns are
+the text `reset` returns, after the env's system message when it is conversation-shaped), `split`, `task_index`, and one column per task-spec field. Columns are
 decided at generation time from the snapshot's task schema, so every build of one module has
 the same columns and types whatever tasks it picks:
 - a field whose JSON type varies across tasks (an int here, a string there) is stored as JSON
@@ -48,6 +48,7 @@ class DatasetSpec:
     columns: tuple[Column, ...]
     target: Target  # where tasks the snapshot lacks are fetched from
     env_var: str  # the environment variable that overrides the target's address
+    system_prompt: str | None = None  # a conversation-shaped env's system message, kept as a role
 
     def captured(self, split: str) -> dict[int, dict[str, Any]]:
         """The split's tasks stored in the snapshot, by index."""
@@ -105,7 +106,7 @@ def build(
         for offset, task in enumerate(fetch(split, start, stop)):
             tasks[start + offset] = task
     rows: dict[str, list[Any]] = {
-        "prompt": [[{"role": "user", "content": ""}] for _ in wanted],
+        "prompt": [prompt_column(spec.system_prompt) for _ in wanted],
         "split": [split] * len(wanted),
         "task_index": wanted,
     }
@@ -119,6 +120,13 @@ def build(
             f"task fields do not fit the columns generated from the snapshot ({exc}); "
             "the environment's tasks changed: re-run `orlgen snapshot`"
         ) from exc
+
+
+def prompt_column(system_prompt: str | None) -> list[dict[str, str]]:
+    """A row's `prompt`: an empty user turn (TRL appends what `reset` returns to it), after the
+    environment's system message when the snapshot recorded one."""
+    system = [] if system_prompt is None else [{"role": "system", "content": system_prompt}]
+    return [*system, {"role": "user", "content": ""}]
 
 
 def _json(value: Any) -> str | None:
