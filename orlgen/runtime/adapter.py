@@ -31,9 +31,9 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from . import admission, budget
-from . import offers as _offers
 from . import content as _content
 from . import draw as _draw
+from . import offers as _offers
 from . import prefetch as _prefetch
 from . import wire as _wire
 from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
@@ -547,8 +547,6 @@ async def _quietly(closing: Any) -> None:
         await closing
     except Exception:
         pass
-
-
 
 
 def _cut_parts(parts: list[dict[str, Any]], max_chars: int) -> list[dict[str, Any]]:
