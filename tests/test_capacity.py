@@ -16,7 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from orlgen.runtime import breaker, budget
+from orlgen.runtime import breaker, budget, set_max_sessions
 from orlgen.serve import ServerProcess
 
 from tests.capacity_server import post, stats
@@ -168,7 +168,7 @@ def test_the_code_level_knob_wins_over_the_variable(echo_module, monkeypatch):
     monkeypatch.setenv(budget.ENV_VAR, "9")
     assert budget.run_limit(echo_module.EchoEnv) == 9
     try:
-        budget.set_max_sessions(3)
+        set_max_sessions(3)  # as the docs spell it
         assert budget.run_limit(echo_module.EchoEnv) == 3
         budget.set_max_sessions(2, echo_module.EchoEnv)
         assert budget.run_limit(echo_module.EchoEnv) == 2

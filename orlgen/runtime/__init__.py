@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .adapter import UNSET, DriftError, EnvAdapter, tool_method
+from .budget import set_max_sessions
 from .connection import CallTimeout, ConfigError, Connection, Target
 from .dataset import Column, DatasetError, DatasetSpec, build
 from .mixture import mix
@@ -37,6 +38,7 @@ __all__ = [
     "outcome_reward",
     "outcome_reward_with",
     "scoring_callback",
+    "set_max_sessions",
     "submit_final_message",
     "summed_reward",
     "tool_method",
