@@ -60,12 +60,14 @@ class CanvasEnv(EnvAdapter):
     ORLGEN_CANVAS_URL environment variable); keyword options: base_url, api_key,
     secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
     state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors; get_reward() is the rollout's reward for TRL.
+    tool_errors; get_reward() is the rollout's reward for TRL, by default
+    the last non-null step reward (reward="outcome"; "summed" adds the step rewards up).
     """
 
     _target = TARGET
     _env_var = "ORLGEN_CANVAS_URL"
     _terminal_tool = None
+    _reward_rule = "outcome"
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "answer": (True, "fc599769762fdc01"),
         "screenshot": (True, "a312bf7b1e95f3f5"),

@@ -62,12 +62,14 @@ class InterviewEnv(EnvAdapter):
     ORLGEN_INTERVIEW_URL environment variable); keyword options: base_url, api_key,
     secrets, split, timeout, on_drift, reward (see orlgen.runtime.EnvAdapter). Episode
     state: reward, rewards, metadata, finished, last_output, outcome, error, tool_calls,
-    tool_errors; get_reward() is the rollout's reward for TRL.
+    tool_errors; get_reward() is the rollout's reward for TRL, by default
+    the last non-null step reward (reward="outcome"; "summed" adds the step rewards up).
     """
 
     _target = TARGET
     _env_var = "ORLGEN_INTERVIEW_URL"
     _terminal_tool = None
+    _reward_rule = "outcome"
     _conversation = True  # the prompt is read as messages (get_messages)
     _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {
         "decide": (True, "3c535cb2017fee25"),
