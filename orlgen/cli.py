@@ -221,7 +221,7 @@ def _print_live_changes(path: Path, changes: list[Change]) -> None:
 
 
 def _report(written: Written, skip: Path | None = None) -> None:
-    for found in written.dropped:  # nothing the sanitiser drops goes unsaid
+    for found in [*written.dropped, *written.warnings]:  # nothing dropped, renamed or left goes unsaid
         click.echo(f"orlgen: warning: {found}", err=True)
     for path in sorted(written.written + written.unchanged):
         if path != skip:

@@ -19,7 +19,7 @@ from .names import ClassName, ParamName, PythonIdentifier
 from .runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
 from .runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
 from .runtime.fingerprint import fingerprint
-from .schema import JSON, Dropped, Node, Schema, json_type
+from .schema import JSON, Dropped, Node, Schema, json_type, printable
 from .snapshot import Snapshot, Tool
 
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
@@ -189,6 +189,19 @@ def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
     return tuple(found for schema in parsed for found in schema.dropped)
 
 
+def lookalike_warnings(snapshot: Snapshot) -> tuple[str, ...]:
+    """Every parameter name renamed because it looks like another or hides characters
+    (`names.lookalikes`), for the CLI to report: the rename is never silent."""
+    found = []
+    for tool, schema in _parsed_tools(snapshot):
+        wires = [wire for wire, _ in schema.resolve(schema.root).properties]
+        for wire, why in names.lookalikes(wires).items():
+            found.append(
+                f"tool {printable(tool.name)!r}: parameter {printable(wire)!r} {why}: renamed to an ASCII name"
+            )
+    return tuple(found)
+
+
 def _parsed_tools(snapshot: Snapshot) -> Iterator[tuple[Tool, Schema]]:
     for tool in sorted(snapshot.tools, key=lambda t: t.name):
         yield tool, tool.parsed_schema()
@@ -351,7 +364,10 @@ def _aliases(bundle: JSON) -> dict[str, str]:
                 collect(item)
 
     collect(bundle)
-    misread = sorted(name for name in found if (not name.isascii() and not _stable(name)) or name in _SHADOWING)
+    misleading = names.lookalikes(sorted(found))  # `раth` beside `path` in one module's models
+    misread = sorted(
+        name for name in found if (not name.isascii() and not _stable(name)) or name in _SHADOWING or name in misleading
+    )
     # The names datamodel-code-generator gives the other fields (`if` → `if_`, `a-b` → `a_b`).
     plain = [name for name in found if name.isascii() and name not in _SHADOWING]
     taken = {variant for name in plain for base in (name, names.snake_case(name)) for variant in (base, f"{base}_")}
