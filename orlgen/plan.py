@@ -131,7 +131,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     env_var = f"ORLGEN_{PythonIdentifier(snapshot.name).upper()}_URL"  # names are checked identifiers
     task_schema = Schema.parse(snapshot.task_schema, "task schema")
     bundle = Bundle(taken=RESERVED_CLASSES | {env_class})
-    methods: set[str] = set(RESERVED_METHODS)
+    methods = names.Taken(RESERVED_METHODS)  # linear renaming, however many tools share a name
     tools = tuple(_plan_tool(parsed, bundle, methods) for parsed in _parsed_tools(snapshot))
     bundle.add(ClassName("TaskSpec"), task_schema)
     definitions = bundle.definitions()
