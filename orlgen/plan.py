@@ -197,7 +197,7 @@ def lookalike_warnings(snapshot: Snapshot) -> tuple[str, ...]:
         wires = [wire for wire, _ in schema.resolve(schema.root).properties]
         for wire, why in names.lookalikes(wires).items():
             found.append(
-                f"tool {printable(tool.name)!r}: parameter {printable(wire)!r} {why}: renamed to an ASCII name"
+                f"tool '{printable(tool.name)}': parameter '{printable(wire)}' {why}: renamed to an ASCII name"
             )
     return tuple(found)
 
