@@ -205,7 +205,9 @@ class Project:
                 found = self._layout([out], snapshots, [*snapshots, *(job.path for job in jobs)])
                 _refuse(found.problems)
                 # a mixture waits for its other members, as `sync` captures them one by one
-                warnings += tuple(f"{problem} (`orlgen check` fails until it has)" for problem in found.partial)
+                warnings += tuple(
+                    f"{problem} (`orlgen check` fails until every member has a snapshot)" for problem in found.partial
+                )
                 with render_deadline("snapshot"):
                     modules = {job.path: job.render().encode() for job in jobs}
                 _verify(verifier, modules, snapshots)
