@@ -18,6 +18,7 @@ import click
 
 from . import __version__
 from .errors import OrlgenError
+from .lookalike import escaped
 from .runtime.errors import OrlgenRuntimeError
 
 if TYPE_CHECKING:
@@ -161,7 +162,7 @@ def check(paths: tuple[Path, ...], cache: bool) -> None:
     with failures():
         drift = _project(paths).check(paths, cache=cache)
     for problem in drift:
-        click.echo(f"{problem.path}: {problem.cause}")
+        click.echo(f"{escaped(str(problem.path))}: {problem.cause}")
         if problem.expected is not None or problem.actual is not None:
             sys.stdout.writelines(_diff(problem.path, problem.actual, problem.expected))
     if drift:
@@ -232,7 +233,8 @@ def _report(written: Written, skip: Path | None = None) -> None:
 
 def _diff(path: Path, actual: bytes | None, expected: bytes | None) -> Iterator[str]:
     def lines(data: bytes | None) -> list[str]:
-        return [] if data is None else data.decode(errors="replace").splitlines(keepends=True)
+        # what a pull request wrote, shown as it is: invisible characters as escapes
+        return [] if data is None else escaped(data.decode(errors="replace"), keep="\n").splitlines(keepends=True)
 
     yield from difflib.unified_diff(lines(actual), lines(expected), f"{path} (on disk)", f"{path} (generated)")
 

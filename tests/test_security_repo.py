@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from orlgen import cache
+from orlgen import cache, lookalike
 from orlgen.snapshot import load
 from test_check import GENERATED, ORLGEN, REPO, Result, hand_edit, orlgen, problems
 
@@ -309,6 +309,23 @@ def test_an_out_that_displays_as_another_path_is_refused(project: Path, out: str
     hand_edit(project / "generated" / "echo.py")
     (project / "pyproject.toml").write_text(ROOT_CONFIG.format(extra="").replace('"generated"', json.dumps(out)))
     assert_one_line(run("check", cwd=project), "[tool.orlgen] out", why)
+
+
+def test_checks_report_shows_invisible_characters_as_escapes(project: Path):
+    """A bidi control in a hand edit, or in a planted file's name, would make the CI log show
+    other text than the pull request holds."""
+    gen = project / "generated"
+    module = gen / "echo.py"
+    module.write_text(
+        module.read_text().replace(
+            "        return self._call_tool(", "        x = 1  # \u202e\u200b\n        return self._call_tool(", 1
+        )
+    )
+    (gen / "evil\u202e.py").write_text("X = 1\n")
+    result = orlgen("check", gen)
+    assert result.returncode == 1
+    assert "\\u202e" in result.stdout and "evil\\u202e.py: a Python file" in result.stdout
+    assert not [char for char in result.stdout if char != "\n" and lookalike.invisible(char)]
 
 
 # --------------------------------------------------------------------------------------------
