@@ -54,18 +54,20 @@ def plan(
     snapshots: Mapping[Path, str],
     owned: Iterable[Path],
     mixtures: Mapping[str, Sequence[str]],
+    out: Path,
     keep: Iterable[Path] = (),
 ) -> Layout:
     """The plan of each directory, given the snapshot files found in them (path → module name),
-    every file the render owns, the config's mixtures, and modules to keep although nothing
-    renders them (those of a snapshot that could not be read, which is reported itself)."""
+    every file the render owns, the config's mixtures and the output directory they are of, and
+    modules to keep although nothing renders them (those of a snapshot that could not be read,
+    which is reported itself)."""
     owned, keep = set(owned), set(keep)
     orphans: list[Path] = []
     problems: list[Problem] = []
     partial: list[Problem] = []
     for directory in sorted(set(directories)):
         present = {name for path, name in snapshots.items() if path.parent == directory}
-        missing = _partial_mixtures(directory, present, mixtures)
+        missing = _partial_mixtures(directory, present, mixtures) if directory.resolve() == out.resolve() else []
         partial += missing
         found_orphans, found = _scan(directory, owned, keep | {problem.path for problem in missing})
         orphans += found_orphans

@@ -119,7 +119,7 @@ class Project:
         named |= {path: path.name.removesuffix(SUFFIX) for path in broken}
         keep = [module for path in broken for module in self._modules_of(path)]
         directories = [path for path in paths if path.is_dir()]
-        return layout.plan(directories, named, owned, self.mixtures(), keep)
+        return layout.plan(directories, named, owned, self.mixtures(), self.out, keep)
 
     def _jobs(self, snapshots: dict[Path, Snapshot]) -> list[render.Job]:
         """Every file orlgen owns for these snapshots: each snapshot in canonical form (a file
