@@ -25,6 +25,7 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
+from .deadline import DeadlineExceeded
 from .errors import OrlgenError
 from .schema import printable
 
@@ -71,6 +72,8 @@ class _Loader(jinja2.BaseLoader):
                 f"template {printable(template)!r} refused: only *.jinja files directly inside the templates directory"
             )
         for directory in self._directories:
+            if directory.is_symlink():
+                raise TemplateRefused(f"{directory}: refused: the templates directory is a symbolic link")
             path = directory / template
             data = read_template(path)
             if data is not None:
@@ -121,9 +124,6 @@ def _product_size(left: Any, right: Any) -> int:
 @lru_cache(maxsize=8)
 def environment(directories: tuple[Path, ...]) -> jinja2.Environment:
     """The sandboxed environment loading from `directories`, first match wins."""
-    for directory in directories:
-        if directory.is_symlink():
-            raise TemplateRefused(f"{directory}: refused: the templates directory is a symbolic link")
     env = _Sandbox(
         loader=_Loader(directories),
         undefined=jinja2.StrictUndefined,
@@ -144,16 +144,10 @@ def render(directories: tuple[Path, ...], name: str, context: Mapping[str, Any])
         return environment(directories).get_template(name).render({key: plain(value) for key, value in context.items()})
     except TemplateRefused:
         raise
+    except DeadlineExceeded:
+        raise
     except Exception as exc:  # a template's error is the template's: SecurityError, TypeError, ...
-        if _is_deadline(exc):
-            raise
         raise TemplateRefused(f"{_where(exc, name)}: {type(exc).__name__}: {printable(str(exc))}") from None
-
-
-def _is_deadline(exc: BaseException) -> bool:
-    from .deadline import DeadlineExceeded
-
-    return isinstance(exc, DeadlineExceeded)
 
 
 def _where(exc: Exception, name: str) -> str:
