@@ -22,7 +22,7 @@ _USAGE = ("description", "default")
 
 class Bundle:
     def __init__(self, taken: frozenset[str]) -> None:
-        self.taken: set[str] = set(taken)
+        self.taken: set[str] = names.Taken(taken)  # linear renaming of many look-alike models
         self.entries: dict[str, JSON] = {}
         self.roots: set[str] = set()  # classes the module names (params models, TaskSpec)
 

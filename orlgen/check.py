@@ -7,7 +7,7 @@ caught whatever the file says about itself. The header is read only to word the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +70,12 @@ def cause(actual: bytes, expected: bytes) -> str:
     found, wanted = header.parse(actual), header.parse(expected)
     assert wanted is not None, "orlgen writes a header it cannot parse"
     if found is None:
+        before = actual.find(header.PREFIX.encode(), 0, 4096)
+        if before > 0:
+            what = (
+                "a byte-order mark (BOM)" if actual.startswith(b"\xef\xbb\xbf") and before == 3 else f"{before} byte(s)"
+            )
+            return f"hand-edited: {what} before orlgen's header"
         line = _first_different_line(actual, expected, header.LINES)
         return f"hand-edited: header line {line} is not what orlgen writes"
     if found.versions() != wanted.versions():
@@ -94,13 +100,3 @@ def _first_different_line(actual: bytes, expected: bytes, limit: int) -> int:
 
 
 NOT_REGULAR = "hand-edited: not a regular file (a symbolic link or a special file); orlgen writes regular files"
-
-
-def orphans(directories: Iterable[Path], expected: Iterable[Path]) -> list[Path]:
-    """Modules orlgen generated in `directories` that no snapshot renders any more."""
-    keep = set(expected)
-    return [path for directory in sorted(set(directories)) for path in _generated_files(directory) if path not in keep]
-
-
-def _generated_files(directory: Path) -> list[Path]:
-    return [path for path in sorted(directory.glob("*.py")) if is_regular(path) and header.is_generated(path)]

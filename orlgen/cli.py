@@ -19,6 +19,7 @@ import click
 
 from . import __version__
 from .errors import OrlgenError
+from .lookalike import escaped
 from .runtime.errors import OrlgenRuntimeError
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ def check(paths: tuple[Path, ...], cache: bool) -> None:
     with failures():
         drift = _project(paths).check(paths, cache=cache)
     for problem in drift:
-        click.echo(f"{problem.path}: {problem.cause}")
+        click.echo(f"{escaped(str(problem.path))}: {problem.cause}")
         if problem.expected is not None or problem.actual is not None:
             sys.stdout.writelines(_diff(problem.path, problem.actual, problem.expected))
     if drift:
@@ -334,7 +335,7 @@ def _new_deployment(recorded: Snapshot, live: Snapshot) -> str | None:
 
 
 def _report(written: Written, skip: Path | None = None, unchanged: bool = True) -> None:
-    for found in written.dropped:  # nothing the sanitiser drops goes unsaid
+    for found in [*written.dropped, *written.warnings]:  # nothing dropped, renamed or left goes unsaid
         click.echo(f"orlgen: warning: {found}", err=True)
     for path in sorted(written.written + (written.unchanged if unchanged else [])):
         if path != skip:
@@ -345,7 +346,8 @@ def _report(written: Written, skip: Path | None = None, unchanged: bool = True) 
 
 def _diff(path: Path, actual: bytes | None, expected: bytes | None) -> Iterator[str]:
     def lines(data: bytes | None) -> list[str]:
-        return [] if data is None else data.decode(errors="replace").splitlines(keepends=True)
+        # what a pull request wrote, shown as it is: invisible characters as escapes
+        return [] if data is None else escaped(data.decode(errors="replace"), keep="\n").splitlines(keepends=True)
 
     yield from difflib.unified_diff(lines(actual), lines(expected), f"{path} (on disk)", f"{path} (generated)")
 

@@ -35,9 +35,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from . import lookalike
 from .capture import CaptureOptions
 from .errors import OrlgenError
 from .snapshot import RewardRule
+
+PYPROJECT = "pyproject.toml"
 
 
 class ConfigFileError(OrlgenError, ValueError):
@@ -127,7 +130,7 @@ def load_config(project: Path = Path(".")) -> Config:
 
     Relative paths are taken relative to the project directory.
     """
-    path = project / "pyproject.toml"
+    path = project / PYPROJECT
     if not path.exists():
         return Config(out=project / "generated")
     try:
@@ -142,9 +145,75 @@ def load_config(project: Path = Path(".")) -> Config:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise ConfigFileError(f"{path}: [tool.orlgen] {where}: {first['msg']}") from exc
+    _refuse_misleading_out(path, project, config.out)
     return config.model_copy(
         update={
             "out": project / config.out,
             "templates": None if config.templates is None else project / config.templates,
         }
     )
+
+
+def _refuse_misleading_out(config: Path, project: Path, out: Path) -> None:
+    """An `out` that displays as another path would let a pull request point `check` at a
+    look-alike copy (`genеrated`, Cyrillic е) while the real `generated/` is edited: a part that
+    hides characters or mixes scripts is refused, and so is one that looks like another entry
+    of its directory."""
+    here = project
+    for part in out.parts:
+        if part in (out.anchor, ".", ".."):
+            here = here / part
+            continue
+        why = lookalike.problem(part)
+        if why is None and here.is_dir():
+            look = lookalike.skeleton(part).casefold()
+            others = (name for name in os.listdir(here) if name != part)
+            why = next(
+                (
+                    f"looks like {lookalike.escaped(name)!r} beside it"
+                    for name in others
+                    if lookalike.skeleton(name).casefold() == look
+                ),
+                None,
+            )
+        if why is not None:
+            raise ConfigFileError(f"{config}: [tool.orlgen] out: {lookalike.escaped(part)!r} refused: {why}")
+        here = here / part
+
+
+def find_config(start: Path | None = None) -> tuple[Path, Config]:
+    """The project `start` belongs to (its nearest `pyproject.toml` above), else the working
+    directory's: its directory and config.
+
+    A `pyproject.toml` inside the output directory of a project above it is refused, not
+    honoured: a pull request could otherwise give `orlgen check generated` its own templates
+    and mixtures without touching the project's own config."""
+    found = _pyprojects_above(start.resolve()) if start is not None else []
+    if found:
+        project, outers = found[0], found[1:]
+    else:
+        project, outers = Path("."), [d for d in _pyprojects_above(Path.cwd()) if d != Path.cwd()]
+    if (project / PYPROJECT).is_file():
+        for outer in outers:
+            out = _declared_out(outer)
+            if out is not None and project.resolve().is_relative_to(out):
+                raise ConfigFileError(
+                    f"{project / PYPROJECT}: refused: it is inside the output directory of {outer / PYPROJECT}, "
+                    "whose config is the only one orlgen reads there"
+                )
+    return project, load_config(project)
+
+
+def _pyprojects_above(directory: Path) -> list[Path]:
+    return [here for here in [directory, *directory.parents] if (here / PYPROJECT).is_file()]
+
+
+def _declared_out(project: Path) -> Path | None:
+    """The output directory an enclosing project declares (default `generated`), read leniently:
+    an unrelated or broken `pyproject.toml` above the project is not this command's business."""
+    try:
+        tool = tomllib.loads((project / PYPROJECT).read_text(encoding="utf-8")).get("tool", {})
+        out = tool.get("orlgen", {}).get("out", "generated")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return (project / out).resolve() if isinstance(out, str) else None

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from . import lookalike
 from .schema import Node, Schema, printable
 from .snapshot import Snapshot, Tool
 
@@ -286,5 +287,7 @@ def render(changes: list[Change], style: Literal["text", "json", "github"]) -> s
 
 
 def _github(text: str) -> str:
-    """A workflow-command message: `%`, CR and LF escaped, so a name cannot start a command."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow-command message: `%`, CR and LF escaped, so a name cannot start a command, and
+    invisible characters (bidi controls, zero-width, fillers) written as escapes, so the
+    annotation displays what the snapshot holds."""
+    return lookalike.escaped(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))

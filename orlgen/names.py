@@ -10,10 +10,36 @@ from __future__ import annotations
 import keyword
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
+from . import lookalike
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]+")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*|[0-9]+[a-z0-9]*")
+
+
+class Taken(set[str]):
+    """Names in use, and the next number to try for each renamed base: with it, renaming n
+    names that all want one base is linear, not quadratic (`x_2`, `x_3`, ... are not re-tried)."""
+
+    def __init__(self, names: Iterable[str] = ()) -> None:
+        super().__init__(names)
+        self.next_number: dict[tuple[str, str], int] = {}
+
+
+def _numbered(key: tuple[str, str], spell: Callable[[int], str], usable: Callable[[str], bool], taken: set[str]) -> str:
+    """The first `spell(n)`, n = 2, 3, ..., that is usable, resuming where the last search for
+    `key` in `taken` ended (names are only ever added to `taken`, so the earlier ones stay used)."""
+    numbers = taken.next_number if isinstance(taken, Taken) else {}
+    number = numbers.get(key, 2)
+    while not usable(spell(number)):
+        number += 1
+    numbers[key] = number + 1
+    return spell(number)
+
+
+def _as_set(taken: Iterable[str]) -> set[str]:
+    return taken if isinstance(taken, set) else set(taken)
 
 
 class PythonIdentifier(str):
@@ -52,18 +78,16 @@ def identifier(wire_name: str, *, taken: Iterable[str] = ()) -> PythonIdentifier
     A name that needs changing gets a `_` suffix (`from` → `from_`), then a number when that is
     taken too, so the rename is predictable from the wire name and the names before it.
     """
-    taken = set(taken)
+    used = _as_set(taken)
     base = snake_case(wire_name) or "unnamed"
     if base[0].isdigit():
         base = f"n{base}"
-    candidate = base
-    if not _usable(candidate, taken):
-        candidate = f"{base}_"
-        number = 2
-        while not _usable(candidate, taken):
-            candidate = f"{base}_{number}"
-            number += 1
-    return PythonIdentifier(candidate)
+    for candidate in (base, f"{base}_"):
+        if _usable(candidate, used):
+            return PythonIdentifier(candidate)
+    return PythonIdentifier(
+        _numbered(("_", base), lambda number: f"{base}_{number}", lambda name: _usable(name, used), used)
+    )
 
 
 def _usable(name: str, taken: set[str]) -> bool:
@@ -72,16 +96,16 @@ def _usable(name: str, taken: set[str]) -> bool:
 
 def class_name(text: str, *, suffix: str = "", taken: Iterable[str] = ()) -> ClassName:
     """CapWords name from any text: `submit-solution` + `Params` → `SubmitSolutionParams`."""
-    taken = set(taken)
+    used = _as_set(taken)
     words = _ascii_words(text) or ["Unnamed"]
     base = "".join(word[:1].upper() + word[1:] for word in words)
     if base[0].isdigit():
         base = f"N{base}"
-    candidate, number = f"{base}{suffix}", 2
-    while candidate in taken:
-        candidate = f"{base}{number}{suffix}"
-        number += 1
-    return ClassName(candidate)
+    if f"{base}{suffix}" not in used:
+        return ClassName(f"{base}{suffix}")
+    return ClassName(
+        _numbered((suffix, base), lambda number: f"{base}{number}{suffix}", lambda name: name not in used, used)
+    )
 
 
 def slug(text: str) -> PythonIdentifier:
@@ -129,10 +153,12 @@ def _keepable(name: str) -> bool:
 def param_names(wire_names: Iterable[str], *, taken: Iterable[str] = ()) -> list[ParamName]:
     """Python names for a tool's parameters, in the given order: each wire name that Python can
     use is kept as is; only the others are renamed (`from` → `from_`, `file-path` → `file_path`),
-    never onto a kept name."""
+    never onto a kept name. A name that would mislead a reader is renamed too (see
+    `lookalikes`): `раth` beside `path`, `path` with an invisible filler, a mix of scripts."""
     wire_names = list(wire_names)
-    used = set(taken)
-    kept = {wire for wire in wire_names if _keepable(wire) and wire not in used}
+    used = Taken(taken)
+    misleading = lookalikes(wire_names)
+    kept = {wire for wire in wire_names if _keepable(wire) and wire not in used and wire not in misleading}
     used |= kept
     out = []
     for wire in wire_names:
@@ -143,3 +169,9 @@ def param_names(wire_names: Iterable[str], *, taken: Iterable[str] = ()) -> list
         used.add(name)
         out.append(ParamName(name))
     return out
+
+
+def lookalikes(wire_names: Iterable[str]) -> dict[str, str]:
+    """The names, among one tool's parameters or one module's fields, that display as another
+    name or hide characters, each with why; they are renamed to ASCII and reported."""
+    return lookalike.confusing(wire_names)

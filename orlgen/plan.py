@@ -19,7 +19,7 @@ from .names import ClassName, ParamName, PythonIdentifier
 from .runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
 from .runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
 from .runtime.fingerprint import fingerprint
-from .schema import JSON, Dropped, Node, Schema, json_type
+from .schema import JSON, Dropped, Node, Schema, json_type, printable
 from .snapshot import Snapshot, Tool
 from .sorting import dunder_all_order
 
@@ -141,7 +141,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     env_var = f"ORLGEN_{PythonIdentifier(snapshot.name).upper()}_URL"  # names are checked identifiers
     task_schema = Schema.parse(snapshot.task_schema, "task schema")
     bundle = Bundle(taken=RESERVED_CLASSES | {env_class})
-    methods: set[str] = set(RESERVED_METHODS)
+    methods = names.Taken(RESERVED_METHODS)  # linear renaming, however many tools share a name
     probed = tuple((ref.split, ref.index) for ref in snapshot.probed_tasks)
     tools = tuple(_plan_tool(parsed, bundle, methods, probed) for parsed in _parsed_tools(snapshot))
     bundle.add(ClassName("TaskSpec"), task_schema)
@@ -200,6 +200,19 @@ def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
     """Every keyword the sanitiser drops from the snapshot's schemas, for the CLI to report."""
     parsed = [schema for _, schema in _parsed_tools(snapshot)] + [Schema.parse(snapshot.task_schema, "task schema")]
     return tuple(found for schema in parsed for found in schema.dropped)
+
+
+def lookalike_warnings(snapshot: Snapshot) -> tuple[str, ...]:
+    """Every parameter name renamed because it looks like another or hides characters
+    (`names.lookalikes`), for the CLI to report: the rename is never silent."""
+    found = []
+    for tool, schema in _parsed_tools(snapshot):
+        wires = [wire for wire, _ in schema.resolve(schema.root).properties]
+        for wire, why in names.lookalikes(wires).items():
+            found.append(
+                f"tool '{printable(tool.name)}': parameter '{printable(wire)}' {why}: renamed to an ASCII name"
+            )
+    return tuple(found)
 
 
 def _parsed_tools(snapshot: Snapshot) -> Iterator[tuple[Tool, Schema]]:
@@ -382,7 +395,10 @@ def _aliases(bundle: JSON) -> dict[str, str]:
                 collect(item)
 
     collect(bundle)
-    misread = sorted(name for name in found if (not name.isascii() and not _stable(name)) or name in _SHADOWING)
+    misleading = names.lookalikes(sorted(found))  # `раth` beside `path` in one module's models
+    misread = sorted(
+        name for name in found if (not name.isascii() and not _stable(name)) or name in _SHADOWING or name in misleading
+    )
     # The names datamodel-code-generator gives the other fields (`if` → `if_`, `a-b` → `a_b`).
     plain = [name for name in found if name.isascii() and name not in _SHADOWING]
     taken = {variant for name in plain for base in (name, names.snake_case(name)) for variant in (base, f"{base}_")}

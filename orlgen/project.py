@@ -9,26 +9,25 @@ modules for an orphan.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import recapture, render
-from .cache import Verdicts, default_directory
+from . import layout, recapture, render
+from .cache import Verdicts
 from .capture import CaptureOptions, capture
-from .check import NOT_REGULAR, Drift, compare, orphans
-from .config import Config, load_config, mixture_members
+from .check import NOT_REGULAR, Drift, compare
+from .config import Config, find_config, mixture_members
+from .deadline import render_deadline
 from .diff import Change, diff
 from .errors import OrlgenError
 from .files import FileMap, RefusedWrite, check_name, is_regular, remove_files, write_files
 from .identity import same_env, settle_name
-from .plan import dropped_keywords
+from .plan import dropped_keywords, lookalike_warnings
 from .schema import Dropped
 from .snapshot import SUFFIX, Snapshot, SnapshotError, load
 from .verify import Verifier
-
-PYPROJECT = "pyproject.toml"
 
 # `progress(label, total)` → a context whose value advances a progress display by n tasks.
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -46,6 +45,7 @@ class Generation:
     files: FileMap
     orphans: list[Path] = field(default_factory=list)
     dropped: tuple[Dropped, ...] = ()
+    warnings: tuple[str, ...] = ()  # directory problems a capture leaves for later (a partial mixture)
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ class Written:
     unchanged: list[Path]
     removed: list[Path]
     dropped: tuple[Dropped, ...] = ()  # the generation's sanitiser report, for the CLI to print
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,15 +71,13 @@ class LiveCheck:
 @dataclass(frozen=True)
 class Project:
     config: Config
+    root: Path = Path(".")  # the directory of its pyproject.toml
 
     @classmethod
     def find(cls, paths: Sequence[Path] = ()) -> Project:
         """The project the first of `paths` belongs to, else the working directory's."""
-        start = paths[0].resolve() if paths else None
-        for directory in [start, *start.parents] if start is not None else []:
-            if (directory / PYPROJECT).is_file():
-                return cls(load_config(directory))
-        return cls(load_config(Path(".")))
+        root, config = find_config(paths[0] if paths else None)
+        return cls(config, root)
 
     @property
     def out(self) -> Path:
@@ -108,27 +107,30 @@ class Project:
     def generation(self, paths: Sequence[Path] = ()) -> Generation:
         """Render every file of the snapshots under `paths` (default: the output directory):
         their modules, and the snapshots themselves in canonical form. In a directory, generated
-        modules that no snapshot renders any more are orphans."""
+        modules that no snapshot renders any more are orphans; anything the directory plan
+        calls a problem (`orlgen.layout`) is refused before anything is rendered."""
         paths = list(paths) or [self.out]
         with Verifier() as verifier:  # the child warms up while the parent renders
             snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
             jobs = self._jobs(snapshots)  # refuses a name that would write elsewhere, first
-            self._refuse_partial_mixtures([path for path in paths if path.is_dir()], snapshots)
-            files = {job.path: job.render().encode() for job in jobs}
+            found = self._layout(paths, snapshots, [job.path for job in jobs])
+            _refuse(found.partial + found.problems)
+            with render_deadline("generate"):
+                files = {job.path: job.render().encode() for job in jobs}
             _verify(verifier, files, snapshots)
-        return Generation(files, orphans([path for path in paths if path.is_dir()], files), _dropped(snapshots))
+        return Generation(files, list(found.orphans), _dropped(snapshots), _renamed(snapshots))
 
-    def _refuse_partial_mixtures(self, directories: list[Path], snapshots: dict[Path, Snapshot]) -> None:
-        """A mixture of the config that misses a member in a generated directory (a typo, a
-        removed snapshot) would vanish without a word, its module removed as an orphan."""
-        for directory in directories:
-            present = {snapshot.name for path, snapshot in snapshots.items() if path.parent == directory}
-            for mixture, members in sorted(self.mixtures().items()):
-                missing = sorted(set(members) - present)
-                if missing and present & set(members):
-                    raise UsageError(
-                        f"{directory}: mixture {mixture!r} names {missing[0]!r}, which has no snapshot there"
-                    )
+    def _layout(
+        self, paths: Sequence[Path], snapshots: dict[Path, Snapshot], owned: Iterable[Path], broken: Sequence[Path] = ()
+    ) -> layout.Layout:
+        """The plan of the directories among `paths`, read by `snapshot`, `generate` and `check`
+        alike. A snapshot file that cannot be read (`broken`, reported itself) still names its
+        module and its mixtures: they are neither orphans nor missing a member."""
+        named = {path: snapshot.name for path, snapshot in snapshots.items()}
+        named |= {path: path.name.removesuffix(SUFFIX) for path in broken}
+        keep = [module for path in broken for module in self._modules_of(path)]
+        directories = [path for path in paths if path.is_dir()]
+        return layout.plan(directories, named, owned, self.mixtures(), self.out, keep)
 
     def _jobs(self, snapshots: dict[Path, Snapshot]) -> list[render.Job]:
         """Every file orlgen owns for these snapshots: each snapshot in canonical form (a file
@@ -142,7 +144,8 @@ class Project:
     def write(self, generation: Generation) -> Written:
         written = write_files(generation.files)
         unchanged = sorted(set(generation.files) - set(written))
-        return Written(written, unchanged, remove_files(generation.orphans), generation.dropped)
+        removed = remove_files(generation.orphans)
+        return Written(written, unchanged, removed, generation.dropped, generation.warnings)
 
     def check(self, paths: Sequence[Path] = (), cache: bool = False) -> list[Drift]:
         """Every generated file under `paths` that `generate` would change, and every snapshot
@@ -161,13 +164,13 @@ class Project:
                 snapshots.pop(path, None)
                 broken.append(Drift(path, "invalid snapshot: " + str(exc).removeprefix(f"{path}: ")))
         expected = self._jobs(snapshots)
-        verdicts = Verdicts(default_directory(), self.config.templates) if cache else None
-        keep = [job.path for job in expected] + [path for drift in broken for path in self._modules_of(drift.path)]
-        orphaned = [
-            Drift(path, "orphaned: generated by orlgen, but no snapshot renders it (`orlgen generate` removes it)")
-            for path in orphans([path for path in paths if path.is_dir()], keep)
-        ]
-        return sorted(broken + compare(expected, verdicts) + orphaned, key=lambda drift: drift.path)
+        verdicts = Verdicts.for_project(self.root, self.config.templates) if cache else None
+        found = self._layout(paths, snapshots, [job.path for job in expected], [drift.path for drift in broken])
+        orphaned = [Drift(path, _ORPHANED) for path in found.orphans]
+        problems = [Drift(problem.path, problem.cause) for problem in found.partial + found.problems]
+        with render_deadline("check"):
+            drift = compare(expected, verdicts)
+        return sorted(broken + drift + orphaned + problems, key=lambda drift: drift.path)
 
     def _modules_of(self, snapshot_path: Path) -> list[Path]:
         """The modules a snapshot file renders, by its file name alone: its own and its mixtures'.
@@ -205,13 +208,23 @@ class Project:
         _refuse_other_env(path, captured)
         files: FileMap = {path: captured.to_json().encode()}
         snapshots = {path: captured.canonical()}
+        warnings = _renamed({path: snapshots[path]})
         if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
             with Verifier() as verifier:
                 snapshots |= {other: load(_regular(other)) for other in snapshots_in(out) if other != path}
-                modules = render.generate(snapshots.items(), self.config.templates, self.mixtures())
+                jobs = render.jobs(snapshots.items(), self.config.templates, self.mixtures())
+                found = self._layout([out], snapshots, [*snapshots, *(job.path for job in jobs)])
+                _refuse(found.problems)
+                # a mixture waits for its other members, as `sync` captures them one by one
+                warnings += tuple(
+                    f"{problem} (`orlgen check` fails until every member has a snapshot)" for problem in found.partial
+                )
+                with render_deadline("snapshot"):
+                    modules = {job.path: job.render().encode() for job in jobs}
                 _verify(verifier, modules, snapshots)
             files |= modules
-        return path, self.write(Generation(files, dropped=_dropped({path: snapshots[path]})))
+        generation = Generation(files, dropped=_dropped({path: snapshots[path]}), warnings=warnings)
+        return path, self.write(generation)
 
     def live_check(
         self, target: str, out: Path, options: CaptureOptions, progress: Progress | None = None
@@ -264,6 +277,20 @@ def _verify(verifier: Verifier, files: FileMap, snapshots: dict[Path, Snapshot])
 
 def _dropped(snapshots: dict[Path, Snapshot]) -> tuple[Dropped, ...]:
     return tuple(found for snapshot in snapshots.values() for found in dropped_keywords(snapshot))
+
+
+_ORPHANED = "orphaned: generated by orlgen, but no snapshot renders it (`orlgen generate` removes it)"
+
+
+def _refuse(problems: Sequence[layout.Problem]) -> None:
+    """Writes wait until the directory holds nothing that would make `check` fail."""
+    if problems:
+        more = f" (and {len(problems) - 1} more: `orlgen check` lists them)" if len(problems) > 1 else ""
+        raise RefusedWrite(f"{problems[0]}{more}")
+
+
+def _renamed(snapshots: dict[Path, Snapshot]) -> tuple[str, ...]:
+    return tuple(found for snapshot in snapshots.values() for found in lookalike_warnings(snapshot))
 
 
 def _regular(path: Path) -> Path:

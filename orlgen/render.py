@@ -11,12 +11,9 @@ import functools
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-import jinja2
-
-from . import header
+from . import header, lookalike, sandbox
 from .errors import OrlgenError
 from .files import FileMap, RefusedWrite, check_name
 from .models import IMPORT_MARKER, models, with_imports
@@ -103,30 +100,29 @@ def render_module(snapshot: Snapshot, templates: Path | None = None) -> str:
         imports, model_classes = models(module_plan)
     except SchemaError as exc:
         raise RenderError(f"{snapshot.file_name}: {exc}") from exc
-    body = (
-        _environment(templates)
-        .get_template("module.py.jinja")
-        .render(context_version=TEMPLATE_CONTEXT_VERSION, plan=module_plan, imports=IMPORT_MARKER, models=model_classes)
-    )
+    context = {"plan": module_plan, "imports": IMPORT_MARKER, "models": model_classes}
+    body = _render(templates, "module.py.jinja", context)
     body = allow_numeric_unions(with_imports(body, imports))
     return header.write(header.current(snapshot.file_name, snapshot.sha256)) + _format(body)
 
 
 def render_mixture(name: str, snapshots: list[Snapshot], templates: Path | None = None) -> str:
-    body = (
-        _environment(templates)
-        .get_template("mixture.py.jinja")
-        .render(context_version=TEMPLATE_CONTEXT_VERSION, plan=plan_mixture(name, snapshots))
-    )
+    body = _render(templates, "mixture.py.jinja", {"plan": plan_mixture(name, snapshots)})
     sources = ", ".join(snapshot.file_name for snapshot in snapshots)
     combined = hashlib.sha256(" ".join(snapshot.sha256 for snapshot in snapshots).encode()).hexdigest()
     return header.write(header.current(sources, combined)) + _format(body)
 
 
 def _format(source: str) -> str:
-    """black with a pinned mode: independent of any `[tool.black]` the user has."""
+    """black with a pinned mode: independent of any `[tool.black]` the user has; invisible
+    characters of server text escaped first (`lookalike.visible_source`), so the module
+    displays what it holds."""
     import black
 
+    try:
+        source = lookalike.visible_source(source)
+    except ValueError as exc:
+        raise RenderError(f"refused to write a module that displays other text than it holds: {exc}") from exc
     return black.format_str(
         source, mode=black.Mode(target_versions={black.TargetVersion.PY311}, line_length=LINE_LENGTH)
     )
@@ -139,15 +135,11 @@ def template_dir() -> Path:
     return packaged if packaged.is_dir() else packaged.parent.parent / "templates"
 
 
-@lru_cache(maxsize=8)
-def _environment(overrides: Path | None) -> jinja2.Environment:
-    packaged = jinja2.FileSystemLoader(template_dir())
-    loader = packaged if overrides is None else jinja2.ChoiceLoader([jinja2.FileSystemLoader(overrides), packaged])
-    return jinja2.Environment(
-        loader=loader,
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+def template_dirs(overrides: Path | None) -> tuple[Path, ...]:
+    """Where templates are looked up, first match wins: the project's overrides, then orlgen's."""
+    return (template_dir(),) if overrides is None else (overrides, template_dir())
+
+
+def _render(overrides: Path | None, name: str, context: dict[str, object]) -> str:
+    """A template rendered in the sandbox (`orlgen.sandbox`): the context becomes plain values."""
+    return sandbox.render(template_dirs(overrides), name, {"context_version": TEMPLATE_CONTEXT_VERSION, **context})

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Annotated, Any
 
+from . import lookalike
 from .errors import OrlgenError
 
 JSON = dict[str, Any]
@@ -494,7 +495,7 @@ class _Parser:
 
 def printable(text: str, limit: int = 200) -> str:
     """Server text fit for a one-line message: control characters escaped, length bounded."""
-    shown = "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
+    shown = lookalike.escaped(text)
     return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 

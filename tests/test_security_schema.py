@@ -15,10 +15,13 @@ needs, whatever the schema:
 
 from __future__ import annotations
 
+import ast
 import inspect
+import itertools
 import json
 import math
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import load_module
+from orlgen import lookalike, names
 from orlgen.cli import main
 from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
 from transformers.utils import get_json_schema
@@ -461,3 +465,91 @@ def test_from_and_from_underscore_each_sent_under_its_own_name(workdir, recorder
         ],
     )
     assert _sent(found["record"](env, **{"from": "a", "from_": "b"})) == {"from": "a", "from_": "b"}
+
+
+# --------------------------------------------------------------------------------------------
+# issue 17, items 4 and 7: text that displays as other text, and names munged in linear time
+# --------------------------------------------------------------------------------------------
+
+LOOK_ALIKES = {"path": {"type": "string"}, "раth": {"type": "string"}, "path\u115f": {"type": "string"}}
+INVISIBLE = "bidi \u202eevil\u202c, zero\u200bwidth, line\u2028separator, filler\u115f, bom\ufeff"
+
+
+def test_look_alike_parameters_are_renamed_reported_and_sent_under_their_own_names(workdir, recorder_url):
+    """`path`, Cyrillic `раth` and `path` + U+115F once rendered as three look-alike names."""
+    env, found = _episode(
+        workdir, recorder_url, [tool("record", {**params(**LOOK_ALIKES), "required": list(LOOK_ALIKES)})]
+    )
+    names_shown = list(inspect.signature(found["record"]).parameters)[1:]
+    assert names_shown == ["path", "th", "path_"]
+    sent = _sent(found["record"](env, path="a", th="b", path_="c"))
+    assert sent == {"path": "a", "раth": "b", "path\u115f": "c"}
+
+
+def test_each_look_alike_rename_is_reported(workdir):
+    outcome = generate(workdir, sealed([tool("record", params(**LOOK_ALIKES))]))
+    assert outcome.exit_code == 0, outcome.stderr
+    warnings = [line for line in outcome.stderr.splitlines() if line.startswith("orlgen: warning: tool 'record'")]
+    assert len(warnings) == 2, outcome.stderr
+    assert "'раth' mixes scripts" in outcome.stderr and "'path\\u115f' holds an invisible character" in outcome.stderr
+
+
+def test_look_alike_fields_of_one_model_get_distinct_names(workdir):
+    outcome = generate(workdir, sealed([tool("record", params(where={"type": "object", "properties": LOOK_ALIKES}))]))
+    assert_sound(outcome, ["record"])
+    tree = ast.parse(outcome.module_path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            fields = [item.target.id for item in node.body if isinstance(item, ast.AnnAssign)]
+            assert len({lookalike.skeleton(name) for name in fields}) == len(fields), (node.name, fields)
+
+
+def test_no_invisible_character_anywhere_in_a_module(workdir):
+    """Descriptions of nested models become pydantic class docstrings (by datamodel-code-generator),
+    once with bidi controls, zero-width characters and line separators raw."""
+    nested = {
+        "type": "object",
+        "description": f"Nested {INVISIBLE}",
+        "properties": {"inner": {"type": "object", "description": f"Inner {INVISIBLE}", "properties": {"x": {}}}},
+    }
+    schema = params(outer=nested, choice={"enum": ["a\u200bb", "c"]})
+    outcome = generate(workdir, sealed([tool("record", schema, description=f"Records. {INVISIBLE}")]))
+    module = assert_sound(outcome, ["record"])
+    text = outcome.module_path.read_text(encoding="utf-8")
+    shown = [f"U+{ord(char):04X}" for char in text if char != "\n" and lookalike.invisible(char)]
+    assert shown == [], shown
+    docs = [
+        obj.__doc__ or ""
+        for obj in vars(module).values()
+        if isinstance(obj, type) and obj.__module__ == module.__name__
+    ]
+    assert any("Nested bidi \u202eevil" in doc for doc in docs)  # the text itself is kept, escaped in the source
+
+
+def _diff_output(tmp_path: Path, style: str) -> str:
+    old = tmp_path / "old.snapshot.json"
+    new = tmp_path / "new.snapshot.json"
+    old.write_text(sealed([tool("record", params(a={"type": "string"}))]))
+    new.write_text(sealed([tool("record", params(a={"type": "integer"}, **{"b\u202ec\u115f": {"type": "string"}}))]))
+    return CliRunner().invoke(main, ["diff", str(old), "--against", str(new), "--format", style]).stdout
+
+
+@pytest.mark.parametrize("style", ["text", "github"])
+def test_diff_output_shows_invisible_characters_as_escapes(tmp_path, style):
+    output = _diff_output(tmp_path, style)
+    assert "b\\u202ec\\u115f" in output
+    assert not [char for char in output if char != "\n" and lookalike.invisible(char)], output
+
+
+def test_name_munging_is_linear_on_megabyte_inputs():
+    """20 000 wire names that all want `unnamed` once took a quadratic search for a free number;
+    one name of a megabyte is munged in one pass."""
+    wires = ["".join(chars) for chars in itertools.product("!#$%&()*+,", repeat=5)][:20_000]
+    one = "aB1-é" * 200_000
+    start = time.perf_counter()
+    assert len(set(names.param_names(wires))) == len(wires)
+    taken = names.Taken()
+    for _ in range(20_000):
+        taken.add(names.class_name("!", taken=taken))
+    names.identifier(one), names.class_name(one), names.param_names([one, one.upper()])
+    assert time.perf_counter() - start < 10
