@@ -129,10 +129,12 @@ def _format(source: str) -> str:
 
 
 def template_dir() -> Path:
-    """Templates ship as `orlgen/templates` in a wheel and live in the top-level `templates/`
-    of a source checkout (which editable installs import from)."""
-    packaged = Path(__file__).resolve().parent / "templates"
-    return packaged if packaged.is_dir() else packaged.parent.parent / "templates"
+    """orlgen's own templates: `orlgen/templates` in a wheel; in a source checkout that is a link
+    to the top-level `templates/`, resolved here (the sandbox refuses links in a templates
+    directory, and this one is orlgen's, not the project's)."""
+    here = Path(__file__).resolve().parent
+    packaged = (here / "templates").resolve()
+    return packaged if packaged.is_dir() else here.parent / "templates"
 
 
 def template_dirs(overrides: Path | None) -> tuple[Path, ...]:
