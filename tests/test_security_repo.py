@@ -25,7 +25,9 @@ import pytest
 import yaml
 from orlgen import cache, lookalike
 from orlgen.snapshot import load
-from test_check import GENERATED, ORLGEN, REPO, Result, hand_edit, orlgen, problems
+from test_check import GENERATED, REPO, Result, hand_edit, orlgen, problems
+
+from tests.cli import ORLGEN
 
 ROOT_CONFIG = '[tool.orlgen]\nout = "generated"\n{extra}\n[[tool.orlgen.mixtures]]\nname = "support_mix"\nenvs = ["echo", "helpdesk"]\n'
 CANARY_NAME = "CANARY-written-by-a-template"
@@ -47,7 +49,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
     done = subprocess.run(
-        [str(ORLGEN), *map(str, args)],
+        [*ORLGEN, *map(str, args)],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -107,7 +109,7 @@ def test_a_template_runs_no_code_in_the_pre_commit_hook(project: Path):
     """The hook as pre-commit runs it: its `entry`, in the repository, with orlgen on PATH."""
     (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     poison(project, PAYLOADS["cycler-globals"])
-    path = f"{ORLGEN.parent}{os.pathsep}{os.environ['PATH']}"
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # the installed `orlgen` script
     done = subprocess.run(hook["entry"], shell=True, cwd=project, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PATH": path})  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
@@ -278,17 +280,20 @@ def test_a_mixture_missing_a_member_gets_one_verdict_from_every_command(project:
     assert_one_line(orlgen("generate", gen), cause)
     checked = orlgen("check", gen)
     assert checked.returncode == 1 and problems(checked.stdout)["support_mix.py"].startswith(cause), checked.stdout
-    captured = orlgen("snapshot", echo_url, "--name", "another", "--out", gen, "--probes", "0")
+    (gen / "echo.py").unlink()  # the capture writes the member's module again
+    captured = orlgen("snapshot", echo_url, "--out", gen, "--probes", "0")
     assert captured.returncode == 0, captured.stderr
-    assert (gen / "another.py").exists()
+    assert (gen / "echo.py").exists()
     assert f"orlgen: warning: {gen / 'support_mix.py'}: {cause}" in captured.stderr
 
 
 def test_a_mixture_module_removed_from_the_config_and_bom_prefixed_fails_check(project: Path):
     (project / "pyproject.toml").write_text('[tool.orlgen]\nout = "generated"\n')
     module = project / "generated" / "support_mix.py"
-    hand_edit_mixture = module.read_bytes().replace(b"from .echo import", b"import os\nfrom .echo import", 1)
-    module.write_bytes(b"\xef\xbb\xbf" + hand_edit_mixture)
+    source = module.read_bytes()
+    edited = source.replace(b"\nfrom orlgen.runtime import mix", b"\nimport os\nfrom orlgen.runtime import mix", 1)
+    assert edited != source
+    module.write_bytes(b"\xef\xbb\xbf" + edited)
     result = orlgen("check", project / "generated")
     assert result.returncode == 1
     assert problems(result.stdout)["support_mix.py"].startswith("a byte-order mark (BOM) before orlgen's header")
