@@ -315,7 +315,7 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
         completion = tokenizer(ECHO_HELLO_CALL, add_special_tokens=False)["input_ids"]
         examples.append((prompt_ids, [*completion, tokenizer.convert_tokens_to_ids(EOS_TOKEN)]))
     torch.set_num_threads(1)
-    teach(model, examples, steps=60)
+    teach(model, examples, steps=120)
     path = tmp_path_factory.mktemp("taught")
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
