@@ -140,9 +140,12 @@ def test_a_slot_comes_back_however_the_rollout_ends(echo_module, faulty, monkeyp
 
 def test_no_slot_within_the_timeout_is_an_unscored_rollout_not_a_request(echo_module, faulty, monkeypatch):
     monkeypatch.setenv(budget.ENV_VAR, "1")
-    url = faulty(capacity=1)
+    # The env could take a second session: only the budget may keep `late` from asking for one
+    # (and a session an earlier test is still deleting cannot make the holder meet a 429).
+    url = faulty(capacity=2)
     holder = echo_module.EchoEnv(base_url=url)
     holder.reset(task_index=0)
+    assert holder.outcome == "running", holder.error
     late = echo_module.EchoEnv(base_url=url, timeout=0.5)
     late.reset(task_index=0)
     assert late.outcome == "env_error" and "slots" in late.error and budget.ENV_VAR in late.error
