@@ -428,7 +428,7 @@ class EnvAdapter:
         holds images (`content`). An answer holding a value the protocol does not allow ends the
         rollout as an environment error instead."""
         try:
-            step = _wire.tool_output(output, self._max_output_chars)
+            step = _wire.tool_output(output)
         except _wire.WireError as exc:
             return self._wire_failed(f"tool {name}", exc)
         self.rewards.append(step.reward)

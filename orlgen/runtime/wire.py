@@ -40,8 +40,7 @@ class WireError(OrlgenRuntimeError):
 class Step:
     """One tool call's answer, validated: what the adapter records."""
 
-    blocks: tuple[Any, ...]  # text and image blocks, shapes checked
-    text: str  # the text blocks joined, cut to the output bound
+    blocks: tuple[Any, ...]  # text and image blocks, shapes checked (`content` renders them)
     reward: float | None
     finished: bool
     metadata: dict[str, Any] | None
@@ -99,22 +98,10 @@ def blocks(value: Any) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def text(value: Any) -> str:
-    """The text blocks of a prompt or tool output, joined (images are skipped); a WireError
-    when the blocks are not what the protocol allows."""
-    return _joined(blocks(value))
-
-
-def _joined(checked: tuple[Any, ...]) -> str:
-    return "\n".join(block.text for block in checked if block.type == "text" and block.text)
-
-
-def tool_output(output: Any, max_chars: int) -> Step:
-    """A tool call's answer (the SDK's `ToolOutput`), validated, its text cut to `max_chars`."""
-    checked = blocks(getattr(output, "blocks", None))
+def tool_output(output: Any) -> Step:
+    """A tool call's answer (the SDK's `ToolOutput`), validated."""
     return Step(
-        blocks=checked,
-        text=cut(_joined(checked), max_chars),
+        blocks=blocks(getattr(output, "blocks", None)),
         reward=reward(getattr(output, "reward", None)),
         finished=finished(getattr(output, "finished", None)),
         metadata=metadata(getattr(output, "metadata", None)),
