@@ -43,8 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
 
-    from bench import scenarios
-    from bench.slow import slow_env
+    from bench.common import run_child
+    from bench.scenarios.base import Row, log
+    from bench.scenarios.calls import call_overhead
+    from bench.scenarios.episodes import episodes
+    from bench.scenarios.generator import generator_speed
+    from bench.scenarios.imports import import_cost
+    from bench.scenarios.scale import capture, scale
+    from bench.scenarios.schema_fidelity import fidelity
+    from bench.scenarios.slow_env import slow_env
+    from bench.scenarios.start import trainer_start
     from bench.synthetic import write_synthetic
 
     settings = {
@@ -60,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     started = time.perf_counter()
     load_at_start = os.getloadavg()
-    rows: list[scenarios.Row] = []
+    rows: list[Row] = []
     details: dict[str, object] = {}
     if args.slow_env_only:
         if args.out == RESULTS:  # keep the full run's results
@@ -78,36 +86,32 @@ def main(argv: list[str] | None = None) -> int:
         ),
     ):
         out = Path(tmp)
-        scenarios.log("capturing the bulk env: default sample, and --tasks all")
-        default_capture = scenarios.capture(bulk, out, "bulk", [])
-        all_capture = scenarios.capture(bulk, out, "bulk_all", ["--tasks", "all"])
+        log("capturing the bulk env: default sample, and --tasks all")
+        default_capture = capture(bulk, out, "bulk", [])
+        all_capture = capture(bulk, out, "bulk_all", ["--tasks", "all"])
         synthetic = {n: write_synthetic(n, out) for n in (5, 30, 100)}
-        scenarios.run_child([str(Path(sys.executable).with_name("orlgen")), "generate", str(synthetic[100])], cwd=out)
+        run_child([str(Path(sys.executable).with_name("orlgen")), "generate", str(synthetic[100])], cwd=out)
 
         for name, run in (
-            ("import", lambda: scenarios.import_cost(settings["import_reps"], out / "synthetic_100.py")),
+            ("import", lambda: import_cost(settings["import_reps"], out / "synthetic_100.py")),
             (
                 "start",
-                lambda: scenarios.trainer_start(
-                    helpdesk, bulk, out / "bulk.py", out / "bulk_all.py", settings["start_pairs"]
-                ),
+                lambda: trainer_start(helpdesk, bulk, out / "bulk.py", out / "bulk_all.py", settings["start_pairs"]),
             ),
             (
                 "calls",
-                lambda: scenarios.call_overhead(
-                    helpdesk, stalled, settings["calls_per_binder"], settings["stalled_calls"]
-                ),
+                lambda: call_overhead(helpdesk, stalled, settings["calls_per_binder"], settings["stalled_calls"]),
             ),
             (
                 "episodes",
-                lambda: scenarios.episodes(helpdesk, settings["episode_reps"], settings["episodes_per_thread"]),
+                lambda: episodes(helpdesk, settings["episode_reps"], settings["episodes_per_thread"]),
             ),
             (
                 "generator",
-                lambda: scenarios.generator_speed(synthetic, settings["generate_cli_reps"], settings["check_reps"]),
+                lambda: generator_speed(synthetic, settings["generate_cli_reps"], settings["check_reps"]),
             ),
-            ("scale", lambda: scenarios.scale(bulk, out, all_capture, settings["dataset_pairs"])),
-            ("fidelity", scenarios.fidelity),
+            ("scale", lambda: scale(bulk, out, all_capture, settings["dataset_pairs"])),
+            ("fidelity", fidelity),
             ("slow_env", lambda: slow_env(out, args.quick)),
         ):
             got, info = run()
@@ -115,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             details[name] = info
         run, counts = default_capture
         rows.append(
-            scenarios.Row(
+            Row(
                 "6",
                 "6 Scale of capture",
                 "`orlgen snapshot URL` at defaults (200 of 20,000 tasks)",

@@ -1,0 +1,174 @@
+"""Reading a tool's input JSON Schema: alternatives, types, enum values, constraints, nested fields."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from orlgen.schema import json_type
+
+NESTED_DEPTH = 3
+CONSTRAINT_KEYS = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+)
+
+JSON = dict[str, Any]
+
+
+def _resolve(schema: Any, root: JSON) -> Any:
+    if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
+        return schema
+    node: Any = root
+    for part in schema["$ref"].lstrip("#").split("/"):
+        if part:
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
+
+
+def _branches(schema: Any, root: JSON, seen: frozenset[str] = frozenset()) -> list[JSON]:
+    """The concrete alternatives of a schema: `$ref`s followed, anyOf/oneOf/allOf[1] flattened."""
+    if not isinstance(schema, dict):
+        return []
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if ref in seen:
+            return []
+        return _branches(_resolve(schema, root), root, seen | {ref})
+    alternatives = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(alternatives, list) and alternatives:
+        return [b for alt in alternatives for b in _branches(alt, root, seen)]
+    all_of = schema.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1:
+        return _branches(all_of[0], root, seen)
+    return [schema]
+
+
+def _types(schema: Any, root: JSON) -> set[str]:
+    """The JSON types a schema admits (`null` included); empty = anything."""
+    if schema is True or schema == {} or not isinstance(schema, dict):
+        return set()
+    found: set[str] = set()
+    branches = _branches(schema, root)
+    if not branches:  # a reference cycle: whatever the definition is
+        return {"object"}
+    for b in branches:
+        if "const" in b:
+            t = {json_type(b["const"])}
+        elif isinstance(b.get("enum"), list):
+            t = {json_type(v) for v in b["enum"]}
+        elif isinstance(b.get("type"), str):
+            t = {b["type"]}
+        elif isinstance(b.get("type"), list):
+            t = set(b["type"])
+        elif "properties" in b:
+            t = {"object"}
+        elif "items" in b or "prefixItems" in b:
+            t = {"array"}
+        else:
+            return set()
+        found |= t
+    return found
+
+
+def _is_array(b: JSON) -> bool:
+    return b.get("type") == "array" or "items" in b or "prefixItems" in b
+
+
+def _enum_values(branches: list[JSON]) -> list[Any]:
+    values = []
+    for b in branches:
+        if "const" in b:
+            values.append(b["const"])
+        elif isinstance(b.get("enum"), list):
+            values.extend(b["enum"])
+    unique = {json.dumps(v, sort_keys=True): v for v in values if v is not None}
+    return list(unique.values())
+
+
+@dataclass
+class NestedField:
+    """What the schema says about one nested property: its types, the siblings it sits among,
+    and its own words and limits (description, constraint keywords, default)."""
+
+    types: set[str] = field(default_factory=set)
+    siblings: tuple[str, ...] = ()
+    description: str = ""
+    constraints: dict[tuple[str, str], Any] = field(default_factory=dict)
+    default: list[Any] = field(default_factory=list)  # [value] when the property has one
+
+    def merge(self, other: NestedField) -> None:
+        self.types |= other.types
+        self.siblings = tuple(dict.fromkeys(self.siblings + other.siblings))
+        self.description = self.description or other.description
+        for key, value in other.constraints.items():
+            self.constraints.setdefault(key, value)
+        self.default = self.default or other.default
+
+
+def _constraints_of(branches: list[JSON]) -> dict[tuple[str, str], Any]:
+    found: dict[tuple[str, str], Any] = {}
+    for b in branches:
+        for key in CONSTRAINT_KEYS:
+            value = b.get(key)
+            if key in b and value is not False and not (key.startswith("exclusive") and value is True):
+                found.setdefault((key, json.dumps(value)), value)
+    return found
+
+
+def _description_of(sub: Any, root: JSON) -> str:
+    """A property's own `description`, else the one of the definition it `$ref`s."""
+    description = sub.get("description") if isinstance(sub, dict) else None
+    if not description and isinstance(sub, dict) and "$ref" in sub:
+        description = (_resolve(sub, root) or {}).get("description")
+    return description.strip() if isinstance(description, str) else ""
+
+
+def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, NestedField]:
+    """Nested property path → what the schema says of it, through refs, anyOf and array items;
+    cycles stop."""
+    out: dict[str, NestedField] = {}
+
+    def add(found: dict[str, NestedField]) -> None:
+        for path, info in found.items():
+            out.setdefault(path, NestedField()).merge(info)
+
+    if not isinstance(schema, dict) or depth > NESTED_DEPTH:
+        return out
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if ref in seen:
+            return out
+        return _nested(_resolve(schema, root), root, prefix, depth, seen | {ref})
+    for alt in (schema.get("anyOf") or schema.get("oneOf") or []) + (schema.get("allOf") or []):
+        add(_nested(alt, root, prefix, depth, seen))
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and depth < NESTED_DEPTH:
+        for name, sub in properties.items():
+            path = f"{prefix}.{name}"
+            info = NestedField(
+                types=_types(sub, root) - {"null"} or {"any"},
+                siblings=tuple(n for n in properties if n != name),
+                description=_description_of(sub, root),
+                constraints=_constraints_of(_branches(sub, root)),
+                default=[sub["default"]] if isinstance(sub, dict) and "default" in sub else [],
+            )
+            add({path: info})
+            add(_nested(sub, root, path, depth + 1, seen))
+    items = schema.get("items")
+    if isinstance(items, dict):
+        add(_nested(items, root, f"{prefix}[]", depth, seen))
+    return out

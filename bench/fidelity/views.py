@@ -1,0 +1,170 @@
+"""The model's view: the function JSON each binder shows the model, and its size in characters."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import itertools
+import json
+import logging
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.fidelity.schema_walk import JSON
+from bench.fidelity.sets import Group
+
+# ── prompt size ──────────────────────────────────────────────────────────────
+
+
+def prompt_chars(functions: list[JSON]) -> int:
+    """Characters of the tools JSON the model is shown: each `get_json_schema(...)["function"]`
+    wrapped and dumped as the chat template's `tojson` does (`json.dumps`, non-ASCII kept)."""
+    return sum(len(json.dumps({"type": "function", "function": f}, ensure_ascii=False)) for f in functions)
+
+
+def raw_prompt_chars(tools: list[Any]) -> int:
+    """The same measure for the server's raw schemas, shown as they are: name, description,
+    `input_schema` as the parameters (an empty object schema for a tool without parameters)."""
+    return prompt_chars(
+        [
+            {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema or {"type": "object", "properties": {}},
+            }
+            for t in tools
+        ]
+    )
+
+
+# ── the model's view ─────────────────────────────────────────────────────────
+
+
+@dataclass
+class View:
+    """What one binder shows the model for one group: wire name → function JSON, or why not."""
+
+    functions: dict[str, JSON] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # wire name → reason
+    extra: list[str] = field(default_factory=list)  # functions shown that are no tool of the group
+
+
+def _get_schema(fn: Any) -> JSON:
+    from transformers.utils import get_json_schema
+
+    return get_json_schema(fn)["function"]
+
+
+def _minimal_snapshot(group: Group) -> Any:
+    from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
+
+    return Snapshot(
+        name=f"fidelity_{group.name}",
+        target=Target(kind="module", value=f"bench.fidelity:{group.name}", env=group.name),
+        splits=[Split(name="train", num_tasks=1)],
+        tools=[
+            Tool(name=t.name, description=t.description, input_schema=t.input_schema, shared=t.shared)
+            for t in group.tools
+        ],
+        terminal_tool=None,
+        probed_tasks=[],
+        tasks={"train": SplitTasks(coverage="none", tasks=[])},
+        task_schema={"properties": {"target": {"type": "string"}}, "required": ["target"], "type": "object"},
+    ).canonical()
+
+
+_module_counter = itertools.count()
+
+
+def orlgen_view(group: Group, workdir: Path) -> View:
+    from orlgen.render import render_module
+    from orlgen.runtime.adapter import EnvAdapter
+
+    view = View()
+    try:
+        snapshot = group.snapshot or _minimal_snapshot(group)
+        module = _import_source(render_module(snapshot), workdir, group.name)
+    except Exception as exc:  # any failure loses the whole group
+        view.missing = {t.name: f"render/import failed: {_short(exc)}" for t in group.tools}
+        return view
+    (env_class,) = dict.fromkeys(
+        v
+        for v in vars(module).values()  # also bound as `environment_factory`
+        if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter
+    )
+    _collect(view, group, inspect.getmembers(env_class, inspect.isfunction))
+    return view
+
+
+def trl_view(group: Group) -> View:
+    with warnings.catch_warnings():  # "You are importing from 'trl.experimental'"
+        warnings.simplefilter("ignore")
+        from trl.experimental.openreward import environment as trl_env
+
+    view = View()
+    cls = type(f"Fidelity_{group.name}", (trl_env._RolloutEnvironment,), {})
+    logger = logging.getLogger(trl_env.__name__)
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # the binder warns on every skipped tool
+    try:
+        for tool in group.tools:
+            try:
+                trl_env._bind_tool_method(
+                    cls, {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema or {}}
+                )
+            except Exception as exc:
+                view.missing[tool.name] = f"binder raised {_short(exc)}"
+                continue
+            if tool.name not in vars(cls):
+                bad = [p for p in (tool.input_schema or {}).get("properties") or {} if not p.isidentifier()]
+                view.missing[tool.name] = (
+                    f"binder skipped it (non-identifier tool name {tool.name!r})"
+                    if not tool.name.isidentifier()
+                    else f"binder skipped it (non-identifier param name {bad[0]!r})" if bad else "binder skipped it"
+                )
+    finally:
+        logger.setLevel(level)
+    _collect(view, group, [(n, v) for n, v in vars(cls).items() if inspect.isfunction(v)])
+    return view
+
+
+def _collect(view: View, group: Group, members: list[tuple[str, Any]]) -> None:
+    """Public functions (TRL's rule: no `_` prefix, not `reset`/`get_reward`), keyed by `__name__`."""
+    wanted = {t.name for t in group.tools}
+    for attr, fn in members:
+        if attr.startswith("_") or attr in ("reset", "get_reward"):
+            continue
+        wire = fn.__name__
+        if wire not in wanted:
+            view.extra.append(wire)
+            continue
+        try:
+            view.functions[wire] = _get_schema(fn)
+        except Exception as exc:
+            view.missing[wire] = f"get_json_schema raised {_short(exc)}"
+    for tool in group.tools:
+        if tool.name not in view.functions and tool.name not in view.missing:
+            view.missing[tool.name] = "no method with this __name__"
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:100]}" if text else type(exc).__name__
+
+
+def _import_source(source: str, workdir: Path, label: str) -> Any:
+    name = f"_fidelity_orlgen_{next(_module_counter)}_{label}"
+    path = workdir / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.modules.pop(name, None)
+    return module
