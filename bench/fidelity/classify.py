@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from bench.fidelity.facts import Fact
-from bench.fidelity.phrases import _TYPE_STARTS, _TYPE_WORDS, _constraint_re, _squash, _value_forms, _value_re
+from bench.fidelity.phrases import (
+    _DEFAULT_WORDS,
+    _TYPE_STARTS,
+    _TYPE_WORDS,
+    _constraint_re,
+    _enum_value_re,
+    _squash,
+    _value_re,
+)
 from bench.fidelity.schema_walk import JSON
 from bench.fidelity.shown import (
     _brief,
@@ -56,129 +65,217 @@ def _spaced(text: str) -> str:
 
 
 def _classify(fact: Fact, view: View) -> Outcome:
-    def lost(reason: str) -> Outcome:
-        return Outcome(fact, "lost", reason)
-
     fn = view.functions.get(fact.tool)
     if fn is None:
-        return lost(f"tool not shown: {view.missing.get(fact.tool, 'unknown')}")
+        return Outcome(fact, "lost", f"tool not shown: {view.missing.get(fact.tool, 'unknown')}")
+    tool_level = _tool_level(fact, fn)
+    if tool_level is not None:
+        return tool_level
+    shown = _shown_param(fact, fn)
+    if isinstance(shown, Outcome):
+        return shown
+    by_kind = _BY_KIND.get(fact.kind)
+    if by_kind is None:
+        raise AssertionError(fact.kind)
+    return by_kind(shown)
+
+
+def _tool_level(fact: Fact, fn: JSON) -> Outcome | None:
+    """The facts of the tool itself (present, description, Returns); None for a parameter's."""
     if fact.kind == "tool-present":
         return Outcome(fact, "structural")
     if fact.kind == "description" and not fact.path:
         return _classify_description(fact, str(fn.get("description") or ""), _texts(fn))
     if fact.kind == "returns":
         return _classify_description(fact, str((fn.get("return") or {}).get("description") or ""), _texts(fn))
+    return None
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """A parameter's fact and what the model is shown of that parameter."""
+
+    fact: Fact
+    fn: JSON  # the function's JSON
+    required: list[str]  # the shown function's required parameters
+    name: str  # the shown parameter's name (may differ from the wire name)
+    wire: str
+    out: JSON  # the shown parameter's schema
+    desc: str  # its description
+    types: set[str]
+
+    @property
+    def rest(self) -> str:
+        """The fact's path below the parameter (`[0]`, `{}`, `.field[].leaf`)."""
+        return self.fact.path[len(self.wire) :]
+
+    @property
+    def leaf(self) -> str:
+        """The nested field a `nested*` fact is about."""
+        parts = re.split(r"[.\[\]{}]+", self.fact.path)
+        return parts[-1] or parts[-2]
+
+    def structural(self) -> Outcome:
+        return Outcome(self.fact, "structural")
+
+    def lost(self, reason: str) -> Outcome:
+        return Outcome(self.fact, "lost", reason)
+
+    def text_or_lost(self, pattern: str, flags: int = 0, what: str = "") -> Outcome:
+        """`text` when the parameter's description matches `pattern`, else lost."""
+        if pattern and re.search(pattern, self.desc, flags):
+            return Outcome(self.fact, "text")
+        return self.lost(what or f"model sees {_brief(self.out)}")
+
+
+def _shown_param(fact: Fact, fn: JSON) -> _Shown | Outcome:
+    """The shown parameter the fact's path starts at, or the outcome of a parameter not shown."""
     parameters = fn.get("parameters") or {}
     properties = parameters.get("properties") or {}
     wire = re.split(r"[.\[{]", fact.path, maxsplit=1)[0]
     name = _find_param(properties, wire)
     if name is None:
-        return lost(f"param {wire!r} not shown (model sees {sorted(properties)})")
+        return Outcome(fact, "lost", f"param {wire!r} not shown (model sees {sorted(properties)})")
     out = properties[name]
     desc = str(out.get("description") or "")
-    types = _out_types(out)
-
-    def text_or_lost(pattern: str, flags: int = 0, what: str = "") -> Outcome:
-        if pattern and re.search(pattern, desc, flags):
-            return Outcome(fact, "text")
-        return lost(what or f"model sees {_brief(out)}")
-
-    if fact.kind == "param-name":
-        return Outcome(fact, "structural")
-    if fact.kind == "description":
-        return _classify_description(fact, desc, _texts(fn))
-    if fact.kind == "type":
-        if fact.value in types:
-            return Outcome(fact, "structural")
-        return text_or_lost(rf"\b(?:{_TYPE_WORDS[fact.value]})\b")
-    if fact.kind == "nullable":
-        if "null" in types:
-            return Outcome(fact, "structural")
-        return text_or_lost(r"\b(?:null|None|nullable)\b")
-    if fact.kind == "required":
-        shown = name in (parameters.get("required") or [])
-        if shown == (fact.value == "required"):
-            return Outcome(fact, "structural")
-        return text_or_lost(
-            r"\brequired\b" if fact.value == "required" else r"\b(?:optional|default)\b",
-            re.IGNORECASE,
-            f"model marks it {'required' if shown else 'optional'}",
-        )
-    if fact.kind == "enum":
-        nodes = _out_branches(out)
-        if fact.path.endswith("[]"):  # an enum of array items
-            nodes = [i for b in nodes if isinstance(b.get("items"), dict) for i in _out_branches(b["items"])]
-        for b in nodes:
-            if any(_same(v, fact.value) for v in b.get("enum") or []) or (
-                "const" in b and _same(b["const"], fact.value)
-            ):
-                return Outcome(fact, "structural")
-        forms = _value_forms(fact.value)
-        quoted = [f for f in forms if not f[:1].isalnum() and f[:1] != "-"] if isinstance(fact.value, str) else forms
-        return text_or_lost("|".join(re.escape(f) + (r"\b" if f[-1:].isalnum() else "") for f in quoted))
-    if fact.kind == "default":
-        if any("default" in b and _same(b["default"], fact.value) for b in _out_branches(out)):
-            return Outcome(fact, "structural")
-        return text_or_lost(rf"(?i:default(?:s| value)?(?:\s+is|\s+to)?)\s*[:=]?\s*{_value_re(fact.value)}")
-    if fact.kind == "constraint":
-        ((key, value),) = fact.value.items()
-        if any(key in b and _same(b[key], value) for b in _out_branches(out)):
-            return Outcome(fact, "structural")
-        return text_or_lost(_constraint_re(key, value), re.IGNORECASE)
-    if fact.kind == "items":
-        suffix = fact.path[len(wire) :]
-        position = re.fullmatch(r"\[(\d+)\]", suffix)
-        for b in _out_branches(out):
-            if position:
-                fixed = b.get("prefixItems")
-                if (
-                    isinstance(fixed, list)
-                    and int(position[1]) < len(fixed)
-                    and fact.value in _out_types(fixed[int(position[1])])
-                ):
-                    return Outcome(fact, "structural")
-            elif suffix == "{}":
-                if fact.value in _out_types(b.get("additionalProperties")):
-                    return Outcome(fact, "structural")
-            elif fact.value in _out_types(b.get("items")):
-                return Outcome(fact, "structural")
-        start = _TYPE_STARTS[fact.value]
-        if suffix == "{}":
-            return text_or_lost(rf"(?:dict\[str,\s*|\{{\s*str\s*:\s*|values?:?\s*)(?:{start})")
-        if position:
-            return lost(f"model sees {_brief(out)}")
-        return text_or_lost(rf"(?:\[\s*|list\[\s*|(?:list|array) of\s+)(?:{start})")
-    leaf = re.split(r"[.\[\]{}]+", fact.path)[-1] or re.split(r"[.\[\]{}]+", fact.path)[-2]
-    if fact.kind == "nested":
-        if _nested_structural(out, fact.path[len(wire) :], fact.value):
-            return Outcome(fact, "structural")
-        starts = "|".join(_TYPE_STARTS[t] for t in fact.value.split(" | ") if _TYPE_STARTS[t])
-        after = rf"\s*(?:{starts})" if starts and "any" not in fact.value else ""
-        return text_or_lost(rf"(?<![\w-]){re.escape(leaf)}\??\s*:{after}")
-    if fact.kind.startswith("nested-"):
-        return _classify_nested_words(fact, out, fact.path[len(wire) :], leaf, desc)
-    raise AssertionError(fact.kind)
+    return _Shown(fact, fn, parameters.get("required") or [], name, wire, out, desc, _out_types(out))
 
 
-def _classify_nested_words(fact: Fact, out: JSON, rest: str, leaf: str, desc: str) -> Outcome:
-    """A nested field's description, constraint or default: structural when the shown schema has
-    it at that field (get_json_schema cannot), text when the parameter's description says it in
-    the field's own part: from `leaf:` (or `leaf?:`) to the next sibling field's name."""
-    nodes = [b for node in _nested_nodes(out, rest) for b in _out_branches(node)]
-    if fact.kind == "nested-description":
-        if any(_squash(fact.value) in _squash(str(b.get("description") or "")) for b in nodes):
-            return Outcome(fact, "structural")
-        return _in_part(fact, desc, leaf, lambda part: _squash(fact.value) in _squash(part))
-    if fact.kind == "nested-constraint":
-        ((key, value),) = fact.value.items()
-        if any(key in b and _same(b[key], value) for b in nodes):
-            return Outcome(fact, "structural")
-        pattern = re.compile(_constraint_re(key, value), re.IGNORECASE)
-        return _in_part(fact, desc, leaf, lambda part: pattern.search(part) is not None)
-    if any("default" in b and _same(b["default"], fact.value) for b in nodes):
-        return Outcome(fact, "structural")
-    pattern = re.compile(rf"(?:=|(?i:default(?:s| value)?(?:\s+is|\s+to)?)\s*[:=]?)\s*{_value_re(fact.value)}")
-    return _in_part(fact, desc, leaf, lambda part: pattern.search(part) is not None)
+def _has(nodes: list[JSON], key: str, value: Any) -> bool:
+    """Whether one of `nodes` has keyword `key` with this value."""
+    return any(key in b and _same(b[key], value) for b in nodes)
+
+
+def _param_description(p: _Shown) -> Outcome:
+    return _classify_description(p.fact, p.desc, _texts(p.fn))
+
+
+def _type(p: _Shown) -> Outcome:
+    if p.fact.value in p.types:
+        return p.structural()
+    return p.text_or_lost(rf"\b(?:{_TYPE_WORDS[p.fact.value]})\b")
+
+
+def _nullable(p: _Shown) -> Outcome:
+    if "null" in p.types:
+        return p.structural()
+    return p.text_or_lost(r"\b(?:null|None|nullable)\b")
+
+
+def _required(p: _Shown) -> Outcome:
+    shown = p.name in p.required
+    if shown == (p.fact.value == "required"):
+        return p.structural()
+    return p.text_or_lost(
+        r"\brequired\b" if p.fact.value == "required" else r"\b(?:optional|default)\b",
+        re.IGNORECASE,
+        f"model marks it {'required' if shown else 'optional'}",
+    )
+
+
+def _enum(p: _Shown) -> Outcome:
+    nodes = _out_branches(p.out)
+    if p.fact.path.endswith("[]"):  # an enum of array items
+        nodes = [i for b in nodes if isinstance(b.get("items"), dict) for i in _out_branches(b["items"])]
+    if any(_enum_shown(b, p.fact.value) for b in nodes):
+        return p.structural()
+    return p.text_or_lost(_enum_value_re(p.fact.value))
+
+
+def _enum_shown(b: JSON, value: Any) -> bool:
+    return any(_same(v, value) for v in b.get("enum") or []) or _has([b], "const", value)
+
+
+def _default(p: _Shown) -> Outcome:
+    if _has(_out_branches(p.out), "default", p.fact.value):
+        return p.structural()
+    return p.text_or_lost(rf"{_DEFAULT_WORDS}\s*[:=]?\s*{_value_re(p.fact.value)}")
+
+
+def _constraint(p: _Shown) -> Outcome:
+    ((key, value),) = p.fact.value.items()
+    if _has(_out_branches(p.out), key, value):
+        return p.structural()
+    return p.text_or_lost(_constraint_re(key, value), re.IGNORECASE)
+
+
+def _items(p: _Shown) -> Outcome:
+    """Item types: per position of a tuple (`[0]`), of a map's values (`{}`), of a list (`[]`)."""
+    position = re.fullmatch(r"\[(\d+)\]", p.rest)
+    if any(_items_shown(b, p.rest, position, p.fact.value) for b in _out_branches(p.out)):
+        return p.structural()
+    start = _TYPE_STARTS[p.fact.value]
+    if p.rest == "{}":
+        return p.text_or_lost(rf"(?:dict\[str,\s*|\{{\s*str\s*:\s*|values?:?\s*)(?:{start})")
+    if position:
+        return p.lost(f"model sees {_brief(p.out)}")
+    return p.text_or_lost(rf"(?:\[\s*|list\[\s*|(?:list|array) of\s+)(?:{start})")
+
+
+def _items_shown(b: JSON, rest: str, position: re.Match[str] | None, value: str) -> bool:
+    if position:
+        fixed = b.get("prefixItems")
+        index = int(position[1])
+        return isinstance(fixed, list) and index < len(fixed) and value in _out_types(fixed[index])
+    if rest == "{}":
+        return value in _out_types(b.get("additionalProperties"))
+    return value in _out_types(b.get("items"))
+
+
+def _nested_field(p: _Shown) -> Outcome:
+    if _nested_structural(p.out, p.rest, p.fact.value):
+        return p.structural()
+    starts = "|".join(_TYPE_STARTS[t] for t in p.fact.value.split(" | ") if _TYPE_STARTS[t])
+    after = rf"\s*(?:{starts})" if starts and "any" not in p.fact.value else ""
+    return p.text_or_lost(rf"(?<![\w-]){re.escape(p.leaf)}\??\s*:{after}")
+
+
+# A nested field's description, constraint or default: structural when the shown schema has it at
+# that field (get_json_schema cannot), text when the parameter's description says it in the
+# field's own part: from `leaf:` (or `leaf?:`) to the next sibling field's name.
+
+
+def _nested_branches(p: _Shown) -> list[JSON]:
+    return [b for node in _nested_nodes(p.out, p.rest) for b in _out_branches(node)]
+
+
+def _nested_description(p: _Shown) -> Outcome:
+    said = _squash(p.fact.value)
+    if any(said in _squash(str(b.get("description") or "")) for b in _nested_branches(p)):
+        return p.structural()
+    return _in_part(p.fact, p.desc, p.leaf, lambda part: said in _squash(part))
+
+
+def _nested_constraint(p: _Shown) -> Outcome:
+    ((key, value),) = p.fact.value.items()
+    if _has(_nested_branches(p), key, value):
+        return p.structural()
+    pattern = re.compile(_constraint_re(key, value), re.IGNORECASE)
+    return _in_part(p.fact, p.desc, p.leaf, lambda part: pattern.search(part) is not None)
+
+
+def _nested_default(p: _Shown) -> Outcome:
+    if _has(_nested_branches(p), "default", p.fact.value):
+        return p.structural()
+    pattern = re.compile(rf"(?:=|{_DEFAULT_WORDS}\s*[:=]?)\s*{_value_re(p.fact.value)}")
+    return _in_part(p.fact, p.desc, p.leaf, lambda part: pattern.search(part) is not None)
+
+
+_BY_KIND: dict[str, Callable[[_Shown], Outcome]] = {
+    "param-name": _Shown.structural,
+    "description": _param_description,
+    "type": _type,
+    "nullable": _nullable,
+    "required": _required,
+    "enum": _enum,
+    "default": _default,
+    "constraint": _constraint,
+    "items": _items,
+    "nested": _nested_field,
+    "nested-description": _nested_description,
+    "nested-constraint": _nested_constraint,
+    "nested-default": _nested_default,
+}
 
 
 def _in_part(fact: Fact, desc: str, leaf: str, says: Any) -> Outcome:

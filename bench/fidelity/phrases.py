@@ -29,6 +29,9 @@ _TYPE_STARTS = {
     "any": r"",
 }
 
+# How a description says a default: `default: 3`, `defaults to 3`, `default value is 3`.
+_DEFAULT_WORDS = r"(?i:default(?:s| value)?(?:\s+is|\s+to)?)"
+
 
 def _squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
@@ -52,6 +55,13 @@ def _value_forms(value: Any) -> list[str]:
 def _value_re(value: Any) -> str:
     end = r"(?!\w|\.\d)"  # `10` must not match `100` or `10.5`; a full stop may follow
     return "(?:" + "|".join(re.escape(f) + (end if f[-1:].isalnum() else "") for f in _value_forms(value)) + ")"
+
+
+def _enum_value_re(value: Any) -> str:
+    """An enum value as a description writes it; a string only quoted (a bare word is no value)."""
+    forms = _value_forms(value)
+    quoted = [f for f in forms if not f[:1].isalnum() and f[:1] != "-"] if isinstance(value, str) else forms
+    return "|".join(re.escape(f) + (r"\b" if f[-1:].isalnum() else "") for f in quoted)
 
 
 def _constraint_re(key: str, value: Any) -> str:
