@@ -66,22 +66,28 @@ def _types(schema: Any, root: JSON) -> set[str]:
     if not branches:  # a reference cycle: whatever the definition is
         return {"object"}
     for b in branches:
-        if "const" in b:
-            t = {json_type(b["const"])}
-        elif isinstance(b.get("enum"), list):
-            t = {json_type(v) for v in b["enum"]}
-        elif isinstance(b.get("type"), str):
-            t = {b["type"]}
-        elif isinstance(b.get("type"), list):
-            t = set(b["type"])
-        elif "properties" in b:
-            t = {"object"}
-        elif "items" in b or "prefixItems" in b:
-            t = {"array"}
-        else:
+        types = _branch_types(b)
+        if types is None:
             return set()
-        found |= t
+        found |= types
     return found
+
+
+def _branch_types(b: JSON) -> set[str] | None:
+    """The JSON types one concrete alternative admits; None = anything."""
+    if "const" in b:
+        return {json_type(b["const"])}
+    if isinstance(b.get("enum"), list):
+        return {json_type(v) for v in b["enum"]}
+    if isinstance(b.get("type"), str):
+        return {b["type"]}
+    if isinstance(b.get("type"), list):
+        return set(b["type"])
+    if "properties" in b:
+        return {"object"}
+    if "items" in b or "prefixItems" in b:
+        return {"array"}
+    return None
 
 
 def _is_array(b: JSON) -> bool:
@@ -140,35 +146,40 @@ def _description_of(sub: Any, root: JSON) -> str:
 def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, NestedField]:
     """Nested property path → what the schema says of it, through refs, anyOf and array items;
     cycles stop."""
-    out: dict[str, NestedField] = {}
-
-    def add(found: dict[str, NestedField]) -> None:
-        for path, info in found.items():
-            out.setdefault(path, NestedField()).merge(info)
-
     if not isinstance(schema, dict) or depth > NESTED_DEPTH:
-        return out
+        return {}
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        if ref in seen:
-            return out
-        return _nested(_resolve(schema, root), root, prefix, depth, seen | {ref})
+        return {} if ref in seen else _nested(_resolve(schema, root), root, prefix, depth, seen | {ref})
+    out: dict[str, NestedField] = {}
     for alt in (schema.get("anyOf") or schema.get("oneOf") or []) + (schema.get("allOf") or []):
-        add(_nested(alt, root, prefix, depth, seen))
+        _merge(out, _nested(alt, root, prefix, depth, seen))
     properties = schema.get("properties")
     if isinstance(properties, dict) and depth < NESTED_DEPTH:
-        for name, sub in properties.items():
-            path = f"{prefix}.{name}"
-            info = NestedField(
-                types=_types(sub, root) - {"null"} or {"any"},
-                siblings=tuple(n for n in properties if n != name),
-                description=_description_of(sub, root),
-                constraints=_constraints_of(_branches(sub, root)),
-                default=[sub["default"]] if isinstance(sub, dict) and "default" in sub else [],
-            )
-            add({path: info})
-            add(_nested(sub, root, path, depth + 1, seen))
+        _merge(out, _properties(properties, root, prefix, depth, seen))
     items = schema.get("items")
     if isinstance(items, dict):
-        add(_nested(items, root, f"{prefix}[]", depth, seen))
+        _merge(out, _nested(items, root, f"{prefix}[]", depth, seen))
     return out
+
+
+def _properties(properties: JSON, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, NestedField]:
+    """Each property of an object, then what is nested below it."""
+    out: dict[str, NestedField] = {}
+    for name, sub in properties.items():
+        path = f"{prefix}.{name}"
+        info = NestedField(
+            types=_types(sub, root) - {"null"} or {"any"},
+            siblings=tuple(n for n in properties if n != name),
+            description=_description_of(sub, root),
+            constraints=_constraints_of(_branches(sub, root)),
+            default=[sub["default"]] if isinstance(sub, dict) and "default" in sub else [],
+        )
+        _merge(out, {path: info})
+        _merge(out, _nested(sub, root, path, depth + 1, seen))
+    return out
+
+
+def _merge(out: dict[str, NestedField], found: dict[str, NestedField]) -> None:
+    for path, info in found.items():
+        out.setdefault(path, NestedField()).merge(info)
