@@ -15,7 +15,6 @@ stdout, everything (samples included) to bench/results.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -23,11 +22,37 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from bench.common import QUIET_ENV, REPO, Served, servers, versions
+from bench.common import QUIET_ENV, REPO, Served, servers, versions, write_json
 from bench.report import RESULTS, text_table
 
 os.environ.update(QUIET_ENV)  # before anything imports openreward or trl
+
+
+# Repetitions per scenario: `--quick` for trying the bench itself, the full run for the figures.
+QUICK = {
+    "start_pairs": 2,
+    "import_reps": 3,
+    "calls_per_binder": 200,
+    "stalled_calls": 50,
+    "episode_reps": 1,
+    "episodes_per_thread": {1: 15, 8: 4},
+    "generate_cli_reps": {5: 1, 30: 1, 100: 1},
+    "check_reps": 1,
+    "dataset_pairs": 1,
+}
+FULL = {
+    "start_pairs": 3,
+    "import_reps": 7,
+    "calls_per_binder": 1000,
+    "stalled_calls": 150,
+    "episode_reps": 3,
+    "episodes_per_thread": {1: 40, 8: 10},
+    "generate_cli_reps": {5: 1, 30: 3, 100: 1},
+    "check_reps": 3,
+    "dataset_pairs": 2,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,39 +68,36 @@ def main(argv: list[str] | None = None) -> int:
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
 
-    from bench.common import run_child
-    from bench.scenarios.base import Row, log
+    settings = dict(QUICK if args.quick else FULL)
+    started = time.perf_counter()
+    load_at_start = os.getloadavg()
+    details: dict[str, object] = {}
+    if args.slow_env_only:
+        from bench.scenarios.slow_env import slow_env
+
+        if args.out == RESULTS:  # keep the full run's results
+            args.out = RESULTS.with_name("results_slow_env.json")
+        with tempfile.TemporaryDirectory(prefix="orlgen-bench-") as tmp:
+            rows, details["slow_env"] = slow_env(Path(tmp), args.quick)
+    else:
+        rows = _full_run(args.quick, settings, details)
+    return _report(args, rows, details, settings, started, load_at_start)
+
+
+def _full_run(quick: bool, settings: dict[str, Any], details: dict[str, object]) -> list[Any]:
+    """Every scenario against the three servers; each one's details go into `details`."""
+    from bench.common import ORLGEN_CLI, log, run_child
     from bench.scenarios.calls import call_overhead
     from bench.scenarios.episodes import episodes
     from bench.scenarios.generator import generator_speed
     from bench.scenarios.imports import import_cost
-    from bench.scenarios.scale import capture, scale
+    from bench.scenarios.scale import capture, capture_row, scale
     from bench.scenarios.schema_fidelity import fidelity
     from bench.scenarios.slow_env import slow_env
     from bench.scenarios.start import trainer_start
     from bench.synthetic import write_synthetic
 
-    settings = {
-        "start_pairs": 2 if args.quick else 3,
-        "import_reps": 3 if args.quick else 7,
-        "calls_per_binder": 200 if args.quick else 1000,
-        "stalled_calls": 50 if args.quick else 150,
-        "episode_reps": 1 if args.quick else 3,
-        "episodes_per_thread": {1: 15, 8: 4} if args.quick else {1: 40, 8: 10},
-        "generate_cli_reps": {5: 1, 30: 1, 100: 1} if args.quick else {5: 1, 30: 3, 100: 1},
-        "check_reps": 1 if args.quick else 3,
-        "dataset_pairs": 1 if args.quick else 2,
-    }
-    started = time.perf_counter()
-    load_at_start = os.getloadavg()
-    rows: list[Row] = []
-    details: dict[str, object] = {}
-    if args.slow_env_only:
-        if args.out == RESULTS:  # keep the full run's results
-            args.out = RESULTS.with_name("results_slow_env.json")
-        with tempfile.TemporaryDirectory(prefix="orlgen-bench-") as tmp:
-            rows, details["slow_env"] = slow_env(Path(tmp), args.quick)
-        return _report(args, rows, details, settings, started, load_at_start)
+    rows: list[Any] = []
     print("orlgen benchmark: starting servers (helpdesk, bulk, helpdesk as orlgen.serve serves it)", file=sys.stderr)
     with (
         tempfile.TemporaryDirectory(prefix="orlgen-bench-") as tmp,
@@ -90,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         default_capture = capture(bulk, out, "bulk", [])
         all_capture = capture(bulk, out, "bulk_all", ["--tasks", "all"])
         synthetic = {n: write_synthetic(n, out) for n in (5, 30, 100)}
-        run_child([str(Path(sys.executable).with_name("orlgen")), "generate", str(synthetic[100])], cwd=out)
+        run_child([ORLGEN_CLI, "generate", str(synthetic[100])], cwd=out)
 
         for name, run in (
             ("import", lambda: import_cost(settings["import_reps"], out / "synthetic_100.py")),
@@ -112,27 +134,13 @@ def main(argv: list[str] | None = None) -> int:
             ),
             ("scale", lambda: scale(bulk, out, all_capture, settings["dataset_pairs"])),
             ("fidelity", fidelity),
-            ("slow_env", lambda: slow_env(out, args.quick)),
+            ("slow_env", lambda: slow_env(out, quick)),
         ):
             got, info = run()
             rows += got
             details[name] = info
-        run, counts = default_capture
-        rows.append(
-            Row(
-                "6",
-                "6 Scale of capture",
-                "`orlgen snapshot URL` at defaults (200 of 20,000 tasks)",
-                "wall time",
-                "s",
-                run.seconds,
-                None,
-                "",
-                None,
-                f"{counts['total']} HTTP requests, peak RSS {run.max_rss_mb:.0f} MB",
-            )
-        )
-    return _report(args, rows, details, settings, started, load_at_start)
+        rows.append(capture_row(*default_capture))
+    return rows
 
 
 def _report(
@@ -155,30 +163,26 @@ def _report(
         f"bench ran in {elapsed:.0f} s (load average {load_at_start[0]:.1f} at start, "
         f"{os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} CPUs); results in {args.out}"
     )
-    args.out.write_text(
-        json.dumps(
-            {
-                "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "elapsed_s": elapsed,
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "platform": platform.platform(),
-                    "loadavg_at_start": load_at_start,
-                    "loadavg_at_end": os.getloadavg(),
-                },
-                "versions": versions(),
-                "settings": {
-                    k: {str(a): b for a, b in v.items()} if isinstance(v, dict) else v for k, v in settings.items()
-                },
-                "rows": table,
-                "missed": missed,
-                "details": details,
+    write_json(
+        args.out,
+        {
+            "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "elapsed_s": elapsed,
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "loadavg_at_start": load_at_start,
+                "loadavg_at_end": os.getloadavg(),
             },
-            indent=2,
-            default=str,
-        )
-        + "\n",
-        encoding="utf-8",
+            "versions": versions(),
+            "settings": {
+                k: {str(a): b for a, b in v.items()} if isinstance(v, dict) else v for k, v in settings.items()
+            },
+            "rows": table,
+            "missed": missed,
+            "details": details,
+        },
+        default=str,
     )
     return 0
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import statistics
 import sys
 import tempfile
 import time
@@ -25,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.slow import GENERATIONS, TURNS, concurrent, generated_module, slow_server
+from bench.common import median
+from bench.slow import GENERATIONS, TURNS, concurrent, delays, floor_s, generated_module, slow_server
 
 REPS = 3
 
@@ -55,18 +55,19 @@ async def _async_rollouts(envs: list[Any]) -> float:
 
 
 def main(quick: bool) -> None:
-    setup_s, tool_s = (0.1, 0.02) if quick else (1.0, 0.2)
-    floor = setup_s + TURNS * tool_s
+    setup_s, tool_s = delays(quick)
+    floor = floor_s(setup_s, tool_s)
     with tempfile.TemporaryDirectory(prefix="orlgen-bench-") as tmp, slow_server(setup_s, tool_s) as url:
         module = generated_module(Path(tmp))
         print(f"setup {setup_s:g} s, tools {tool_s:g} s, floor {floor:.2f} s")
         print("rollouts | sync tools (shipped) | async tools (prototype)")
         for batch in (8, 32, 64):
-            sync = statistics.median(
-                concurrent([module.SlowEnv(base_url=url) for _ in range(batch)]) for _ in range(REPS)
-            )
-            asynchronous = statistics.median(
-                asyncio.run(_async_rollouts([module.SlowEnv(base_url=url) for _ in range(batch)])) for _ in range(REPS)
+            sync = median([concurrent([module.SlowEnv(base_url=url) for _ in range(batch)]) for _ in range(REPS)])
+            asynchronous = median(
+                [
+                    asyncio.run(_async_rollouts([module.SlowEnv(base_url=url) for _ in range(batch)]))
+                    for _ in range(REPS)
+                ]
             )
             print(
                 f"{batch:8d} | {sync:.2f} s ({sync / floor:.2f}x floor) | "

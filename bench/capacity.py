@@ -10,7 +10,6 @@ wait for a slot and the env refuses nothing); prints wall time, rewards and what
 
 from __future__ import annotations
 
-import os
 import tempfile
 import threading
 import time
@@ -22,39 +21,28 @@ ROLLOUTS, CAPACITY, SETUP_S = 24, 4, 1.0
 
 def main() -> None:
     from orlgen.runtime import breaker, budget
-    from orlgen.serve import ServerProcess
 
-    from bench.common import child_env
-    from bench.slow import generated_module
+    from bench.slow import generated_module, slow_server
     from tests.capacity_server import post, stats
 
-    saved = dict(os.environ)
-    os.environ.update(child_env(ORLGEN_SLOW_SETUP_S=str(SETUP_S), ORLGEN_SLOW_TOOL_S="0"))
-    try:
-        server = ServerProcess("bench.slow_env:Slow", entry="tests.capacity_server", startup_timeout=120).start()
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    try:
+    with slow_server(SETUP_S, 0, entry="tests.capacity_server") as url:
         module = generated_module(Path(tempfile.mkdtemp(prefix="orlgen-capacity-")))
         floor = ROLLOUTS / CAPACITY * SETUP_S
         print(f"{ROLLOUTS} rollouts, env capacity {CAPACITY}, setup {SETUP_S:g} s; floor {floor:g} s")
         for label, limit in (("no budget (back-off on 429)", None), (f"ORLGEN_MAX_SESSIONS={CAPACITY}", CAPACITY)):
-            post(server.url, "/_fault/clear")
-            post(server.url, f"/_fault/capacity?n={CAPACITY}")
+            post(url, "/_fault/clear")
+            post(url, f"/_fault/capacity?n={CAPACITY}")
             budget.forget()
             breaker.forget()
             budget.set_max_sessions(limit)
-            seconds, errors = batch(module, server.url)
-            seen = stats(server.url)
+            seconds, errors = batch(module, url)
+            seen = stats(url)
             ran = sum(error is None for error in errors)
             print(
                 f"{label}: {seconds:.2f} s ({seconds / floor:.2f}x floor), {ran}/{ROLLOUTS} ran, "
                 f"env refused {seen['refused']}, most open {seen['max_open']}"
             )
         budget.set_max_sessions(None)
-    finally:
-        server.stop()
 
 
 def batch(module, url: str) -> tuple[float, list]:

@@ -1,4 +1,5 @@
-"""Shared pieces of the benchmark: servers, request counts, child processes, statistics."""
+"""Shared pieces of the benchmark: the environment children inherit, servers and their request
+counts, child processes, statistics, progress lines and results files."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
+ORLGEN_CLI = str(Path(PY).with_name("orlgen"))
+HELPDESK_MODULE = REPO / "generated" / "helpdesk.py"
+HELPDESK_SNAPSHOT = REPO / "generated" / "helpdesk.snapshot.json"
 
 # Every child (servers, workers, CLI runs) inherits these: no update check against PyPI (it
 # would run a network thread in whichever process imports `openreward`), no experimental
@@ -32,8 +36,38 @@ QUIET_ENV = {
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    path = os.pathsep.join([str(REPO), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])
-    return {**os.environ, **QUIET_ENV, "PYTHONPATH": path, **extra}
+    return {**os.environ, **QUIET_ENV, "PYTHONPATH": _pythonpath(), **extra}
+
+
+def _pythonpath() -> str:
+    """The repository first (children import `bench`, `examples`, `generated`), then PYTHONPATH."""
+    return os.pathsep.join([str(REPO), *[p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]])
+
+
+@contextlib.contextmanager
+def environ(**values: str) -> Iterator[None]:
+    """`os.environ` with `values` set inside the block and as it was after it."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def child_environ(**extra: str) -> contextlib.AbstractContextManager[None]:
+    """`os.environ` as `child_env(**extra)` makes it, inside the block: `ServerProcess` hands
+    `os.environ` to the child it starts."""
+    return environ(**QUIET_ENV, PYTHONPATH=_pythonpath(), **extra)
+
+
+def log(message: str) -> None:
+    """A progress line, on stderr (the table goes to stdout)."""
+    print(f"  · {message}", file=sys.stderr, flush=True)
 
 
 # ── servers ─────────────────────────────────────────────────────────────────────────────
@@ -82,48 +116,20 @@ def servers(*served: Served) -> Iterator[tuple[Served, ...]]:
         except BaseException as exc:
             errors.append(exc)
 
-    saved = {key: os.environ.get(key) for key in (*QUIET_ENV, "PYTHONPATH")}
-    os.environ.update(child_env())  # ServerProcess hands os.environ to its child
-    try:
-        threads = [threading.Thread(target=start, args=(item,)) for item in served]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if errors:
-            raise errors[0]
-        yield served
-    finally:
-        for item in served:
-            if item.process is not None:
-                item.process.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-@contextlib.contextmanager
-def trl_addressing(url: str) -> Iterator[None]:
-    """TRL's `OpenRewardSpec(url)` builds `OpenReward(base_url=url)` and `environments.get(name)`
-    without a base_url, so the SDK sends env calls to `sessions.<host>`: a single-host server
-    needs OPENREWARD_SESSION_URL / OPENREWARD_API_URL pointing at it (read when the client is made)."""
-    keys = ("OPENREWARD_SESSION_URL", "OPENREWARD_API_URL")
-    saved = {key: os.environ.get(key) for key in keys}
-    os.environ.update({key: url for key in keys})
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-def trl_env(url: str) -> dict[str, str]:
-    return child_env(OPENREWARD_SESSION_URL=url, OPENREWARD_API_URL=url)
+    threads = [threading.Thread(target=start, args=(item,)) for item in served]
+    with child_environ():  # ServerProcess hands os.environ to its child
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if errors:
+                raise errors[0]
+            yield served
+        finally:
+            for item in served:
+                if item.process is not None:
+                    item.process.stop()
 
 
 # ── child processes ─────────────────────────────────────────────────────────────────────
@@ -194,6 +200,11 @@ def run_child(
 # ── statistics ──────────────────────────────────────────────────────────────────────────
 
 
+def pair_order(i: int) -> tuple[str, str]:
+    """The sides of the `i`-th pair, in the order they run: it flips every pair."""
+    return ("orlgen", "trl") if i % 2 == 0 else ("trl", "orlgen")
+
+
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -242,3 +253,8 @@ def versions() -> dict[str, str]:
         except PackageNotFoundError:
             found[name] = "-"
     return found
+
+
+def write_json(path: Path, data: Any, **options: Any) -> None:
+    """A results file: `data` as indented JSON (`options` go to `json.dumps`)."""
+    path.write_text(json.dumps(data, indent=2, **options) + "\n", encoding="utf-8")

@@ -11,7 +11,6 @@ samples per task); only the rollouts are timed, not start-up.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.common import QUIET_ENV, REPO
+from bench.common import QUIET_ENV, REPO, child_env, write_json
 
 os.environ.update(QUIET_ENV)  # before anything imports openreward
 
@@ -41,8 +40,6 @@ def run_three_commands(body: dict[str, Any]) -> dict[str, Any]:
 def chat_endpoint() -> Iterator[str]:
     """The scripted endpoint in a child process, as a real one is: it must not share this
     process's interpreter lock with the rollouts being measured."""
-    from bench.common import child_env
-
     command = [sys.executable, "-m", "bench.chat_server", "bench.eval_throughput:run_three_commands"]
     child = subprocess.Popen(
         command, cwd=REPO, env=child_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -91,10 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    from bench.slow import generated_module, slow_server
+    from bench.slow import delays, floor_s, generated_module, slow_server
 
-    setup_s, tool_s = (0.1, 0.02) if args.quick else (1.0, 0.2)
-    floor_s = setup_s + TURNS * tool_s
+    setup_s, tool_s = delays(args.quick)
+    floor = floor_s(setup_s, tool_s)
     results = []
     with tempfile.TemporaryDirectory() as tmp, slow_server(setup_s, tool_s) as env_url:
         generated_module(Path(tmp))
@@ -104,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"concurrency {concurrency} ...", file=sys.stderr, flush=True)
                 result = measure(Path(tmp) / "slow.py", chat_url, env_url, concurrency)
                 result["rollouts_per_s"] = result["rollouts"] / result["wall_s"]
-                result["floor_rollouts_per_s"] = concurrency / floor_s
+                result["floor_rollouts_per_s"] = concurrency / floor
                 results.append(result)
-    print(f"slow env: setup {setup_s:g} s, tool {tool_s:g} s, {TURNS} tool turns; floor {floor_s:g} s per rollout")
+    print(f"slow env: setup {setup_s:g} s, tool {tool_s:g} s, {TURNS} tool turns; floor {floor:g} s per rollout")
     print("| concurrency | rollouts | wall | rollouts/s | floor rollouts/s | of floor | mean rollout |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
@@ -116,9 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['floor_rollouts_per_s']:.2f} | {100 * share:.0f}% | {r['mean_rollout_s']:.2f} s |"
         )
     if args.out:
-        args.out.write_text(
-            json.dumps({"setup_s": setup_s, "tool_s": tool_s, "floor_s": floor_s, "runs": results}, indent=2)
-        )
+        write_json(args.out, {"setup_s": setup_s, "tool_s": tool_s, "floor_s": floor, "runs": results})
     return 0
 
 

@@ -16,7 +16,6 @@ is the same for every binder.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,25 +23,35 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.common import child_environ
+from bench.loading import load_module
+
 TURNS = 3
 CONCURRENT_REPS = 3
 GENERATIONS = 8  # GRPO's num_generations: rollouts i*8 .. i*8+7 play task i
 
 
+def delays(quick: bool) -> tuple[float, float]:
+    """(setup, tool) seconds: a sandbox's 1 s and 200 ms, or `--quick`'s 0.1 s and 20 ms."""
+    return (0.1, 0.02) if quick else (1.0, 0.2)
+
+
+def floor_s(setup_s: float, tool_s: float) -> float:
+    """The shortest a rollout can take: one setup plus the tool latencies of its turns."""
+    return setup_s + TURNS * tool_s
+
+
 @contextmanager
-def slow_server(setup_s: float, tool_s: float) -> Iterator[str]:
+def slow_server(setup_s: float, tool_s: float, entry: str = "orlgen.serve") -> Iterator[str]:
+    """The slow env served by a child (`python -m ENTRY`) with these delays; the delays stay in
+    `os.environ` inside the block, for an in-process capture of the env too."""
     from orlgen.serve import ServerProcess
 
-    from bench.common import child_env
-
-    saved = dict(os.environ)
-    os.environ.update(child_env(ORLGEN_SLOW_SETUP_S=str(setup_s), ORLGEN_SLOW_TOOL_S=str(tool_s)))
-    try:
-        with ServerProcess("bench.slow_env:Slow", startup_timeout=120) as server:
-            yield server.url
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    with (
+        child_environ(ORLGEN_SLOW_SETUP_S=str(setup_s), ORLGEN_SLOW_TOOL_S=str(tool_s)),
+        ServerProcess("bench.slow_env:Slow", entry=entry, startup_timeout=120) as server,
+    ):
+        yield server.url
 
 
 def generated_module(out: Path) -> Any:
@@ -51,13 +60,11 @@ def generated_module(out: Path) -> Any:
     from orlgen.files import write_files
     from orlgen.render import generate
 
-    from bench.scenarios.base import _load_module
-
     snapshot = capture("bench.slow_env:Slow")
     path = out / snapshot.file_name
     path.write_text(snapshot.to_json())
     write_files(generate([(path, snapshot)]))
-    return _load_module(out / "slow.py", "bench_slow")
+    return load_module(out / "slow.py", "bench_slow")
 
 
 def _check(text: str) -> None:

@@ -25,14 +25,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.loading import load_module
+
 
 def _load(path: str) -> Any:
     file = Path(path).resolve()
-    spec = importlib.util.spec_from_file_location(file.stem, file)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[file.stem] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module(file, file.stem)
 
 
 def _tools(instance: Any) -> list[str]:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 from pathlib import Path
 
+from bench.common import write_json
 from bench.fidelity.measure import measure
 from bench.fidelity.report import report
 
@@ -24,9 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     print(report(result))
     print(f"\nmeasured in {result.seconds:.1f} s")
     if args.json:
-        args.json.write_text(
-            json.dumps(result.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        write_json(args.json, result.to_json(), sort_keys=True, ensure_ascii=False)
     return 0
 
 

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import inspect
 import itertools
 import json
-import logging
-import sys
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.fidelity.schema_walk import JSON
-from bench.fidelity.sets import Group
+from bench.fidelity.sets import Group, ToolSchema
+from bench.loading import load_module
+from bench.trl_side import environment_module, listed, quiet_binder, rollout_class
 
 # ── prompt size ──────────────────────────────────────────────────────────────
 
@@ -101,35 +98,28 @@ def orlgen_view(group: Group, workdir: Path) -> View:
 
 
 def trl_view(group: Group) -> View:
-    with warnings.catch_warnings():  # "You are importing from 'trl.experimental'"
-        warnings.simplefilter("ignore")
-        from trl.experimental.openreward import environment as trl_env
-
     view = View()
-    cls = type(f"Fidelity_{group.name}", (trl_env._RolloutEnvironment,), {})
-    logger = logging.getLogger(trl_env.__name__)
-    level = logger.level
-    logger.setLevel(logging.ERROR)  # the binder warns on every skipped tool
-    try:
+    cls = rollout_class(f"Fidelity_{group.name}")
+    binder = environment_module()._bind_tool_method
+    with quiet_binder():  # the binder warns on every skipped tool
         for tool in group.tools:
             try:
-                trl_env._bind_tool_method(
-                    cls, {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema or {}}
-                )
+                binder(cls, listed(tool.name, tool.description, tool.input_schema))
             except Exception as exc:
                 view.missing[tool.name] = f"binder raised {_short(exc)}"
                 continue
             if tool.name not in vars(cls):
-                bad = [p for p in (tool.input_schema or {}).get("properties") or {} if not p.isidentifier()]
-                view.missing[tool.name] = (
-                    f"binder skipped it (non-identifier tool name {tool.name!r})"
-                    if not tool.name.isidentifier()
-                    else f"binder skipped it (non-identifier param name {bad[0]!r})" if bad else "binder skipped it"
-                )
-    finally:
-        logger.setLevel(level)
+                view.missing[tool.name] = _skipped(tool)
     _collect(view, group, [(n, v) for n, v in vars(cls).items() if inspect.isfunction(v)])
     return view
+
+
+def _skipped(tool: ToolSchema) -> str:
+    """Why TRL's binder skipped a tool without raising, as far as its names tell."""
+    if not tool.name.isidentifier():
+        return f"binder skipped it (non-identifier tool name {tool.name!r})"
+    bad = [p for p in (tool.input_schema or {}).get("properties") or {} if not p.isidentifier()]
+    return f"binder skipped it (non-identifier param name {bad[0]!r})" if bad else "binder skipped it"
 
 
 def _collect(view: View, group: Group, members: list[tuple[str, Any]]) -> None:
@@ -157,14 +147,8 @@ def _short(exc: BaseException) -> str:
 
 
 def _import_source(source: str, workdir: Path, label: str) -> Any:
+    """A generated module's source written to `workdir` and imported under a name of its own."""
     name = f"_fidelity_orlgen_{next(_module_counter)}_{label}"
     path = workdir / f"{name}.py"
     path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(name, None)
-    return module
+    return load_module(path, name, keep=False)

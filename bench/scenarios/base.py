@@ -1,24 +1,15 @@
-"""What the scenarios share: the table row, progress lines, the helpdesk module and snapshot."""
+"""What the scenarios share: the table row, the helpdesk tasks, worker children."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import logging
-import sys
-import warnings
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import (
-    PY,
-    REPO,
-)
-
-ORLGEN_CLI = str(Path(PY).with_name("orlgen"))
-HELPDESK_MODULE = REPO / "generated" / "helpdesk.py"
-HELPDESK_SNAPSHOT = REPO / "generated" / "helpdesk.snapshot.json"
+from bench.common import HELPDESK_SNAPSHOT, PY, ChildRun, Served, child_env, run_child
+from bench.trl_side import trl_env
 
 
 @dataclass
@@ -46,27 +37,19 @@ class Row:
         return {**asdict(self), "ratio": self.ratio}
 
 
-def log(message: str) -> None:
-    print(f"  · {message}", file=sys.stderr, flush=True)
-
-
-def _load_module(path: Path, name: str | None = None) -> Any:
-    name = name or f"bench_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def _quiet_trl() -> Any:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from trl.experimental.openreward import OpenRewardSpec
-    logging.getLogger("trl.experimental.openreward").setLevel(logging.ERROR)
-    return OpenRewardSpec
-
-
-def _helpdesk_specs() -> list[dict[str, Any]]:
+def helpdesk_specs() -> list[dict[str, Any]]:
     data = json.loads(HELPDESK_SNAPSHOT.read_text(encoding="utf-8"))
     return [task["spec"] for task in data["tasks"]["train"]["tasks"]]
+
+
+def run_worker(
+    command: str, side: str, served: Served, module: Path | None, extra: Sequence[str] = ()
+) -> tuple[ChildRun, dict[str, Any]]:
+    """`python -m bench.worker COMMAND SIDE URL` against `served` (orlgen: `--module`; TRL: its
+    addressing), and the requests the server counted meanwhile."""
+    args = [PY, "-m", "bench.worker", command, side, served.url, *extra]
+    if side == "orlgen":
+        args += ["--module", str(module)]
+    with served.counting() as counts:
+        run = run_child(args, env=trl_env(served.url) if side == "trl" else child_env())
+    return run, counts

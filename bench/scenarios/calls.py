@@ -6,12 +6,12 @@ import threading
 import time
 from typing import Any
 
-from bench.common import (
-    Served,
-    median,
-    trl_addressing,
-)
-from bench.scenarios.base import HELPDESK_MODULE, Row, _helpdesk_specs, _load_module, _quiet_trl, log
+from bench.common import HELPDESK_MODULE, Served, log, median
+from bench.loading import load_module
+from bench.scenarios.base import Row, helpdesk_specs
+from bench.trl_side import open_reward_spec, trl_addressing
+
+SCENARIO = "3 Tool-call overhead"
 
 
 class _Binders:
@@ -21,7 +21,7 @@ class _Binders:
     def __init__(self, served: Served, module: Any, with_trl: bool) -> None:
         import openreward
 
-        self.order_id = _helpdesk_specs()[0]["order"]["order_id"]
+        self.order_id = helpdesk_specs()[0]["order"]["order_id"]
         self.orlgen = module.HelpdeskEnv(base_url=served.url)
         prompt = self.orlgen.reset(task_index=0, split="train")
         assert not prompt.startswith("Error"), prompt
@@ -33,7 +33,7 @@ class _Binders:
         self.trl = None
         if with_trl:
             with trl_addressing(served.url):
-                spec = _quiet_trl()(served.url, num_tasks=1)
+                spec = open_reward_spec()(served.url, num_tasks=1)
                 self.trl = spec.environment_factory()
                 self.trl.reset(task_index=0)
 
@@ -146,50 +146,15 @@ def _own_cost(module: Any, calls: int = 20000) -> dict[str, float] | None:
 def call_overhead(
     served: Served, stalled: Served, per_binder: int, stalled_calls: int
 ) -> tuple[list[Row], dict[str, Any]]:
-    module = _load_module(HELPDESK_MODULE, "bench_helpdesk_calls")
+    module = load_module(HELPDESK_MODULE, "bench_helpdesk_calls")
     rows: list[Row] = []
     details: dict[str, Any] = {}
     binders = _Binders(served, module, with_trl=True)
     try:
         for tool in ("list_policies", "get_order"):
             log(f"3. tool-call overhead: {tool}, {per_binder} calls per binder")
-            sample = binders.calls(tool)
-            outputs = {name: fn() for name, fn in sample.items()}
-            assert not str(outputs["orlgen"]).startswith("Error"), outputs["orlgen"]
-            found = _interleaved(sample, per_binder, served)
-            times, cpu, conns = found["wall"], found["cpu_per_call"], found["connections_per_call"]
-            med = {name: median(values) for name, values in times.items()}
-            overhead = (med["orlgen"] - med["raw"]) / med["raw"]
-            noise = abs(med["raw_a"] - med["raw_b"]) / med["raw"]
-            trl_overhead = (med["trl"] - med["raw"]) / med["raw"]
-            details[tool] = {
-                "median_s": med,
-                "overhead": overhead,
-                "trl_overhead": trl_overhead,
-                "noise_raw_vs_raw": noise,
-                "calls": {k: len(v) for k, v in times.items()},
-                **{k: v for k, v in found.items() if k != "wall"},
-            }
-            rows.append(
-                Row(
-                    "3",
-                    "3 Tool-call overhead",
-                    f"`{tool}` ({'no arguments' if tool == 'list_policies' else 'one validated argument'}), "
-                    f"TCP_NODELAY server, {per_binder} calls each",
-                    "per call",
-                    "ms",
-                    med["orlgen"] * 1e3,
-                    med["trl"] * 1e3,
-                    "overhead ≤ 5%",
-                    overhead <= 0.05,
-                    f"raw SDK {med['raw'] * 1e3:.3f} ms → orlgen overhead {overhead * 100:+.1f}% "
-                    f"({(med['orlgen'] - med['raw']) * 1e6:+.0f} µs), TRL {trl_overhead * 100:+.1f}%; "
-                    f"noise floor (raw vs raw) {noise * 100:.1f}%; client CPU per call: raw "
-                    f"{cpu['raw'] * 1e6:.0f} µs, orlgen {cpu['orlgen'] * 1e6:.0f} µs, TRL {cpu['trl'] * 1e6:.0f} µs;"
-                    f" new TCP connections per call: raw {conns['raw']:.2f}, orlgen {conns['orlgen']:.2f}, "
-                    f"TRL {conns['trl']:.2f}",
-                )
-            )
+            row, details[tool] = _fast_server(binders, tool, per_binder, served)
+            rows.append(row)
     finally:
         binders.close()
 
@@ -197,30 +162,83 @@ def call_overhead(
     own = _own_cost(module)
     details["own_cost_s"] = own
     if own is not None:
-        real = details["list_policies"]["median_s"]["raw"]
-        rows.append(
-            Row(
-                "3c",
-                "3 Tool-call overhead",
-                "orlgen's own cost per call: an in-memory session that answers at "
-                "once, no network (vs the SDK's sync `Session.call_tool` wrapper over the same fake, in the note)",
-                "per call",
-                "µs",
-                own["orlgen_list"] * 1e6,
-                None,
-                "",
-                None,
-                f"raw SDK wrapper {own['raw_list'] * 1e6:.0f} µs → orlgen adds "
-                f"{(own['orlgen_list'] - own['raw_list']) * 1e6:+.0f} µs on `list_policies`, "
-                f"{(own['orlgen_get'] - own['raw_get']) * 1e6:+.0f} µs on `get_order` (validation included): "
-                f"{(own['orlgen_list'] - own['raw_list']) / real * 100:+.1f}% / "
-                f"{(own['orlgen_get'] - own['raw_get']) / real * 100:+.1f}% of a real call",
-            )
-        )
+        rows.append(_own_cost_row(own, details["list_policies"]["median_s"]["raw"]))
     log(f"3. tool-call overhead: orlgen.serve as is (no TCP_NODELAY), {stalled_calls} calls per binder")
+    row, details["stalled"] = _stalled_server(stalled, module, stalled_calls)
+    rows.append(row)
+    return rows, details
+
+
+def _fast_server(binders: _Binders, tool: str, per_binder: int, served: Served) -> tuple[Row, dict[str, Any]]:
+    """Per-call time of each binder on the TCP_NODELAY server, against the raw SDK's."""
+    sample = binders.calls(tool)
+    outputs = {name: fn() for name, fn in sample.items()}
+    assert not str(outputs["orlgen"]).startswith("Error"), outputs["orlgen"]
+    found = _interleaved(sample, per_binder, served)
+    times, cpu, conns = found["wall"], found["cpu_per_call"], found["connections_per_call"]
+    med = {name: median(values) for name, values in times.items()}
+    overhead = (med["orlgen"] - med["raw"]) / med["raw"]
+    noise = abs(med["raw_a"] - med["raw_b"]) / med["raw"]
+    trl_overhead = (med["trl"] - med["raw"]) / med["raw"]
+    details = {
+        "median_s": med,
+        "overhead": overhead,
+        "trl_overhead": trl_overhead,
+        "noise_raw_vs_raw": noise,
+        "calls": {k: len(v) for k, v in times.items()},
+        **{k: v for k, v in found.items() if k != "wall"},
+    }
+    row = Row(
+        "3",
+        SCENARIO,
+        f"`{tool}` ({'no arguments' if tool == 'list_policies' else 'one validated argument'}), "
+        f"TCP_NODELAY server, {per_binder} calls each",
+        "per call",
+        "ms",
+        med["orlgen"] * 1e3,
+        med["trl"] * 1e3,
+        "overhead ≤ 5%",
+        overhead <= 0.05,
+        f"raw SDK {med['raw'] * 1e3:.3f} ms → orlgen overhead {overhead * 100:+.1f}% "
+        f"({(med['orlgen'] - med['raw']) * 1e6:+.0f} µs), TRL {trl_overhead * 100:+.1f}%; "
+        f"noise floor (raw vs raw) {noise * 100:.1f}%; client CPU per call: raw "
+        f"{cpu['raw'] * 1e6:.0f} µs, orlgen {cpu['orlgen'] * 1e6:.0f} µs, TRL {cpu['trl'] * 1e6:.0f} µs;"
+        f" new TCP connections per call: raw {conns['raw']:.2f}, orlgen {conns['orlgen']:.2f}, "
+        f"TRL {conns['trl']:.2f}",
+    )
+    return row, details
+
+
+def _own_cost_row(own: dict[str, float], real: float) -> Row:
+    """orlgen's own cost per call next to the SDK wrapper's, and as a share of a real call."""
+    return Row(
+        "3c",
+        SCENARIO,
+        "orlgen's own cost per call: an in-memory session that answers at "
+        "once, no network (vs the SDK's sync `Session.call_tool` wrapper over the same fake, in the note)",
+        "per call",
+        "µs",
+        own["orlgen_list"] * 1e6,
+        None,
+        "",
+        None,
+        f"raw SDK wrapper {own['raw_list'] * 1e6:.0f} µs → orlgen adds "
+        f"{(own['orlgen_list'] - own['raw_list']) * 1e6:+.0f} µs on `list_policies`, "
+        f"{(own['orlgen_get'] - own['raw_get']) * 1e6:+.0f} µs on `get_order` (validation included): "
+        f"{(own['orlgen_list'] - own['raw_list']) / real * 100:+.1f}% / "
+        f"{(own['orlgen_get'] - own['raw_get']) / real * 100:+.1f}% of a real call",
+    )
+
+
+def _ms(seconds: float) -> str:
+    return "—" if seconds != seconds else f"{seconds * 1e3:.1f} ms"  # NaN: no call of that kind
+
+
+def _stalled_server(stalled: Served, module: Any, calls: int) -> tuple[Row, dict[str, Any]]:
+    """`list_policies` as `orlgen.serve` serves it (no TCP_NODELAY): the share of calls that stall."""
     binders = _Binders(stalled, module, with_trl=False)
     try:
-        found = _interleaved(binders.calls("list_policies"), stalled_calls, stalled)
+        found = _interleaved(binders.calls("list_policies"), calls, stalled)
     finally:
         binders.close()
     wall = found["wall"]
@@ -229,34 +247,28 @@ def call_overhead(
     stalled_share = {name: sum(t > 0.030 for t in wall[name]) / len(wall[name]) for name in ("orlgen", "raw")}
     fast = {name: median([t for t in wall[name] if t <= 0.030]) for name in ("orlgen", "raw")}
     slow = {name: median([t for t in wall[name] if t > 0.030]) for name in ("orlgen", "raw")}
-    details["stalled"] = {
+    details = {
         "median_s": med,
         "stalled_share": stalled_share,
         "fast_median_s": fast,
         "stalled_median_s": slow,
         **{k: v for k, v in found.items() if k != "wall"},
     }
-
-    def ms(seconds: float) -> str:
-        return "—" if seconds != seconds else f"{seconds * 1e3:.1f} ms"  # NaN: no call of that kind
-
-    rows.append(
-        Row(
-            "3s",
-            "3 Tool-call overhead",
-            f"`list_policies`, served by `orlgen.serve` as is (no TCP_NODELAY), " f"{stalled_calls} calls each",
-            "calls that stalled > 30 ms",
-            "%",
-            stalled_share["orlgen"] * 100,
-            None,
-            "",
-            None,
-            f"raw SDK: {stalled_share['raw'] * 100:.0f}%. Stalled calls take {ms(slow['raw'])} (raw) / "
-            f"{ms(slow['orlgen'])} (orlgen), the others {ms(fast['raw'])} / {ms(fast['orlgen'])}. A call "
-            f"stalls when the SDK reuses a keep-alive connection: the response's second write waits for the "
-            f"client's delayed ACK. Reuse is the SDK pool's choice (new connection per call in 50 counted "
-            f"calls: raw {conns['raw']:.2f}, orlgen {conns['orlgen']:.2f}), so medians ({ms(med['raw'])} / "
-            f"{ms(med['orlgen'])}) say nothing about orlgen",
-        )
+    row = Row(
+        "3s",
+        SCENARIO,
+        f"`list_policies`, served by `orlgen.serve` as is (no TCP_NODELAY), " f"{calls} calls each",
+        "calls that stalled > 30 ms",
+        "%",
+        stalled_share["orlgen"] * 100,
+        None,
+        "",
+        None,
+        f"raw SDK: {stalled_share['raw'] * 100:.0f}%. Stalled calls take {_ms(slow['raw'])} (raw) / "
+        f"{_ms(slow['orlgen'])} (orlgen), the others {_ms(fast['raw'])} / {_ms(fast['orlgen'])}. A call "
+        f"stalls when the SDK reuses a keep-alive connection: the response's second write waits for the "
+        f"client's delayed ACK. Reuse is the SDK pool's choice (new connection per call in 50 counted "
+        f"calls: raw {conns['raw']:.2f}, orlgen {conns['orlgen']:.2f}), so medians ({_ms(med['raw'])} / "
+        f"{_ms(med['orlgen'])}) say nothing about orlgen",
     )
-    return rows, details
+    return row, details

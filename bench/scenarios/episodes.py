@@ -6,12 +6,10 @@ import threading
 import time
 from typing import Any
 
-from bench.common import (
-    Paired,
-    Served,
-    trl_addressing,
-)
-from bench.scenarios.base import HELPDESK_MODULE, Row, _helpdesk_specs, _load_module, _quiet_trl, log
+from bench.common import HELPDESK_MODULE, Paired, Served, log, pair_order
+from bench.loading import load_module
+from bench.scenarios.base import Row, helpdesk_specs
+from bench.trl_side import factory
 
 
 def _episode(env: Any, side: str, index: int, order_id: str) -> list[str]:
@@ -53,13 +51,9 @@ def _episodes_run(
 
 
 def episodes(served: Served, reps: int, per_thread: dict[int, int]) -> tuple[list[Row], dict[str, Any]]:
-    module = _load_module(HELPDESK_MODULE, "bench_helpdesk_episodes")
-    specs = _helpdesk_specs()
-    with trl_addressing(served.url):
-        spec = _quiet_trl()(served.url, num_tasks=1)
-        trl_factory = spec.environment_factory
-        trl_factory()  # tool discovery happens here, once, as in a trainer
-    factories = {"orlgen": lambda: module.HelpdeskEnv(base_url=served.url), "trl": trl_factory}
+    module = load_module(HELPDESK_MODULE, "bench_helpdesk_episodes")
+    specs = helpdesk_specs()
+    factories = {"orlgen": lambda: module.HelpdeskEnv(base_url=served.url), "trl": factory(served.url, 1)}
     _episodes_run("orlgen", factories["orlgen"], 1, 2, specs)  # warm-up, incl. orlgen's one drift check
     _episodes_run("trl", factories["trl"], 1, 2, specs)
     rows: list[Row] = []
@@ -69,7 +63,7 @@ def episodes(served: Served, reps: int, per_thread: dict[int, int]) -> tuple[lis
         for i in range(reps):
             log(f"4. episodes: {threads} thread(s), rep {i + 1}/{reps}")
             got = {}
-            for side in (("orlgen", "trl") if i % 2 == 0 else ("trl", "orlgen")):
+            for side in pair_order(i):
                 with served.counting() as counts:
                     seconds, done = _episodes_run(side, factories[side], threads, count, specs)
                 got[side] = (done / seconds, counts["total"] / done, counts["by_path"])

@@ -5,15 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.common import (
-    PY,
-    Paired,
-    child_env,
-    median,
-    run_child,
-)
+from bench.common import PY, Paired, child_env, log, median, run_child
 from bench.importtime import _importtime_children, _importtime_top
-from bench.scenarios.base import Row, log
+from bench.scenarios.base import Row
 
 _HEAVY = (
     "openreward",

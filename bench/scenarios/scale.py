@@ -5,16 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.common import (
-    PY,
-    Paired,
-    Served,
-    child_env,
-    median,
-    run_child,
-    trl_env,
-)
-from bench.scenarios.base import ORLGEN_CLI, Row, log
+from bench.common import ORLGEN_CLI, Paired, Served, log, median, pair_order, run_child
+from bench.scenarios.base import Row, run_worker
 
 
 def capture(served: Served, out: Path, name: str, extra: list[str]) -> tuple[Any, dict[str, Any]]:
@@ -25,11 +17,35 @@ def capture(served: Served, out: Path, name: str, extra: list[str]) -> tuple[Any
     return run, counts
 
 
+def capture_row(run: Any, counts: dict[str, Any]) -> Row:
+    """`orlgen snapshot URL` at its defaults: wall time, requests and peak memory in the note."""
+    return Row(
+        "6",
+        "6 Scale of capture",
+        "`orlgen snapshot URL` at defaults (200 of 20,000 tasks)",
+        "wall time",
+        "s",
+        run.seconds,
+        None,
+        "",
+        None,
+        f"{counts['total']} HTTP requests, peak RSS {run.max_rss_mb:.0f} MB",
+    )
+
+
 def scale(
     bulk: Served, out: Path, capture_all: tuple[Any, dict[str, Any]], pairs: int
 ) -> tuple[list[Row], dict[str, Any]]:
-    run, counts = capture_all
     snapshot = out / "bulk_all.snapshot.json"
+    rows, details = _capture_rows(capture_all, snapshot)
+    dataset_rows, details["build_dataset"] = _build_dataset(bulk, out / "bulk_all.py", pairs)
+    check_row, details["check_20k"] = _check(snapshot, out)
+    return [*rows, *dataset_rows, check_row], details
+
+
+def _capture_rows(capture_all: tuple[Any, dict[str, Any]], snapshot: Path) -> tuple[list[Row], dict[str, Any]]:
+    """`orlgen snapshot --tasks all`: requests, wall time, peak memory."""
+    run, counts = capture_all
     size_mb = snapshot.stat().st_size / 1e6
     by_path = counts["by_path"]
     ranges = by_path.get("POST /bulk/task_range", 0)
@@ -64,28 +80,21 @@ def scale(
     details: dict[str, Any] = {
         "capture": {"seconds": run.seconds, "max_rss_mb": run.max_rss_mb, "requests": counts, "snapshot_mb": size_mb}
     }
-    module = out / "bulk_all.py"
+    return rows, details
+
+
+def _build_dataset(bulk: Served, module: Path, pairs: int) -> tuple[list[Row], dict[str, Any]]:
+    """build_dataset() over every task against TRL's train_dataset, in alternating pairs."""
     wall, rss, reqs = Paired(), Paired(), Paired()
     for i in range(pairs):
         log(f"6. build_dataset over 20,000 tasks: pair {i + 1}/{pairs}")
-        got = {}
-        for side in (("orlgen", "trl") if i % 2 == 0 else ("trl", "orlgen")):
-            args = [PY, "-m", "bench.worker", "dataset", side, bulk.url]
-            if side == "orlgen":
-                args += ["--module", str(module)]
-            with bulk.counting() as c:
-                child = run_child(args, env=trl_env(bulk.url) if side == "trl" else child_env())
-            answer = child.json()
-            if "error" in answer:
-                raise RuntimeError(f"dataset {side}: {answer['error']}")
-            got[side] = (answer["seconds"], child.max_rss_mb, c["total"], answer["rows"])
+        got = {side: _dataset_run(bulk, module, side) for side in pair_order(i)}
         wall.add(got["orlgen"][0], got["trl"][0])
         rss.add(got["orlgen"][1], got["trl"][1])
         reqs.add(got["orlgen"][2], got["trl"][2])
     w, m, r = wall.summary(), rss.summary(), reqs.summary()
-    details["build_dataset"] = {"wall": w, "rss": m, "requests": r}
     case = "build_dataset() over all 20,000 tasks (TRL: OpenRewardSpec(url).train_dataset, one list_tasks)"
-    rows += [
+    rows = [
         Row(
             "6d",
             "6 Scale of capture",
@@ -126,26 +135,37 @@ def scale(
             samples=m,
         ),
     ]
+    return rows, {"wall": w, "rss": m, "requests": r}
+
+
+def _dataset_run(bulk: Served, module: Path, side: str) -> tuple[float, float, int, int]:
+    """One side's dataset child: seconds, peak RSS, requests, rows."""
+    child, counts = run_worker("dataset", side, bulk, module)
+    answer = child.json()
+    if "error" in answer:
+        raise RuntimeError(f"dataset {side}: {answer['error']}")
+    return answer["seconds"], child.max_rss_mb, counts["total"], answer["rows"]
+
+
+def _check(snapshot: Path, out: Path) -> tuple[Row, dict[str, Any]]:
     log("6. orlgen check on the 20,000-task snapshot")
     checks = [run_child([ORLGEN_CLI, "check", str(snapshot)], cwd=out) for _ in range(2)]
     seconds = median([c.seconds for c in checks])
-    details["check_20k"] = {
+    details = {
         "seconds": [c.seconds for c in checks],
         "cpu_s": [c.cpu_seconds for c in checks],
         "returncodes": [c.returncode for c in checks],
     }
-    rows.append(
-        Row(
-            "6c",
-            "6 Scale of capture",
-            "`orlgen check` of the 20,000-task snapshot (2 tools)",
-            "wall time",
-            "s",
-            seconds,
-            None,
-            "≤ 1 s",
-            seconds <= 1.0,
-            "load() re-hashes the whole snapshot; plan() calls canonical() and hashes it again",
-        )
+    row = Row(
+        "6c",
+        "6 Scale of capture",
+        "`orlgen check` of the 20,000-task snapshot (2 tools)",
+        "wall time",
+        "s",
+        seconds,
+        None,
+        "≤ 1 s",
+        seconds <= 1.0,
+        "load() re-hashes the whole snapshot; plan() calls canonical() and hashes it again",
     )
-    return rows, details
+    return row, details

@@ -6,7 +6,8 @@ import contextlib
 import sys
 from typing import Any
 
-from bench.scenarios.base import Row, log
+from bench.common import log
+from bench.scenarios.base import Row
 
 
 def fidelity() -> tuple[list[Row], dict[str, Any]]:
