@@ -17,6 +17,13 @@ def _row(label: str, tools: Any, facts: int, orl: dict[str, int], trl: dict[str,
 
 
 def report(result: Result) -> str:
+    """The report's sections, in order: facts by set and by kind, altered facts, prompt size,
+    output blocks, the facts each binder loses, functions shown that are no tool."""
+    sections = (_facts, _altered, _prompt, _blocks, _lost, _extra)
+    return "\n".join(line for section in sections for line in section(result))
+
+
+def _facts(result: Result) -> list[str]:
     header = (
         f"{'':<19}{'':>6}{'':>7}   {'orlgen':^20}   {'TRL OpenRewardSpec':^20}\n"
         f"{'schema set':<19}{'tools':>6}{'facts':>7}   "
@@ -33,7 +40,11 @@ def report(result: Result) -> str:
     lines += ["", "By fact kind (all sets)", header.replace("schema set", "fact kind ").replace("tools", "     ")]
     for k in KINDS:
         lines.append(_row(k, "", result.facts(kind=k), result.counts("orlgen", kind=k), result.counts("trl", kind=k)))
-    lines += [
+    return lines
+
+
+def _altered(result: Result) -> list[str]:
+    lines = [
         "",
         "Facts altered on the way (shown, but not as written: text changed, parameter renamed)",
         f"{'schema set':<14}{'orlgen':>8}{'TRL':>8}",
@@ -41,8 +52,11 @@ def report(result: Result) -> str:
     for s in SETS:
         lines.append(f"{s:<14}{len(result.altered('orlgen', s)):>8}{len(result.altered('trl', s)):>8}")
     lines.append(f"{'total':<14}{len(result.altered('orlgen')):>8}{len(result.altered('trl')):>8}")
-    lines += [f"  [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}" for o in result.altered("orlgen")]
-    lines += [
+    return lines + [f"  [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}" for o in result.altered("orlgen")]
+
+
+def _prompt(result: Result) -> list[str]:
+    lines = [
         "",
         "Prompt size: characters of the tools JSON the model sees (chat template `tojson`), per module",
         f"{'module':<34}{'raw':>8}{'orlgen':>8}{'TRL':>8}{'orlgen/raw':>12}{'orlgen/TRL':>12}",
@@ -52,27 +66,35 @@ def report(result: Result) -> str:
             f"{name:<34}{sizes['raw']:>8}{sizes['orlgen']:>8}{sizes['trl']:>8}"
             f"{_ratio(sizes['orlgen'], sizes['raw']):>12}{_ratio(sizes['orlgen'], sizes['trl']):>12}"
         )
-    if result.blocks:
-        lines += [
-            "",
-            "Output blocks reaching the model (bench/blocks_env.py through the generated adapter)",
-            f"{'block type':<14}{'sent':>8}{'dropped':>9}",
-        ]
-        lines += [f"{kind:<14}{n['sent']:>8}{n['dropped']:>9}" for kind, n in result.blocks.items()]
-    for binder, title in (("orlgen", "orlgen"), ("trl", "TRL")):
-        lost = result.lost(binder)
-        lines += ["", f"Facts {title} loses: {len(lost)}"]
-        if binder == "orlgen":
-            lines += [f"  [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}\n      -> {o.reason}" for o in lost]
-        else:
-            by_reason = Counter(
-                (o.fact.set_name, o.reason if o.reason.startswith("tool not shown") else f"{o.fact.kind}") for o in lost
-            )
-            lines += [f"  {n:>4}  [{s}] {r}" for (s, r), n in sorted(by_reason.items(), key=lambda x: (-x[1], x[0]))]
-    for binder, names in result.extra.items():
-        if names:
-            lines.append(f"\nFunctions {binder} shows that are no tool: {names}")
-    return "\n".join(lines)
+    return lines
+
+
+def _blocks(result: Result) -> list[str]:
+    if not result.blocks:
+        return []
+    lines = [
+        "",
+        "Output blocks reaching the model (bench/blocks_env.py through the generated adapter)",
+        f"{'block type':<14}{'sent':>8}{'dropped':>9}",
+    ]
+    return lines + [f"{kind:<14}{n['sent']:>8}{n['dropped']:>9}" for kind, n in result.blocks.items()]
+
+
+def _lost(result: Result) -> list[str]:
+    """orlgen's lost facts one by one; TRL's counted by set and reason."""
+    lost = result.lost("orlgen")
+    lines = ["", f"Facts orlgen loses: {len(lost)}"]
+    lines += [f"  [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}\n      -> {o.reason}" for o in lost]
+    lost = result.lost("trl")
+    lines += ["", f"Facts TRL loses: {len(lost)}"]
+    by_reason = Counter(
+        (o.fact.set_name, o.reason if o.reason.startswith("tool not shown") else f"{o.fact.kind}") for o in lost
+    )
+    return lines + [f"  {n:>4}  [{s}] {r}" for (s, r), n in sorted(by_reason.items(), key=lambda x: (-x[1], x[0]))]
+
+
+def _extra(result: Result) -> list[str]:
+    return [f"\nFunctions {binder} shows that are no tool: {names}" for binder, names in result.extra.items() if names]
 
 
 def _ratio(a: int, b: int) -> str:
