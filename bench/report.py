@@ -11,24 +11,26 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parent / "results.json"
 
 
+# How a figure of each unit reads; times and rates first, as they were, NaN or not.
+_TIMES = {
+    "s": lambda n: f"{n:.2f} s" if n >= 0.1 else f"{n * 1e3:.0f} ms",
+    "ms": lambda n: f"{n:.1f} ms" if n < 100 else f"{n:.0f} ms",
+    "/s": lambda n: f"{n:.1f}/s",
+}
+_WHOLE = {"µs": "{:.0f} µs", "%": "{:.0f}%", "MB": "{:.0f} MB"}
+_COUNTS = ("req", "facts", "tools", "")
+
+
 def value(number: float | None, unit: str) -> str:
     if number is None:
         return "—"
-    if unit == "s":
-        return f"{number:.2f} s" if number >= 0.1 else f"{number * 1e3:.0f} ms"
-    if unit == "ms":
-        return f"{number:.1f} ms" if number < 100 else f"{number:.0f} ms"
-    if unit == "/s":
-        return f"{number:.1f}/s"
+    if unit in _TIMES:
+        return _TIMES[unit](number)
     if number != number:
         return "—"
-    if unit == "µs":
-        return f"{number:.0f} µs"
-    if unit == "%":
-        return f"{number:.0f}%"
-    if unit == "MB":
-        return f"{number:.0f} MB"
-    if unit in ("req", "facts", "tools", ""):
+    if unit in _WHOLE:
+        return _WHOLE[unit].format(number)
+    if unit in _COUNTS:
         return f"{number:.0f}" if float(number).is_integer() else f"{number:.1f}"
     return f"{number:g} {unit}"
 

@@ -234,6 +234,15 @@ def _ms(seconds: float) -> str:
     return "—" if seconds != seconds else f"{seconds * 1e3:.1f} ms"  # NaN: no call of that kind
 
 
+def _stalls(wall: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Per binder (orlgen, raw): the share of calls over 30 ms, the median of the others, of those."""
+    sides = ("orlgen", "raw")
+    share = {name: sum(t > 0.030 for t in wall[name]) / len(wall[name]) for name in sides}
+    fast = {name: median([t for t in wall[name] if t <= 0.030]) for name in sides}
+    slow = {name: median([t for t in wall[name] if t > 0.030]) for name in sides}
+    return share, fast, slow
+
+
 def _stalled_server(stalled: Served, module: Any, calls: int) -> tuple[Row, dict[str, Any]]:
     """`list_policies` as `orlgen.serve` serves it (no TCP_NODELAY): the share of calls that stall."""
     binders = _Binders(stalled, module, with_trl=False)
@@ -244,9 +253,7 @@ def _stalled_server(stalled: Served, module: Any, calls: int) -> tuple[Row, dict
     wall = found["wall"]
     med = {name: median(values) for name, values in wall.items()}
     conns = found["connections_per_call"]
-    stalled_share = {name: sum(t > 0.030 for t in wall[name]) / len(wall[name]) for name in ("orlgen", "raw")}
-    fast = {name: median([t for t in wall[name] if t <= 0.030]) for name in ("orlgen", "raw")}
-    slow = {name: median([t for t in wall[name] if t > 0.030]) for name in ("orlgen", "raw")}
+    stalled_share, fast, slow = _stalls(wall)
     details = {
         "median_s": med,
         "stalled_share": stalled_share,

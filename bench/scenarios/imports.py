@@ -22,16 +22,9 @@ _HEAVY = (
 )
 
 
-def import_cost(reps: int, synthetic_100: Path) -> tuple[list[Row], dict[str, Any]]:
-    log("2. import cost")
-    env = child_env()
-    statements = {
-        "bare": "pass",
-        "orlgen": "import generated.helpdesk",
-        "trl": "from trl.experimental.openreward import OpenRewardSpec",
-        "orlgen_100": f"import importlib.util as u; s = u.spec_from_file_location('synthetic_100', {str(synthetic_100)!r}); "
-        "m = u.module_from_spec(s); import sys; sys.modules['synthetic_100'] = m; s.loader.exec_module(m)",
-    }
+def _wall_times(statements: dict[str, str], reps: int, env: dict[str, str]) -> dict[str, list[float]]:
+    """Wall time of `python -c STATEMENT` per statement, `reps` rounds (the order flips every
+    round), after one warm-up round (page cache, .pyc files)."""
     times: dict[str, list[float]] = {key: [] for key in statements}
     for key in statements:  # warm the page cache and .pyc files
         run_child([PY, "-c", statements[key]], env=env)
@@ -42,12 +35,11 @@ def import_cost(reps: int, synthetic_100: Path) -> tuple[list[Row], dict[str, An
             if run.returncode:
                 raise RuntimeError(f"import {key} failed: {run.stderr[-500:]}")
             times[key].append(run.seconds)
-    bare = median(times["bare"])
-    cost = {key: median(values) - bare for key, values in times.items()}
-    pair = Paired(
-        [o - b for o, b in zip(times["orlgen"], times["bare"], strict=False)],
-        [t - b for t, b in zip(times["trl"], times["bare"], strict=False)],
-    )
+    return times
+
+
+def _heavy_imported(env: dict[str, str]) -> list[str]:
+    """The heavy packages in `sys.modules` after `import generated.helpdesk`."""
     probe = run_child(
         [
             PY,
@@ -57,7 +49,27 @@ def import_cost(reps: int, synthetic_100: Path) -> tuple[list[Row], dict[str, An
         ],
         env=env,
     )
-    heavy = probe.json()
+    return probe.json()
+
+
+def import_cost(reps: int, synthetic_100: Path) -> tuple[list[Row], dict[str, Any]]:
+    log("2. import cost")
+    env = child_env()
+    statements = {
+        "bare": "pass",
+        "orlgen": "import generated.helpdesk",
+        "trl": "from trl.experimental.openreward import OpenRewardSpec",
+        "orlgen_100": f"import importlib.util as u; s = u.spec_from_file_location('synthetic_100', {str(synthetic_100)!r}); "
+        "m = u.module_from_spec(s); import sys; sys.modules['synthetic_100'] = m; s.loader.exec_module(m)",
+    }
+    times = _wall_times(statements, reps, env)
+    bare = median(times["bare"])
+    cost = {key: median(values) - bare for key, values in times.items()}
+    pair = Paired(
+        [o - b for o, b in zip(times["orlgen"], times["bare"], strict=False)],
+        [t - b for t, b in zip(times["trl"], times["bare"], strict=False)],
+    )
+    heavy = _heavy_imported(env)
     timing = run_child([PY, "-X", "importtime", "-c", "import generated.helpdesk"], env=env)
     top = _importtime_top(timing.stderr)
     own_self, own = (us / 1e6 for us in top.get("generated.helpdesk", (0, 0)))
