@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 
-def _importtime_top(stderr: str) -> dict[str, tuple[int, int]]:
+def importtime_top(stderr: str) -> dict[str, tuple[int, int]]:
     """Top-level entries of `-X importtime`: name → (self µs, cumulative µs)."""
     return {name: times for name, depth, times in _importtime(stderr) if depth == 0}
 
 
-def _importtime_children(stderr: str, parent: str) -> dict[str, int]:
+def importtime_children(stderr: str, parent: str) -> dict[str, int]:
     """Direct imports made by the top-level import `parent`: name → cumulative µs."""
     children: dict[str, int] = {}
     pending: dict[str, int] = {}

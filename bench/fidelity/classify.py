@@ -10,24 +10,24 @@ from typing import Any
 
 from bench.fidelity.facts import Fact
 from bench.fidelity.phrases import (
-    _DEFAULT_WORDS,
-    _TYPE_STARTS,
-    _TYPE_WORDS,
-    _constraint_re,
-    _enum_value_re,
-    _squash,
-    _value_re,
+    DEFAULT_WORDS,
+    TYPE_STARTS,
+    TYPE_WORDS,
+    constraint_re,
+    enum_value_re,
+    unspaced,
+    value_re,
 )
 from bench.fidelity.schema_walk import JSON
 from bench.fidelity.shown import (
-    _brief,
-    _find_param,
-    _nested_nodes,
-    _nested_structural,
-    _out_branches,
-    _out_types,
-    _same,
-    _texts,
+    brief,
+    find_param,
+    nested_nodes,
+    nested_structural,
+    same_json,
+    shown_branches,
+    shown_types,
+    texts_of,
 )
 from bench.fidelity.views import View
 
@@ -54,7 +54,7 @@ def classify(fact: Fact, view: View) -> Outcome:
         allowed = fact.value.isidentifier() and not keyword.iskeyword(fact.value) and fact.value != "self"
         altered = allowed and fact.value not in ((fn.get("parameters") or {}).get("properties") or {})
     elif fact.kind in ("description", "returns"):
-        altered = not any(_spaced(fact.value) in _spaced(text) for text in _texts(fn))
+        altered = not any(_spaced(fact.value) in _spaced(text) for text in texts_of(fn))
     else:
         return outcome
     return Outcome(fact, outcome.status, outcome.reason, altered)
@@ -85,9 +85,9 @@ def _tool_level(fact: Fact, fn: JSON) -> Outcome | None:
     if fact.kind == "tool-present":
         return Outcome(fact, "structural")
     if fact.kind == "description" and not fact.path:
-        return _classify_description(fact, str(fn.get("description") or ""), _texts(fn))
+        return _classify_description(fact, str(fn.get("description") or ""), texts_of(fn))
     if fact.kind == "returns":
-        return _classify_description(fact, str((fn.get("return") or {}).get("description") or ""), _texts(fn))
+        return _classify_description(fact, str((fn.get("return") or {}).get("description") or ""), texts_of(fn))
     return None
 
 
@@ -125,7 +125,7 @@ class _Shown:
         """`text` when the parameter's description matches `pattern`, else lost."""
         if pattern and re.search(pattern, self.desc, flags):
             return Outcome(self.fact, "text")
-        return self.lost(what or f"model sees {_brief(self.out)}")
+        return self.lost(what or f"model sees {brief(self.out)}")
 
 
 def _shown_param(fact: Fact, fn: JSON) -> _Shown | Outcome:
@@ -133,27 +133,27 @@ def _shown_param(fact: Fact, fn: JSON) -> _Shown | Outcome:
     parameters = fn.get("parameters") or {}
     properties = parameters.get("properties") or {}
     wire = re.split(r"[.\[{]", fact.path, maxsplit=1)[0]
-    name = _find_param(properties, wire)
+    name = find_param(properties, wire)
     if name is None:
         return Outcome(fact, "lost", f"param {wire!r} not shown (model sees {sorted(properties)})")
     out = properties[name]
     desc = str(out.get("description") or "")
-    return _Shown(fact, fn, parameters.get("required") or [], name, wire, out, desc, _out_types(out))
+    return _Shown(fact, fn, parameters.get("required") or [], name, wire, out, desc, shown_types(out))
 
 
 def _has(nodes: list[JSON], key: str, value: Any) -> bool:
     """Whether one of `nodes` has keyword `key` with this value."""
-    return any(key in b and _same(b[key], value) for b in nodes)
+    return any(key in b and same_json(b[key], value) for b in nodes)
 
 
 def _param_description(p: _Shown) -> Outcome:
-    return _classify_description(p.fact, p.desc, _texts(p.fn))
+    return _classify_description(p.fact, p.desc, texts_of(p.fn))
 
 
 def _type(p: _Shown) -> Outcome:
     if p.fact.value in p.types:
         return p.structural()
-    return p.text_or_lost(rf"\b(?:{_TYPE_WORDS[p.fact.value]})\b")
+    return p.text_or_lost(rf"\b(?:{TYPE_WORDS[p.fact.value]})\b")
 
 
 def _nullable(p: _Shown) -> Outcome:
@@ -174,41 +174,41 @@ def _required(p: _Shown) -> Outcome:
 
 
 def _enum(p: _Shown) -> Outcome:
-    nodes = _out_branches(p.out)
+    nodes = shown_branches(p.out)
     if p.fact.path.endswith("[]"):  # an enum of array items
-        nodes = [i for b in nodes if isinstance(b.get("items"), dict) for i in _out_branches(b["items"])]
+        nodes = [i for b in nodes if isinstance(b.get("items"), dict) for i in shown_branches(b["items"])]
     if any(_enum_shown(b, p.fact.value) for b in nodes):
         return p.structural()
-    return p.text_or_lost(_enum_value_re(p.fact.value))
+    return p.text_or_lost(enum_value_re(p.fact.value))
 
 
 def _enum_shown(b: JSON, value: Any) -> bool:
-    return any(_same(v, value) for v in b.get("enum") or []) or _has([b], "const", value)
+    return any(same_json(v, value) for v in b.get("enum") or []) or _has([b], "const", value)
 
 
 def _default(p: _Shown) -> Outcome:
-    if _has(_out_branches(p.out), "default", p.fact.value):
+    if _has(shown_branches(p.out), "default", p.fact.value):
         return p.structural()
-    return p.text_or_lost(rf"{_DEFAULT_WORDS}\s*[:=]?\s*{_value_re(p.fact.value)}")
+    return p.text_or_lost(rf"{DEFAULT_WORDS}\s*[:=]?\s*{value_re(p.fact.value)}")
 
 
 def _constraint(p: _Shown) -> Outcome:
     ((key, value),) = p.fact.value.items()
-    if _has(_out_branches(p.out), key, value):
+    if _has(shown_branches(p.out), key, value):
         return p.structural()
-    return p.text_or_lost(_constraint_re(key, value), re.IGNORECASE)
+    return p.text_or_lost(constraint_re(key, value), re.IGNORECASE)
 
 
 def _items(p: _Shown) -> Outcome:
     """Item types: per position of a tuple (`[0]`), of a map's values (`{}`), of a list (`[]`)."""
     position = re.fullmatch(r"\[(\d+)\]", p.rest)
-    if any(_items_shown(b, p.rest, position, p.fact.value) for b in _out_branches(p.out)):
+    if any(_items_shown(b, p.rest, position, p.fact.value) for b in shown_branches(p.out)):
         return p.structural()
-    start = _TYPE_STARTS[p.fact.value]
+    start = TYPE_STARTS[p.fact.value]
     if p.rest == "{}":
         return p.text_or_lost(rf"(?:dict\[str,\s*|\{{\s*str\s*:\s*|values?:?\s*)(?:{start})")
     if position:
-        return p.lost(f"model sees {_brief(p.out)}")
+        return p.lost(f"model sees {brief(p.out)}")
     return p.text_or_lost(rf"(?:\[\s*|list\[\s*|(?:list|array) of\s+)(?:{start})")
 
 
@@ -216,16 +216,16 @@ def _items_shown(b: JSON, rest: str, position: re.Match[str] | None, value: str)
     if position:
         fixed = b.get("prefixItems")
         index = int(position[1])
-        return isinstance(fixed, list) and index < len(fixed) and value in _out_types(fixed[index])
+        return isinstance(fixed, list) and index < len(fixed) and value in shown_types(fixed[index])
     if rest == "{}":
-        return value in _out_types(b.get("additionalProperties"))
-    return value in _out_types(b.get("items"))
+        return value in shown_types(b.get("additionalProperties"))
+    return value in shown_types(b.get("items"))
 
 
 def _nested_field(p: _Shown) -> Outcome:
-    if _nested_structural(p.out, p.rest, p.fact.value):
+    if nested_structural(p.out, p.rest, p.fact.value):
         return p.structural()
-    starts = "|".join(_TYPE_STARTS[t] for t in p.fact.value.split(" | ") if _TYPE_STARTS[t])
+    starts = "|".join(TYPE_STARTS[t] for t in p.fact.value.split(" | ") if TYPE_STARTS[t])
     after = rf"\s*(?:{starts})" if starts and "any" not in p.fact.value else ""
     return p.text_or_lost(rf"(?<![\w-]){re.escape(p.leaf)}\??\s*:{after}")
 
@@ -236,28 +236,28 @@ def _nested_field(p: _Shown) -> Outcome:
 
 
 def _nested_branches(p: _Shown) -> list[JSON]:
-    return [b for node in _nested_nodes(p.out, p.rest) for b in _out_branches(node)]
+    return [b for node in nested_nodes(p.out, p.rest) for b in shown_branches(node)]
 
 
 def _nested_description(p: _Shown) -> Outcome:
-    said = _squash(p.fact.value)
-    if any(said in _squash(str(b.get("description") or "")) for b in _nested_branches(p)):
+    said = unspaced(p.fact.value)
+    if any(said in unspaced(str(b.get("description") or "")) for b in _nested_branches(p)):
         return p.structural()
-    return _in_part(p.fact, p.desc, p.leaf, lambda part: said in _squash(part))
+    return _in_part(p.fact, p.desc, p.leaf, lambda part: said in unspaced(part))
 
 
 def _nested_constraint(p: _Shown) -> Outcome:
     ((key, value),) = p.fact.value.items()
     if _has(_nested_branches(p), key, value):
         return p.structural()
-    pattern = re.compile(_constraint_re(key, value), re.IGNORECASE)
+    pattern = re.compile(constraint_re(key, value), re.IGNORECASE)
     return _in_part(p.fact, p.desc, p.leaf, lambda part: pattern.search(part) is not None)
 
 
 def _nested_default(p: _Shown) -> Outcome:
     if _has(_nested_branches(p), "default", p.fact.value):
         return p.structural()
-    pattern = re.compile(rf"(?:=|{_DEFAULT_WORDS}\s*[:=]?)\s*{_value_re(p.fact.value)}")
+    pattern = re.compile(rf"(?:=|{DEFAULT_WORDS}\s*[:=]?)\s*{value_re(p.fact.value)}")
     return _in_part(p.fact, p.desc, p.leaf, lambda part: pattern.search(part) is not None)
 
 
@@ -290,14 +290,14 @@ def _in_part(fact: Fact, desc: str, leaf: str, says: Any) -> Outcome:
 
 
 def _classify_description(fact: Fact, own: str, everywhere: list[str]) -> Outcome:
-    source = _squash(fact.value)
-    if source in _squash(own):
+    source = unspaced(fact.value)
+    if source in unspaced(own):
         return Outcome(fact, "structural")
-    if any(source in _squash(text) for text in everywhere):
+    if any(source in unspaced(text) for text in everywhere):
         return Outcome(fact, "text")
     # The longest prefix shown anywhere, for the reason.
     lo, hi = 0, len(source)
-    joined = [_squash(t) for t in everywhere]
+    joined = [unspaced(t) for t in everywhere]
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if any(source[:mid] in t for t in joined):

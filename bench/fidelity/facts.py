@@ -12,13 +12,13 @@ from bench.fidelity.docstring import parse_docstring
 from bench.fidelity.schema_walk import (
     JSON,
     NestedField,
-    _branches,
-    _constraints_of,
-    _description_of,
-    _enum_values,
-    _is_array,
-    _nested,
-    _types,
+    concrete_branches,
+    constraints_of,
+    description_of,
+    enum_values,
+    is_array,
+    nested_fields,
+    schema_types,
 )
 from bench.fidelity.sets import ToolSchema
 
@@ -74,18 +74,18 @@ def tool_facts(set_name: str, group: str, tool: ToolSchema) -> list[Fact]:
     required = set(root.get("required") or [])
     for param, sub in properties.items():
         facts += _param_facts(fact, root, param, sub, param in required)
-        description = _description_of(sub, root) or documented.get(param, "").strip()
+        description = description_of(sub, root) or documented.get(param, "").strip()
         if description:  # else the author may have documented it in the docstring instead
             facts.append(fact("description", param, description))
     return facts
 
 
 def _param_facts(fact: _Maker, root: JSON, param: str, sub: Any, required: bool) -> list[Fact]:
-    branches = _branches(sub, root)
-    types = _types(sub, root)
+    branches = concrete_branches(sub, root)
+    types = schema_types(sub, root)
     facts = [fact("param-name", param, param)]
     facts += [fact("type", param, t) for t in sorted(types - {"null"})]
-    facts += [fact("enum", param, v) for v in _enum_values(branches)]
+    facts += [fact("enum", param, v) for v in enum_values(branches)]
     for b in branches:
         facts += _array_facts(fact, root, param, b)
     for b in branches:
@@ -95,15 +95,15 @@ def _param_facts(fact: _Maker, root: JSON, param: str, sub: Any, required: bool)
         facts.append(fact("nullable", param, True))
     if isinstance(sub, dict) and "default" in sub:
         facts.append(fact("default", param, sub["default"]))
-    facts += [fact("constraint", param, {key: value}) for (key, _), value in _constraints_of(branches).items()]
-    for path, info in _nested(sub, root, param, 0, frozenset()).items():
+    facts += [fact("constraint", param, {key: value}) for (key, _), value in constraints_of(branches).items()]
+    for path, info in nested_fields(sub, root, param, 0, frozenset()).items():
         facts += _nested_facts(fact, path, info)
     return facts
 
 
 def _array_facts(fact: _Maker, root: JSON, param: str, b: JSON) -> list[Fact]:
     """Item types of an array branch: per position of a tuple, else of every item (and its enum)."""
-    if not _is_array(b):
+    if not is_array(b):
         return []
     fixed = (
         b.get("prefixItems")
@@ -111,12 +111,12 @@ def _array_facts(fact: _Maker, root: JSON, param: str, b: JSON) -> list[Fact]:
         else (b["items"] if isinstance(b.get("items"), list) else None)
     )
     if fixed is not None:
-        return [fact("items", f"{param}[{i}]", t) for i, item in enumerate(fixed) for t in _shown_types(item, root)]
+        return [fact("items", f"{param}[{i}]", t) for i, item in enumerate(fixed) for t in fact_types(item, root)]
     items = b.get("items")
     if not isinstance(items, dict):
         return []
-    return [fact("items", f"{param}[]", t) for t in _shown_types(items, root)] + [
-        fact("enum", f"{param}[]", v) for v in _enum_values(_branches(items, root))
+    return [fact("items", f"{param}[]", t) for t in fact_types(items, root)] + [
+        fact("enum", f"{param}[]", v) for v in enum_values(concrete_branches(items, root))
     ]
 
 
@@ -124,7 +124,7 @@ def _map_facts(fact: _Maker, root: JSON, param: str, b: JSON) -> list[Fact]:
     """The value types of a map (an object branch with `additionalProperties` and no properties)."""
     extra = b.get("additionalProperties")
     if b.get("type") == "object" and not b.get("properties") and isinstance(extra, dict) and extra:
-        return [fact("items", f"{param}{{}}", t) for t in _shown_types(extra, root)]
+        return [fact("items", f"{param}{{}}", t) for t in fact_types(extra, root)]
     return []
 
 
@@ -139,6 +139,6 @@ def _nested_facts(fact: _Maker, path: str, info: NestedField) -> list[Fact]:
     return facts
 
 
-def _shown_types(schema: Any, root: JSON) -> list[str]:
+def fact_types(schema: Any, root: JSON) -> list[str]:
     """The non-null types a schema admits, sorted: one fact each."""
-    return sorted(_types(schema, root) - {"null"})
+    return sorted(schema_types(schema, root) - {"null"})

@@ -14,7 +14,7 @@ from bench.fidelity.facts import KINDS, tool_facts
 from bench.fidelity.hostile import hostile_groups
 from bench.fidelity.schema_walk import JSON
 from bench.fidelity.sets import SETS, Group, example_groups, published_groups, sdk_groups
-from bench.fidelity.views import _import_source, orlgen_view, prompt_chars, raw_prompt_chars, trl_view
+from bench.fidelity.views import import_source, orlgen_view, prompt_chars, raw_prompt_chars, trl_view
 
 
 def all_groups() -> list[Group]:
@@ -101,7 +101,7 @@ def output_blocks(workdir: Path) -> dict[str, dict[str, int]]:
 
     counts = {kind: {"sent": 0, "dropped": 0} for kind in ("text", "image")}
     with ServerProcess("bench.blocks_env:Blocks") as server:
-        module = _import_source(render_module(capture(server.url)), workdir, "blocks")
+        module = import_source(render_module(capture(server.url)), workdir, "blocks")
         env = module.environment_factory(base_url=server.url)
         env.reset(task_index=0)
         for tool, blocks in BLOCKS.items():

@@ -7,7 +7,7 @@ import math
 import re
 from typing import Any
 
-_TYPE_WORDS = {
+TYPE_WORDS = {
     "string": r"string|str",
     "integer": r"integer|int",
     "number": r"number|float",
@@ -18,7 +18,7 @@ _TYPE_WORDS = {
     "any": r"any|Any",
 }
 # What may start the text of a value of each type in a structure description.
-_TYPE_STARTS = {
+TYPE_STARTS = {
     "string": r"(?:string|str)\b|[\"']",
     "integer": r"(?:integer|int)\b|-?\d",
     "number": r"(?:number|float)\b|-?\d",
@@ -30,14 +30,14 @@ _TYPE_STARTS = {
 }
 
 # How a description says a default: `default: 3`, `defaults to 3`, `default value is 3`.
-_DEFAULT_WORDS = r"(?i:default(?:s| value)?(?:\s+is|\s+to)?)"
+DEFAULT_WORDS = r"(?i:default(?:s| value)?(?:\s+is|\s+to)?)"
 
 
-def _squash(text: str) -> str:
+def unspaced(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-def _value_forms(value: Any) -> list[str]:
+def value_forms(value: Any) -> list[str]:
     if value is None:
         return ["null", "None"]
     if isinstance(value, bool):
@@ -52,20 +52,20 @@ def _value_forms(value: Any) -> list[str]:
     return [json.dumps(value, ensure_ascii=False, sort_keys=True), json.dumps(value, ensure_ascii=False), repr(value)]
 
 
-def _value_re(value: Any) -> str:
+def value_re(value: Any) -> str:
     end = r"(?!\w|\.\d)"  # `10` must not match `100` or `10.5`; a full stop may follow
-    return "(?:" + "|".join(re.escape(f) + (end if f[-1:].isalnum() else "") for f in _value_forms(value)) + ")"
+    return "(?:" + "|".join(re.escape(f) + (end if f[-1:].isalnum() else "") for f in value_forms(value)) + ")"
 
 
-def _enum_value_re(value: Any) -> str:
+def enum_value_re(value: Any) -> str:
     """An enum value as a description writes it; a string only quoted (a bare word is no value)."""
-    forms = _value_forms(value)
+    forms = value_forms(value)
     quoted = [f for f in forms if not f[:1].isalnum() and f[:1] != "-"] if isinstance(value, str) else forms
     return "|".join(re.escape(f) + (r"\b" if f[-1:].isalnum() else "") for f in quoted)
 
 
-def _constraint_re(key: str, value: Any) -> str:
-    v = _value_re(value)
+def constraint_re(key: str, value: Any) -> str:
+    v = value_re(value)
     return {
         "minimum": rf"(?:>=|≥|at least|minimum(?: of| is)?:?|min(?:imum)?\s*[:=])\s*{v}",
         "maximum": rf"(?:<=|≤|at most|maximum(?: of| is)?:?|max(?:imum)?\s*[:=])\s*{v}",

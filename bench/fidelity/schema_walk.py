@@ -39,7 +39,7 @@ def _resolve(schema: Any, root: JSON) -> Any:
     return node
 
 
-def _branches(schema: Any, root: JSON, seen: frozenset[str] = frozenset()) -> list[JSON]:
+def concrete_branches(schema: Any, root: JSON, seen: frozenset[str] = frozenset()) -> list[JSON]:
     """The concrete alternatives of a schema: `$ref`s followed, anyOf/oneOf/allOf[1] flattened."""
     if not isinstance(schema, dict):
         return []
@@ -47,22 +47,22 @@ def _branches(schema: Any, root: JSON, seen: frozenset[str] = frozenset()) -> li
     if isinstance(ref, str):
         if ref in seen:
             return []
-        return _branches(_resolve(schema, root), root, seen | {ref})
+        return concrete_branches(_resolve(schema, root), root, seen | {ref})
     alternatives = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(alternatives, list) and alternatives:
-        return [b for alt in alternatives for b in _branches(alt, root, seen)]
+        return [b for alt in alternatives for b in concrete_branches(alt, root, seen)]
     all_of = schema.get("allOf")
     if isinstance(all_of, list) and len(all_of) == 1:
-        return _branches(all_of[0], root, seen)
+        return concrete_branches(all_of[0], root, seen)
     return [schema]
 
 
-def _types(schema: Any, root: JSON) -> set[str]:
+def schema_types(schema: Any, root: JSON) -> set[str]:
     """The JSON types a schema admits (`null` included); empty = anything."""
     if schema is True or schema == {} or not isinstance(schema, dict):
         return set()
     found: set[str] = set()
-    branches = _branches(schema, root)
+    branches = concrete_branches(schema, root)
     if not branches:  # a reference cycle: whatever the definition is
         return {"object"}
     for b in branches:
@@ -90,11 +90,11 @@ def _branch_types(b: JSON) -> set[str] | None:
     return None
 
 
-def _is_array(b: JSON) -> bool:
+def is_array(b: JSON) -> bool:
     return b.get("type") == "array" or "items" in b or "prefixItems" in b
 
 
-def _enum_values(branches: list[JSON]) -> list[Any]:
+def enum_values(branches: list[JSON]) -> list[Any]:
     values = []
     for b in branches:
         if "const" in b:
@@ -125,7 +125,7 @@ class NestedField:
         self.default = self.default or other.default
 
 
-def _constraints_of(branches: list[JSON]) -> dict[tuple[str, str], Any]:
+def constraints_of(branches: list[JSON]) -> dict[tuple[str, str], Any]:
     found: dict[tuple[str, str], Any] = {}
     for b in branches:
         for key in CONSTRAINT_KEYS:
@@ -135,7 +135,7 @@ def _constraints_of(branches: list[JSON]) -> dict[tuple[str, str], Any]:
     return found
 
 
-def _description_of(sub: Any, root: JSON) -> str:
+def description_of(sub: Any, root: JSON) -> str:
     """A property's own `description`, else the one of the definition it `$ref`s."""
     description = sub.get("description") if isinstance(sub, dict) else None
     if not description and isinstance(sub, dict) and "$ref" in sub:
@@ -143,23 +143,23 @@ def _description_of(sub: Any, root: JSON) -> str:
     return description.strip() if isinstance(description, str) else ""
 
 
-def _nested(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, NestedField]:
+def nested_fields(schema: Any, root: JSON, prefix: str, depth: int, seen: frozenset[str]) -> dict[str, NestedField]:
     """Nested property path → what the schema says of it, through refs, anyOf and array items;
     cycles stop."""
     if not isinstance(schema, dict) or depth > NESTED_DEPTH:
         return {}
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        return {} if ref in seen else _nested(_resolve(schema, root), root, prefix, depth, seen | {ref})
+        return {} if ref in seen else nested_fields(_resolve(schema, root), root, prefix, depth, seen | {ref})
     out: dict[str, NestedField] = {}
     for alt in (schema.get("anyOf") or schema.get("oneOf") or []) + (schema.get("allOf") or []):
-        _merge(out, _nested(alt, root, prefix, depth, seen))
+        _merge(out, nested_fields(alt, root, prefix, depth, seen))
     properties = schema.get("properties")
     if isinstance(properties, dict) and depth < NESTED_DEPTH:
         _merge(out, _properties(properties, root, prefix, depth, seen))
     items = schema.get("items")
     if isinstance(items, dict):
-        _merge(out, _nested(items, root, f"{prefix}[]", depth, seen))
+        _merge(out, nested_fields(items, root, f"{prefix}[]", depth, seen))
     return out
 
 
@@ -169,14 +169,14 @@ def _properties(properties: JSON, root: JSON, prefix: str, depth: int, seen: fro
     for name, sub in properties.items():
         path = f"{prefix}.{name}"
         info = NestedField(
-            types=_types(sub, root) - {"null"} or {"any"},
+            types=schema_types(sub, root) - {"null"} or {"any"},
             siblings=tuple(n for n in properties if n != name),
-            description=_description_of(sub, root),
-            constraints=_constraints_of(_branches(sub, root)),
+            description=description_of(sub, root),
+            constraints=constraints_of(concrete_branches(sub, root)),
             default=[sub["default"]] if isinstance(sub, dict) and "default" in sub else [],
         )
         _merge(out, {path: info})
-        _merge(out, _nested(sub, root, path, depth + 1, seen))
+        _merge(out, nested_fields(sub, root, path, depth + 1, seen))
     return out
 
 

@@ -11,18 +11,18 @@ from orlgen.schema import json_type
 from bench.fidelity.schema_walk import JSON
 
 
-def _out_branches(node: Any) -> list[JSON]:
+def shown_branches(node: Any) -> list[JSON]:
     if not isinstance(node, dict):
         return []
     alternatives = node.get("anyOf") or node.get("oneOf")
     if isinstance(alternatives, list):
-        return [node] + [b for alt in alternatives for b in _out_branches(alt)]
+        return [node] + [b for alt in alternatives for b in shown_branches(alt)]
     return [node]
 
 
-def _out_types(node: Any) -> set[str]:
+def shown_types(node: Any) -> set[str]:
     found: set[str] = set()
-    for b in _out_branches(node):
+    for b in shown_branches(node):
         t = b.get("type")
         found |= {t} if isinstance(t, str) else set(t) if isinstance(t, list) else set()
         if b.get("nullable") is True:
@@ -32,11 +32,11 @@ def _out_types(node: Any) -> set[str]:
     return found
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_json(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def _find_param(properties: JSON, wire: str) -> str | None:
+def find_param(properties: JSON, wire: str) -> str | None:
     if wire in properties:
         return wire
     marked = [n for n, p in properties.items() if f"Sent as {wire!r}" in str(p.get("description", ""))]
@@ -47,7 +47,7 @@ def _find_param(properties: JSON, wire: str) -> str | None:
     return loose[0] if len(loose) == 1 else None
 
 
-def _texts(fn: JSON) -> list[str]:
+def texts_of(fn: JSON) -> list[str]:
     """Every description string of a function's JSON."""
     found = [str(fn.get("description") or "")]
 
@@ -67,13 +67,13 @@ def _texts(fn: JSON) -> list[str]:
     return found
 
 
-def _nested_nodes(out: JSON, rest: str) -> list[JSON]:
+def nested_nodes(out: JSON, rest: str) -> list[JSON]:
     """The shown schema's nodes at a nested path (`.field`, `[]` steps) below a parameter."""
     nodes = [out]
     for step in re.findall(r"\.[^.\[\]]+|\[\]", rest):
         nxt = []
         for node in nodes:
-            for b in _out_branches(node):
+            for b in shown_branches(node):
                 if step == "[]" and isinstance(b.get("items"), dict):
                     nxt.append(b["items"])
                 elif step.startswith(".") and isinstance(b.get("properties"), dict) and step[1:] in b["properties"]:
@@ -82,12 +82,12 @@ def _nested_nodes(out: JSON, rest: str) -> list[JSON]:
     return nodes
 
 
-def _nested_structural(out: JSON, rest: str, types: str) -> bool:
+def nested_structural(out: JSON, rest: str, types: str) -> bool:
     wanted = set(types.split(" | "))
-    return any(wanted <= (_out_types(n) | {"any"}) for n in _nested_nodes(out, rest))
+    return any(wanted <= (shown_types(n) | {"any"}) for n in nested_nodes(out, rest))
 
 
-def _brief(out: JSON) -> str:
+def brief(out: JSON) -> str:
     shown = {k: v for k, v in out.items() if k != "description"}
     text = json.dumps(shown, sort_keys=True)
     return text if len(text) <= 100 else text[:97] + "..."

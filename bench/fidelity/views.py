@@ -84,7 +84,7 @@ def orlgen_view(group: Group, workdir: Path) -> View:
     view = View()
     try:
         snapshot = group.snapshot or _minimal_snapshot(group)
-        module = _import_source(render_module(snapshot), workdir, group.name)
+        module = import_source(render_module(snapshot), workdir, group.name)
     except Exception as exc:  # any failure loses the whole group
         view.missing = {t.name: f"render/import failed: {_short(exc)}" for t in group.tools}
         return view
@@ -146,7 +146,7 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:100]}" if text else type(exc).__name__
 
 
-def _import_source(source: str, workdir: Path, label: str) -> Any:
+def import_source(source: str, workdir: Path, label: str) -> Any:
     """A generated module's source written to `workdir` and imported under a name of its own."""
     name = f"_fidelity_orlgen_{next(_module_counter)}_{label}"
     path = workdir / f"{name}.py"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ORLGEN_CLI, PY, REPO, log, median, run_child
-from bench.importtime import _importtime_top
+from bench.importtime import importtime_top
 from bench.scenarios.base import Row
 from bench.trl_side import environment_module, listed, rollout_class
 
@@ -85,7 +85,7 @@ def _check(reps: int) -> tuple[Row, dict[str, Any]]:
     imports = run_child(
         [PY, "-X", "importtime", "-c", "import orlgen.cli, orlgen.check, datamodel_code_generator, black"], cwd=REPO
     )
-    top = _importtime_top(imports.stderr)
+    top = importtime_top(imports.stderr)
     import_s = (
         sum(
             us

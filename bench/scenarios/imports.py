@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import PY, Paired, child_env, log, median, run_child
-from bench.importtime import _importtime_children, _importtime_top
+from bench.importtime import importtime_children, importtime_top
 from bench.scenarios.base import Row
 
 _HEAVY = (
@@ -71,9 +71,9 @@ def import_cost(reps: int, synthetic_100: Path) -> tuple[list[Row], dict[str, An
     )
     heavy = _heavy_imported(env)
     timing = run_child([PY, "-X", "importtime", "-c", "import generated.helpdesk"], env=env)
-    top = _importtime_top(timing.stderr)
+    top = importtime_top(timing.stderr)
     own_self, own = (us / 1e6 for us in top.get("generated.helpdesk", (0, 0)))
-    children = _importtime_children(timing.stderr, "generated.helpdesk")
+    children = importtime_children(timing.stderr, "generated.helpdesk")
     rows = [
         Row(
             "2",
