@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.common import REPO
-
-HELPDESK_SNAPSHOT = REPO / "generated" / "helpdesk.snapshot.json"
+from bench.common import HELPDESK_SNAPSHOT
 
 
 def synthetic_snapshot(tools: int, source: Path = HELPDESK_SNAPSHOT):
