@@ -110,7 +110,9 @@ def _full_run(quick: bool, settings: dict[str, Any], details: dict[str, object])
         out = Path(tmp)
         log("capturing the bulk env: default sample, and --tasks all")
         default_capture = capture(bulk, out, "bulk", [])
-        all_capture = capture(bulk, out, "bulk_all", ["--tasks", "all"])
+        everything = out / "all"  # orlgen keeps one module per env in a directory
+        everything.mkdir()
+        all_capture = capture(bulk, everything, "bulk_all", ["--tasks", "all"])
         synthetic = {n: write_synthetic(n, out) for n in (5, 30, 100)}
         run_child([ORLGEN_CLI, "generate", str(synthetic[100])], cwd=out)
 
@@ -118,7 +120,9 @@ def _full_run(quick: bool, settings: dict[str, Any], details: dict[str, object])
             ("import", lambda: import_cost(settings["import_reps"], out / "synthetic_100.py")),
             (
                 "start",
-                lambda: trainer_start(helpdesk, bulk, out / "bulk.py", out / "bulk_all.py", settings["start_pairs"]),
+                lambda: trainer_start(
+                    helpdesk, bulk, out / "bulk.py", everything / "bulk_all.py", settings["start_pairs"]
+                ),
             ),
             (
                 "calls",
@@ -132,7 +136,7 @@ def _full_run(quick: bool, settings: dict[str, Any], details: dict[str, object])
                 "generator",
                 lambda: generator_speed(synthetic, settings["generate_cli_reps"], settings["check_reps"]),
             ),
-            ("scale", lambda: scale(bulk, out, all_capture, settings["dataset_pairs"])),
+            ("scale", lambda: scale(bulk, everything, all_capture, settings["dataset_pairs"])),
             ("fidelity", fidelity),
             ("slow_env", lambda: slow_env(out, quick)),
         ):
