@@ -38,7 +38,7 @@ async def _async_rollouts(envs: list[Any]) -> float:
 
     async def tool(env: Any, command: str) -> Any:
         call = asyncio.run_coroutine_threadsafe(env._session.call_tool("run", {"command": command}), sdk)
-        return env._record(await asyncio.wrap_future(call))
+        return env._record("run", await asyncio.wrap_future(call))
 
     async def rollout(pool: ThreadPoolExecutor, i: int, env: Any) -> float | None:
         await loop.run_in_executor(pool, functools.partial(env.reset, task_index=i // GENERATIONS))
