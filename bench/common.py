@@ -36,6 +36,7 @@ QUIET_ENV = {
 
 
 def child_env(**extra: str) -> dict[str, str]:
+    """A child's environment: this process's, quiet, with the repository importable."""
     return {**os.environ, **QUIET_ENV, "PYTHONPATH": _pythonpath(), **extra}
 
 

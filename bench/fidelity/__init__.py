@@ -78,7 +78,7 @@ from __future__ import annotations
 from bench.fidelity.classify import STATUSES, Outcome, classify
 from bench.fidelity.docstring import parse_docstring
 from bench.fidelity.facts import KINDS, Fact, tool_facts
-from bench.fidelity.hostile import _Shapes
+from bench.fidelity.hostile import _Shapes  # tests build a hostile schema from it
 from bench.fidelity.measure import Result, all_groups, measure
 from bench.fidelity.report import report
 from bench.fidelity.sets import SETS, Group, ToolSchema
