@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	@echo "installing into $(VENV) (log: $(VENV)/install.log)"
 	@{ $(PY) -m pip install --upgrade pip \
 	  && $(PY) -m pip install torch==2.13.0 \
-	  && $(PY) -m pip install -e '.[train,dev]' ; } > $(VENV)/install.log 2>&1 \
+	  && $(PY) -m pip install -e '.[generate,train,dev]' ; } > $(VENV)/install.log 2>&1 \
 	  || { tail -n 30 $(VENV)/install.log; exit 1; }
 	@touch $@
 
