@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
+from tests.cli import run_orlgen
 from tests.tiny_model import tiny_qwen3_dir
-
-pytestmark = pytest.mark.slow
 
 # Installed by datamodel-code-generator, black and the other pins of `orlgen[generate]`.
 GENERATOR = ("datamodel-code-generator", "black", "isort", "genson", "inflect")
@@ -59,13 +58,15 @@ def _wheel(tmp: Path) -> Path:
 
 
 def _venv(tmp: Path, wheel: Path) -> Path:
-    """A fresh venv with `orlgen[train]` from the wheel and the local torch; its interpreter."""
+    """A fresh venv with `orlgen[train]` from the wheel and the local torch; its interpreter.
+    `--no-compile` leaves bytecode to the imports that need it: compiling all of torch and
+    transformers up front is most of the install's CPU time, and none of what it installs."""
     venv = tmp / "venv"
     _ok(_run(sys.executable, "-m", "venv", "--without-pip", venv, timeout=120))
     python = venv / "bin" / "python"
     _ok(
         _run(
-            sys.executable, "-m", "pip", "--python", python, "install", "--quiet",
+            sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-compile",
             "torch==2.13.0", f"orlgen[train] @ {wheel.as_uri()}", timeout=900,
         )
     )  # fmt: skip
@@ -88,6 +89,30 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def test_cli_names_what_to_install_before_importing_it(tmp_path):
+    """Fault injection: orlgen's metadata, first on the path, declares a pin the venv does not
+    hold and a tool it lacks. Every command answers with the one line, before click loads."""
+    info = tmp_path / "orlgen-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: orlgen\nVersion: 0.1.0\nProvides-Extra: generate\n"
+        "Requires-Dist: pydantic>=2.7\n"
+        'Requires-Dist: click>=8.1; extra == "generate"\n'
+        'Requires-Dist: black==0.0.1; extra == "generate"\n'
+        'Requires-Dist: no-such-toolchain==1.0; extra == "generate"\n'
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    for args in (["check"], ["--version"], ["snapshot", "examples.echo:Echo", "--out", str(tmp_path / "out")]):
+        result = run_orlgen(*args, cwd=tmp_path, env=env, timeout=60)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == (
+            "orlgen: error: the generator needs black==0.0.1 (found 26.10.1), no-such-toolchain==1.0 (missing): "
+            f"{INSTALL_LINE}\n"
+        )
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
 def test_runtime_installs_alone_and_trains_a_step(tmp_path):
     model = tiny_qwen3_dir()
     python = _venv(tmp_path, _wheel(tmp_path))
