@@ -11,6 +11,7 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 # torch comes first and pinned: trl needs it, and any other spec downloads gigabytes.
+# The suite needs both halves: the generator's pinned toolchain ([generate]) and TRL ([train]).
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing into $(VENV) (log: $(VENV)/install.log)"
