@@ -15,9 +15,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import REPO
 
 from tests.cli import run_orlgen
@@ -110,6 +112,15 @@ def test_cli_names_what_to_install_before_importing_it(tmp_path):
             f"{INSTALL_LINE}\n"
         )
     assert not (tmp_path / "out").exists()
+
+
+def test_the_shipped_pre_commit_hook_installs_the_generator():
+    """pre-commit installs a hook's repository with `pip install .` plus the hook's
+    `additional_dependencies`, run in that repository: `.[generate]` is the extra, by path."""
+    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert hook["entry"] == "orlgen check" and hook["additional_dependencies"] == [".[generate]"]
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "black==26.10.1" in extras["generate"]
 
 
 @pytest.mark.slow
