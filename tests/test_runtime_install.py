@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -108,8 +109,8 @@ def test_cli_names_what_to_install_before_importing_it(tmp_path):
         result = run_orlgen(*args, cwd=tmp_path, env=env, timeout=60)
         assert (result.returncode, result.stdout) == (2, "")
         assert result.stderr == (
-            "orlgen: error: the generator needs black==0.0.1 (found 26.10.1), no-such-toolchain==1.0 (missing): "
-            f"{INSTALL_LINE}\n"
+            f"orlgen: error: the generator needs black==0.0.1 (found {version('black')}), "
+            f"no-such-toolchain==1.0 (missing): {INSTALL_LINE}\n"
         )
     assert not (tmp_path / "out").exists()
 
