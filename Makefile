@@ -11,12 +11,13 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 # torch comes first and pinned: trl needs it, and any other spec downloads gigabytes.
+# The suite needs both halves: the generator's pinned toolchain ([generate]) and TRL ([train]).
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing into $(VENV) (log: $(VENV)/install.log)"
 	@{ $(PY) -m pip install --upgrade pip \
 	  && $(PY) -m pip install torch==2.13.0 \
-	  && $(PY) -m pip install -e '.[train,dev]' ; } > $(VENV)/install.log 2>&1 \
+	  && $(PY) -m pip install -e '.[generate,train,dev]' ; } > $(VENV)/install.log 2>&1 \
 	  || { tail -n 30 $(VENV)/install.log; exit 1; }
 	@touch $@
 

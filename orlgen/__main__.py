@@ -1,3 +1,3 @@
-from .cli import main
+from .entry import main
 
-main(prog_name="orlgen")  # `python -m orlgen` says "orlgen" in usage lines, as the installed command does
+main()  # `python -m orlgen` is the installed `orlgen` command: the same guard, the same CLI

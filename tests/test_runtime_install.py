@@ -1,0 +1,167 @@
+"""`pip install orlgen` is the runtime alone: a fresh venv gets orlgen's wheel with the `train`
+extra (and the local `torch==2.13.0`), holds none of the generator's toolchain, answers
+`orlgen snapshot` with the one line that says what to install, and trains a GRPO step on the
+checked-in `generated/echo.py` (its env served by the adapter itself, as in the quickstart).
+
+Nothing is faked: the wheel is built from a copy of the source (non-editable), pip resolves the
+runtime's real requirement set (its cache makes that quick), and the step runs in the venv's own
+interpreter from a directory holding only `generated/` and `examples/`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+from tests.cli import run_orlgen
+from tests.tiny_model import tiny_qwen3_dir
+
+# Installed by datamodel-code-generator, black and the other pins of `orlgen[generate]`.
+GENERATOR = ("datamodel-code-generator", "black", "isort", "genson", "inflect")
+INSTALL_LINE = "pip install 'orlgen[generate]'"
+
+
+def _run(*command: str | Path, timeout: float, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(part) for part in command], capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def _ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, f"{result.args}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+def _wheel(tmp: Path) -> Path:
+    """orlgen's wheel, built from a copy of what it packages (no build files left in the repo)."""
+    source = tmp / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "templates", source / "templates", ignore=ignore)
+    shutil.copytree(REPO / "orlgen", source / "orlgen", symlinks=True, ignore=ignore)
+    wheels = tmp / "wheels"
+    _ok(
+        _run(
+            sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+            "--wheel-dir", wheels, source, timeout=300,
+        )
+    )  # fmt: skip
+    (wheel,) = wheels.glob("orlgen-*.whl")
+    return wheel
+
+
+def _venv(tmp: Path, wheel: Path) -> Path:
+    """A fresh venv with `orlgen[train]` from the wheel and the local torch; its interpreter.
+    `--no-compile` leaves bytecode to the imports that need it: compiling all of torch and
+    transformers up front is most of the install's CPU time, and none of what it installs."""
+    venv = tmp / "venv"
+    _ok(_run(sys.executable, "-m", "venv", "--without-pip", venv, timeout=120))
+    python = venv / "bin" / "python"
+    _ok(
+        _run(
+            sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-compile",
+            "torch==2.13.0", f"orlgen[train] @ {wheel.as_uri()}", timeout=900,
+        )
+    )  # fmt: skip
+    return python
+
+
+def _workdir(tmp: Path) -> Path:
+    """A directory with the checked-in modules and the example envs, and no orlgen source."""
+    work = tmp / "work"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in ("generated", "examples"):
+        shutil.copytree(REPO / name, work / name, ignore=ignore)
+    shutil.copy2(Path(__file__).with_name("runtime_only_step.py"), work / "runtime_only_step.py")
+    return work
+
+
+def _child_env() -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("ORLGEN_", "PYTHON"))}
+    env["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    return env
+
+
+def test_cli_names_what_to_install_before_importing_it(tmp_path):
+    """Fault injection: orlgen's metadata, first on the path, declares a pin the venv does not
+    hold and a tool it lacks. Every command answers with the one line, before click loads."""
+    info = tmp_path / "orlgen-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: orlgen\nVersion: 0.1.0\nProvides-Extra: generate\n"
+        "Requires-Dist: pydantic>=2.7\n"
+        'Requires-Dist: click>=8.1; extra == "generate"\n'
+        'Requires-Dist: black==0.0.1; extra == "generate"\n'
+        'Requires-Dist: no-such-toolchain==1.0; extra == "generate"\n'
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    for args in (["check"], ["--version"], ["snapshot", "examples.echo:Echo", "--out", str(tmp_path / "out")]):
+        result = run_orlgen(*args, cwd=tmp_path, env=env, timeout=60)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == (
+            f"orlgen: error: the generator needs black==0.0.1 (found {version('black')}), "
+            f"no-such-toolchain==1.0 (missing): {INSTALL_LINE}\n"
+        )
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_shipped_pre_commit_hook_installs_the_generator():
+    """pre-commit installs a hook's repository with `pip install .` plus the hook's
+    `additional_dependencies`, run in that repository: `.[generate]` is the extra, by path."""
+    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert hook["entry"] == "orlgen check" and hook["additional_dependencies"] == [".[generate]"]
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert "black==26.10.1" in extras["generate"]
+
+
+@pytest.mark.slow
+def test_runtime_installs_alone_and_trains_a_step(tmp_path):
+    model = tiny_qwen3_dir()
+    python = _venv(tmp_path, _wheel(tmp_path))
+    work, env = _workdir(tmp_path), _child_env()
+
+    absent = _ok(
+        _run(
+            python, "-c",
+            "import json, sys\n"
+            "from importlib.metadata import PackageNotFoundError, requires, version\n"
+            "def found(name):\n"
+            "    try:\n"
+            "        return version(name)\n"
+            "    except PackageNotFoundError:\n"
+            "        return None\n"
+            "print(json.dumps({'found': {n: found(n) for n in sys.argv[1:]}, 'requires': requires('orlgen')}))",
+            *GENERATOR, timeout=60, cwd=work, env=env,
+        )
+    )  # fmt: skip
+    facts = json.loads(absent.stdout)
+    assert facts["found"] == dict.fromkeys(GENERATOR)
+    runtime_needs = {line.split(";")[0] for line in facts["requires"] if "extra ==" not in line}
+    assert runtime_needs == {"pydantic>=2.7", "openreward==0.1.167", "datasets>=3"}
+
+    for command in ([python.parent / "orlgen"], [python, "-m", "orlgen"]):
+        refused = _run(*command, "snapshot", "examples.echo:Echo", timeout=60, cwd=work, env=env)
+        assert (refused.returncode, refused.stdout) == (2, "")
+        assert refused.stderr == (
+            "orlgen: error: the generator needs genson==1.4.0 (missing), datamodel-code-generator==0.89.0 "
+            f"(missing), black==26.10.1 (missing): {INSTALL_LINE}\n"
+        )
+    assert sorted(path.name for path in (work / "generated").iterdir()) == sorted(
+        path.name for path in (REPO / "generated").iterdir() if path.name != "__pycache__"
+    )  # nothing written
+
+    step = _ok(_run(python, "runtime_only_step.py", model, tmp_path / "out", timeout=600, cwd=work, env=env))
+    result = json.loads(step.stdout.strip().splitlines()[-1])
+    assert result["orlgen"].startswith(str(tmp_path / "venv"))  # the wheel's orlgen, not the source tree
+    assert (result["steps"], result["tokens"] > 0) == (1, True)
+    assert all(name == "orlgen" or name.startswith("orlgen.runtime") for name in result["modules"])
