@@ -13,3 +13,7 @@ from __future__ import annotations
 
 class OrlgenError(Exception):
     """A failure of the generator, explained in one line."""
+
+
+class CaptureError(OrlgenError, RuntimeError):
+    """The target cannot be captured; the message says why in one line."""
