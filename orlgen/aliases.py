@@ -11,7 +11,7 @@ from .schema import JSON
 _SHADOWING = frozenset({"Annotated", "Any", "BaseModel", "ConfigDict", "Field", "Literal", "RootModel"})
 
 
-def _aliases(bundle: JSON) -> dict[str, str]:
+def field_aliases(bundle: JSON) -> dict[str, str]:
     """Field names for property names Python would misread: it reads identifiers NFKC-normalised
     (`ﬁle` is `file`), so a field named as the property would expect another key on the wire;
     and a field named `Literal` would shadow the `Literal` of the annotations after it. With an

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import names
-from .cleaning import MESSAGE_CHARS, _last_line, clean
+from .cleaning import MESSAGE_CHARS, clean, last_line
 from .conversation import Conversation, conversation_fields, conversation_of
 from .errors import CaptureError
 from .identity import default_name
@@ -40,10 +40,10 @@ from .runtime.connection import (
     session_secrets,
 )
 from .runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
-from .sampling import ALL_TASKS_UP_TO, SAMPLE_SIZE, probe_indices, sample_runs
+from .sampling import probe_indices, reads
 from .schema import infer_task_schema
 from .snapshot import Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
-from .targets import _server_url, target_kind
+from .targets import server_url, target_kind
 
 BATCH = 500  # tasks per task_range request
 UNSUPPORTED = (404, 405, 501)  # statuses by which a server says it has no such endpoint
@@ -104,7 +104,7 @@ def _reachable(kind: str, target: str, options: CaptureOptions, clock: _Clock) -
         with _served(target) as (url, key):
             yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
     elif kind == "url":
-        url = _server_url(target)
+        url = server_url(target)
         key = options.env or _default_env(url, limit, clock, api_key)
         yield Connection(url, None, key, api_key, limit), Target(kind="url", value=url, env=key)
     else:
@@ -257,9 +257,9 @@ class _Capture:
             return str(exc)
         status = _status(exc)
         if status is not None:
-            said = _last_line(str(getattr(exc, "message", "") or ""))
+            said = last_line(str(getattr(exc, "message", "") or ""))
             return f"the server answered {status}" + (f": {clean(said)}" if said else "")
-        return f"{type(exc).__name__}: {clean(_last_line(str(exc)))}"
+        return f"{type(exc).__name__}: {clean(last_line(str(exc)))}"
 
     def _splits(self) -> list[Split]:
         available = self._sdk("list splits", lambda env: env.list_splits())
@@ -325,24 +325,10 @@ class _Capture:
             ) from exc
 
     def _tasks(self, split: Split) -> tuple[SplitTasks, list[dict[str, Any]]]:
-        """The split's tasks as stored in the snapshot, and every task read.
-
-        `--tasks none` stores none, but still reads a sample: the task schema decides the
-        generated dataset's columns, and it needs evidence.
-        """
-        mode = "none" if self.options.tasks == 0 else self.options.tasks
-        if mode is None:
-            mode = "all" if split.num_tasks <= ALL_TASKS_UP_TO else SAMPLE_SIZE
-        if split.num_tasks == 0:
-            return SplitTasks(coverage="none", tasks=[]), []
-        if mode == "all" or (mode != "none" and mode >= split.num_tasks):
-            runs, coverage = [(0, split.num_tasks)], "all"
-        else:
-            runs, coverage = sample_runs(split.num_tasks, SAMPLE_SIZE if mode == "none" else mode), "sample"
-        tasks = self._read(split, runs)
-        if mode == "none":
-            return SplitTasks(coverage="none", tasks=[]), [task.spec for task in tasks]
-        return SplitTasks(coverage=coverage, tasks=tasks), [task.spec for task in tasks]
+        """The split's tasks as stored in the snapshot, and every task read (see `sampling.reads`)."""
+        runs, coverage = reads(split.num_tasks, self.options.tasks)
+        tasks = self._read(split, runs) if runs else []
+        return SplitTasks(coverage=coverage, tasks=[] if coverage == "none" else tasks), [task.spec for task in tasks]
 
     def _read(self, split: Split, runs: list[tuple[int, int]]) -> list[Task]:
         total = sum(stop - start for start, stop in runs)

@@ -25,7 +25,7 @@ def clean(text: str, secrets: Mapping[str, str] | None = None, limit: int = MESS
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _last_line(text: str) -> str:
+def last_line(text: str) -> str:
     """The last non-blank line of `text`: the exception at the end of a traceback."""
     lines = [line for line in _ESCAPES.sub("", text).splitlines() if line.strip()]
     return lines[-1].strip() if lines else text

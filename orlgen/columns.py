@@ -20,7 +20,7 @@ class ColumnPlan:
 _ARROW_DEPTH = 16  # nested levels a task field may have and still be one Arrow column
 
 
-def _columns(task_schema: Schema) -> tuple[ColumnPlan, ...]:
+def dataset_columns(task_schema: Schema) -> tuple[ColumnPlan, ...]:
     root = task_schema.resolve(task_schema.root)
     taken = set(RESERVED_COLUMNS)
     out = []

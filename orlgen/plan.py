@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import docstrings, names, prose, recapture
-from .aliases import _aliases
+from .aliases import field_aliases
 from .bundle import Bundle
-from .columns import ColumnPlan, _columns
+from .columns import ColumnPlan, dataset_columns
 from .hints import python_hint
 from .names import ClassName, ParamName, PythonIdentifier
 from .runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
 from .runtime.fingerprint import fingerprint
-from .schema import JSON, Dropped, Node, Schema, json_type, printable
+from .schema import JSON, Dropped, Node, Schema, json_type, parse_schema, printable
 from .snapshot import Snapshot, Tool
 from .sorting import dunder_all_order
-from .source import Source, _docstring, literal
+from .source import Source, docstring_literal, literal
 
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
 RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
@@ -116,7 +116,7 @@ def plan_mixture(name: str, snapshots: list[Snapshot]) -> MixturePlan:
         "It imports its members from its own directory, whether imported from a package\n"
         "(`from generated import " + names.slug(name) + "`) or not. Regenerate with `orlgen generate`."
     )
-    return MixturePlan(name=names.slug(name), description=_docstring(summary, indent=""), members=members)
+    return MixturePlan(name=names.slug(name), description=docstring_literal(summary, indent=""), members=members)
 
 
 def plan(snapshot: Snapshot) -> ModulePlan:
@@ -125,7 +125,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     snapshot = snapshot.ordered().model_copy(update={"sha256": snapshot.sha256})
     env_class = names.class_name(snapshot.name, suffix="Env")
     env_var = f"ORLGEN_{PythonIdentifier(snapshot.name).upper()}_URL"  # names are checked identifiers
-    task_schema = Schema.parse(snapshot.task_schema, "task schema")
+    task_schema = parse_schema(snapshot.task_schema, "task schema")
     bundle = Bundle(taken=RESERVED_CLASSES | {env_class})
     methods = names.Taken(RESERVED_METHODS)  # linear renaming, however many tools share a name
     probed = tuple((ref.split, ref.index) for ref in snapshot.probed_tasks)
@@ -140,13 +140,13 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         env_var=literal(env_var),
         env_var_name=env_var,
         target=TargetPlan(literal(snapshot.target.kind), literal(snapshot.target.value), literal(snapshot.target.env)),
-        description=_docstring(_module_summary(snapshot), indent=""),
+        description=docstring_literal(_module_summary(snapshot), indent=""),
         tools=tools,
         num_tasks=literal({split.name: split.num_tasks for split in snapshot.splits}),
         default_split=literal("train" if "train" in split_names else (split_names or ["train"])[0]),
-        columns=_columns(task_schema),
+        columns=dataset_columns(task_schema),
         models_schema={"$defs": definitions},
-        models_aliases=_aliases(definitions),
+        models_aliases=field_aliases(definitions),
         terminal_tool=literal(snapshot.terminal_tool.name if snapshot.terminal_tool else None),
         has_terminal_tool=snapshot.terminal_tool is not None,
         exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
@@ -184,7 +184,7 @@ def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) 
 
 def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
     """Every keyword the sanitiser drops from the snapshot's schemas, for the CLI to report."""
-    parsed = [schema for _, schema in _parsed_tools(snapshot)] + [Schema.parse(snapshot.task_schema, "task schema")]
+    parsed = [schema for _, schema in _parsed_tools(snapshot)] + [parse_schema(snapshot.task_schema, "task schema")]
     return tuple(found for schema in parsed for found in schema.dropped)
 
 
@@ -332,4 +332,4 @@ def _tool_docstring(
         lines += ["", "Args:"] + [f"    {param.name}: {doc}" for param, doc in params]
     if docs.returns:
         lines += ["", "Returns:", f"    {docstrings.safe(docs.returns)}"]
-    return _docstring("\n".join(lines), indent="        ")
+    return docstring_literal("\n".join(lines), indent="        ")

@@ -3,10 +3,31 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
+
+from .options import TaskMode
+
+Coverage = Literal["all", "sample", "none"]  # what a split's stored tasks are of it
 
 ALL_TASKS_UP_TO = 1000  # `--tasks` default: a split this small is captured whole ...
 SAMPLE_SIZE = 200  # ... a larger one as a sample of this many
 SAMPLE_CHUNKS = 3  # the sample's second half: this many evenly spaced runs, one request each
+
+
+def reads(num_tasks: int, tasks: TaskMode) -> tuple[list[tuple[int, int]], Coverage]:
+    """The [start, stop) runs of a split of `num_tasks` to read for `--tasks tasks`, and the
+    coverage stored. `none` stores no task but still reads a sample: the task schema decides the
+    generated dataset's columns, and it needs evidence."""
+    mode = "none" if tasks == 0 else tasks
+    if mode is None:
+        mode = "all" if num_tasks <= ALL_TASKS_UP_TO else SAMPLE_SIZE
+    if num_tasks == 0:
+        return [], "none"
+    if mode == "all" or (mode != "none" and mode >= num_tasks):
+        return [(0, num_tasks)], "all"
+    if mode == "none":
+        return sample_runs(num_tasks, SAMPLE_SIZE), "none"
+    return sample_runs(num_tasks, mode), "sample"
 
 
 # Task-only tools often follow the task index: offered on odd tasks, on every third one. The

@@ -14,7 +14,7 @@ def literal(value: Any) -> Source:
     return Source(repr(value))
 
 
-def _docstring(text: str, indent: str) -> Source:
+def docstring_literal(text: str, indent: str) -> Source:
     """A triple-quoted literal of `text`, lines after the first indented to `indent`."""
     lines = _escape(text).split("\n")
     body = lines[0] + "".join(f"\n{indent}{line}" if line else "\n" for line in lines[1:])

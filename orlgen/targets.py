@@ -23,7 +23,7 @@ def target_kind(target: str) -> Literal["catalog", "url", "module"]:
     raise CaptureError(f"{redact(target)!r} is neither a catalog name (Owner/Env), a URL, nor module:EnvClass")
 
 
-def _server_url(target: str) -> str:
+def server_url(target: str) -> str:
     """The server's base URL: no user-info, query or fragment.
 
     The SDK appends endpoint paths to a base URL and cannot carry either, and both are where

@@ -1,7 +1,7 @@
 """The schema model: every JSON Schema orlgen renders from, parsed once into typed `Node`s.
 
-`Schema.parse` is the sanitising boundary. A schema comes from a server or from a file in a
-pull request, so it is hostile until parsed: only the keywords listed in `_KEYWORDS` survive,
+`parse_schema` is the sanitising boundary. A schema comes from a server or from a file in a
+pull request, so it is hostile until parsed: only the keywords listed in `parser._STRUCTURE` survive,
 references resolve only inside the same schema, cycles and depth are bounded, numbers are
 finite, and every keyword that is dropped is recorded (`Schema.dropped`) so the CLI can say so.
 Everything downstream (type hints, the prose the model reads, dataset columns, the models handed
@@ -16,7 +16,9 @@ Modules: `raw` (JSON as stored, before parsing), `model` (`Schema`, `Node`), `pa
 `Schema`), `emit` (`Node` → JSON Schema for datamodel-code-generator).
 """
 
+from .emit import emit_json
 from .model import Dropped, Node, Schema, SchemaError, printable
+from .parser import parse_schema
 from .raw import JSON, declared_order, infer_task_schema, json_problem, json_type
 
 __all__ = [
@@ -26,8 +28,10 @@ __all__ = [
     "Schema",
     "SchemaError",
     "declared_order",
+    "emit_json",
     "infer_task_schema",
     "json_problem",
     "json_type",
+    "parse_schema",
     "printable",
 ]

@@ -8,7 +8,15 @@ from functools import lru_cache
 from typing import Annotated
 
 from .model import ANY, Node, Schema
-from .raw import JSON, _unique
+from .raw import JSON, unique
+
+
+def emit_json(schema: Schema, node: Node, ref: Callable[[str], str]) -> JSON:
+    """`node` as plain JSON Schema for datamodel-code-generator: only understood keywords,
+    `$ref`s rewritten by `ref(name)`, `format` left out (each becomes a plain type, so no
+    generated model masks a password, imports an e-mail validator or parses a decimal), and
+    patterns pydantic cannot compile left out (the server still enforces them)."""
+    return _emit(node, ref, schema)
 
 
 def _emit(node: Node, ref: Callable[[str], str], schema: Schema, field: bool = False) -> JSON:
@@ -79,7 +87,7 @@ def _merge_literals(node: Node) -> Node:
     bare = [b for b in node.any_of if b.enum is not None and replace(b, enum=None, description=None) == ANY]
     if len(bare) < 2:
         return node
-    merged = Node(enum=tuple(_unique(value for branch in bare for value in branch.enum or ())))
+    merged = Node(enum=tuple(unique(value for branch in bare for value in branch.enum or ())))
     branches = [merged if b is bare[0] else b for b in node.any_of if b is bare[0] or b not in bare]
     if len(branches) == 1:
         return replace(node, any_of=(), enum=merged.enum)

@@ -7,18 +7,18 @@ makes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import lookalike
 from ..errors import OrlgenError
-from .raw import JSON, json_type
+from .raw import json_type
 
-_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
-_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 # Constraint keywords in the order prose and the model generator list them.
-CONSTRAINTS = _BOUNDS + _COUNTS + ("pattern", "uniqueItems")
+CONSTRAINTS = BOUNDS + COUNTS + ("pattern", "uniqueItems")
 
 
 class SchemaError(OrlgenError):
@@ -92,14 +92,6 @@ class Schema:
     defs: Mapping[str, Node]
     dropped: tuple[Dropped, ...] = ()
 
-    @classmethod
-    def parse(cls, raw: Any, where: str, order: Mapping[str, Sequence[str]] | None = None) -> Schema:
-        """Sanitise and parse `raw`. `order` maps the JSON pointer of an object schema to its
-        properties' declared order (snapshots store it apart, their JSON being key-sorted)."""
-        from .parser import _Parser
-
-        return _Parser(raw, where, order or {}).run()
-
     def resolve(self, node: Node) -> Node:
         """`node` with its reference chain followed; a chain that loops admits anything."""
         seen: set[str] = set()
@@ -133,15 +125,6 @@ class Schema:
     def admits_null(self, node: Node) -> bool:
         types = self.json_types(node)
         return not types or "null" in types
-
-    def to_json(self, node: Node, ref: Callable[[str], str]) -> JSON:
-        """`node` as plain JSON Schema for datamodel-code-generator: only understood keywords,
-        `$ref`s rewritten by `ref(name)`, `format` left out (each becomes a plain type, so no
-        generated model masks a password, imports an e-mail validator or parses a decimal), and
-        patterns pydantic cannot compile left out (the server still enforces them)."""
-        from .emit import _emit
-
-        return _emit(node, ref, self)
 
 
 def _own_types(node: Node) -> frozenset[str]:

@@ -14,8 +14,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .model import _BOUNDS, _COUNTS, ANY, CONSTRAINTS, Dropped, Node, Schema, SchemaError, printable
-from .raw import MAX_DEPTH, _canonical_json, _escape, _unescape, _unique, json_type
+from .model import ANY, BOUNDS, CONSTRAINTS, COUNTS, Dropped, Node, Schema, SchemaError, printable
+from .raw import MAX_DEPTH, canonical_json, escape_pointer, json_type, unescape_pointer, unique
 
 MAX_NODES = 100_000  # subschemas in one schema, references followed included
 MAX_COUNT = 2**31 - 1  # the largest length/count bound that can hold on a real value
@@ -49,6 +49,12 @@ _STRUCTURE = frozenset(
 )
 
 
+def parse_schema(raw: Any, where: str, order: Mapping[str, Sequence[str]] | None = None) -> Schema:
+    """Sanitise and parse `raw`. `order` maps the JSON pointer of an object schema to its
+    properties' declared order (snapshots store it apart, their JSON being key-sorted)."""
+    return _Parser(raw, where, order or {}).run()
+
+
 class _Parser:
     """One pass over a raw schema: each subschema becomes a `Node`, each refusal a
     `SchemaError`, each dropped keyword a `Dropped`."""
@@ -78,9 +84,9 @@ class _Parser:
                 raise self.error(f"/{key}", "must be an object of schemas")
             for name, sub in found.items():
                 if name in self.def_raw:
-                    self.drop(f"/{key}/{_escape(name)}", key, f"{name!r} is also defined in $defs")
+                    self.drop(f"/{key}/{escape_pointer(name)}", key, f"{name!r} is also defined in $defs")
                     continue
-                self.def_raw[self.text(name, f"/{key}")] = (sub, f"/{key}/{_escape(name)}")
+                self.def_raw[self.text(name, f"/{key}")] = (sub, f"/{key}/{escape_pointer(name)}")
         for name in sorted(self.def_raw):
             sub, pointer = self.def_raw[name]
             self.defs[name] = self.node(sub, pointer, 1)
@@ -144,7 +150,7 @@ class _Parser:
         types = set(fields.get("types", ()))
         enum = fields.get("enum")
         misfit = (types and kind not in types and not (kind == "integer" and "number" in types)) or (
-            enum is not None and _canonical_json(fields["default"]) not in {_canonical_json(v) for v in enum}
+            enum is not None and canonical_json(fields["default"]) not in {canonical_json(v) for v in enum}
         )
         if misfit:
             self.drop(path, "default", f"{_short(fields['default'])} does not fit the schema's type")
@@ -180,7 +186,7 @@ class _Parser:
             if not isinstance(value, list) or not value:
                 self.drop(path, key, "an enum must be a non-empty list")
                 return
-            fields["enum"] = tuple(_unique(self.value(item, here) for item in value))
+            fields["enum"] = tuple(unique(self.value(item, here) for item in value))
         elif key == "const":
             fields["enum"] = (self.value(value, here),)
         elif key in ("anyOf", "oneOf", "allOf"):
@@ -197,7 +203,7 @@ class _Parser:
                 self.drop(path, key, "must be a string")
         elif key == "default":
             fields["default"] = self.value(value, here)
-            fields["default_json"] = _canonical_json(fields["default"])
+            fields["default_json"] = canonical_json(fields["default"])
         elif key == "examples":
             if isinstance(value, list):
                 fields["examples"] = tuple(self.value(item, here) for item in value)
@@ -213,7 +219,7 @@ class _Parser:
         names = [self.text(name, here) for name in value]
         declared = [name for name in self.order.get(path, ()) if name in value]
         ordered = declared + sorted(name for name in names if name not in declared)
-        return tuple((name, self.node(value[name], f"{here}/{_escape(name)}", depth + 1)) for name in ordered)
+        return tuple((name, self.node(value[name], f"{here}/{escape_pointer(name)}", depth + 1)) for name in ordered)
 
     def many(self, value: Any, path: str, depth: int) -> tuple[Node, ...]:
         if not isinstance(value, list):
@@ -225,7 +231,7 @@ class _Parser:
         (inlined). A file path or URL would make the model generator read it: refused."""
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise self.error(f"{path}/$ref", f"{_short(ref)} is not a local reference (only '#/...' is allowed)")
-        parts = [_unescape(part) for part in ref[1:].split("/")][1:] if ref != "#" else []
+        parts = [unescape_pointer(part) for part in ref[1:].split("/")][1:] if ref != "#" else []
         if not parts:
             fields["ref"] = ""
         elif len(parts) == 2 and parts[0] in ("$defs", "definitions") and parts[1] in self.def_raw:
@@ -278,7 +284,7 @@ class _Parser:
     def constraints(self, fields: dict[str, Any], path: str) -> tuple[tuple[str, Any], ...]:
         raw = fields.pop("_raw_constraints", {})
         kept: dict[str, Any] = {}
-        for key in _BOUNDS:
+        for key in BOUNDS:
             value = raw.get(key)
             if value is None:
                 continue
@@ -292,7 +298,7 @@ class _Parser:
                 self.drop(path, key, f"{_short(value)} is not a usable bound")
                 continue
             kept[key] = value
-        for key in _COUNTS:
+        for key in COUNTS:
             value = raw.get(key)
             if value is None:
                 continue

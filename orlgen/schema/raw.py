@@ -33,24 +33,24 @@ def json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def _unique(values: Iterable[Any]) -> Iterator[Any]:
+def unique(values: Iterable[Any]) -> Iterator[Any]:
     seen: set[str] = set()
     for value in values:
-        key = _canonical_json(value)
+        key = canonical_json(value)
         if key not in seen:
             seen.add(key)
             yield value
 
 
-def _canonical_json(value: Any) -> str:
+def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
-def _escape(name: str) -> str:
+def escape_pointer(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
-def _unescape(part: str) -> str:
+def unescape_pointer(part: str) -> str:
     return part.replace("~1", "/").replace("~0", "~")
 
 
@@ -101,7 +101,7 @@ def json_problem(value: Any) -> str | None:
 
 def declared_order(schema: Any) -> dict[str, list[str]]:
     """The declared order of properties of every object schema in a raw schema, by JSON pointer
-    (what `Schema.parse` takes as `order`). Read before the snapshot sorts the keys."""
+    (what `parse_schema` takes as `order`). Read before the snapshot sorts the keys."""
     found: dict[str, list[str]] = {}
 
     def walk(node: Any, path: str, depth: int) -> None:
@@ -122,7 +122,7 @@ def declared_order(schema: Any) -> dict[str, list[str]]:
                 and isinstance(value, (dict, list))
                 and key not in ("enum", "const", "default", "examples")
             ):
-                walk(value, f"{path}/{_escape(key)}", depth + 1)
+                walk(value, f"{path}/{escape_pointer(key)}", depth + 1)
 
     walk(schema, "", 0)
     return found
