@@ -29,6 +29,21 @@ def _emit(node: Node, ref: Callable[[str], str], schema: Schema, field: bool = F
         out["$ref"] = ref(node.ref)
     if node.types:
         out["type"] = node.types[0] if len(node.types) == 1 else list(node.types)
+    out.update(_object_keywords(node, ref, schema))
+    out.update(_array_keywords(node, ref, schema))
+    out.update(_choice_keywords(node, ref, schema))
+    if node.description is not None:
+        out["description"] = node.description
+    out.update((key, value) for key, value in node.constraints if key != "pattern" or pattern_compiles(value))
+    if field and _keeps_default(node):
+        out["default"] = node.default
+        if node.default is None and not schema.admits_null(node):
+            out = _nullable(out)  # pydantic's `x: T = None`: the model must accept the None it defaults to
+    return out
+
+
+def _object_keywords(node: Node, ref: Callable[[str], str], schema: Schema) -> JSON:
+    out: JSON = {}
     if node.properties:
         out["properties"] = {name: _emit(sub, ref, schema, field=True) for name, sub in node.properties}
     if node.required:
@@ -37,34 +52,35 @@ def _emit(node: Node, ref: Callable[[str], str], schema: Schema, field: bool = F
         out["additionalProperties"] = node.additional
     elif node.additional is not None:
         out["additionalProperties"] = _emit(node.additional, ref, schema)
+    return out
+
+
+def _array_keywords(node: Node, ref: Callable[[str], str], schema: Schema) -> JSON:
+    out: JSON = {}
     if node.prefix_items:
         out["prefixItems"] = [_emit(item, ref, schema) for item in node.prefix_items]
     if node.items is not None:
         out["items"] = _emit(node.items, ref, schema)
     elif node.items_closed and node.prefix_items:
         out["items"] = False
+    return out
+
+
+def _choice_keywords(node: Node, ref: Callable[[str], str], schema: Schema) -> JSON:
+    out: JSON = {}
     if node.enum is not None:
         out["enum"] = list(node.enum)
     if node.any_of:
         out["anyOf"] = [_emit(branch, ref, schema) for branch in node.any_of]
     if node.all_of:
         out["allOf"] = [_emit(part, ref, schema) for part in node.all_of]
-    if node.description is not None:
-        out["description"] = node.description
-    for key, value in node.constraints:
-        if key != "pattern" or pattern_compiles(value):
-            out[key] = value
-    if (
-        field
-        and node.has_default
-        and not (isinstance(node.default, dict) and (node.ref is not None or node.properties))
-    ):
-        # A model's default stays with the server: datamodel-code-generator would write the dict
-        # itself as the default of a model-typed field (a type error); unset, nothing is sent.
-        out["default"] = node.default
-        if node.default is None and not schema.admits_null(node):
-            out = _nullable(out)  # pydantic's `x: T = None`: the model must accept the None it defaults to
     return out
+
+
+def _keeps_default(node: Node) -> bool:
+    """A model's default stays with the server: datamodel-code-generator would write the dict
+    itself as the default of a model-typed field (a type error); unset, nothing is sent."""
+    return node.has_default and not (isinstance(node.default, dict) and (node.ref is not None or node.properties))
 
 
 def _nullable(out: JSON) -> JSON:
@@ -106,21 +122,8 @@ def _fold_null(node: Node) -> Node:
     """`anyOf: [S, {type: null}]` with an inline, typed S → S admitting null too. Same meaning,
     and datamodel-code-generator renders it as `T | None` instead of a separate root model
     (which it gives the field's default, breaking the model's typing)."""
-    if len(node.any_of) != 2 or node.types or node.enum is not None:
-        return node
-    nulls = [b for b in node.any_of if b == Node(types=("null",))]
-    others = [b for b in node.any_of if b != Node(types=("null",))]
-    if len(nulls) != 1 or len(others) != 1:
-        return node
-    other = others[0]
-    if (
-        other.ref is not None
-        or other.any_of
-        or other.all_of
-        or other.enum is not None
-        or not other.types
-        or "object" in other.types
-    ):  # an object stays a model of its own, shareable with its twins
+    other = _beside_null(node)
+    if other is None or not _inline_typed(other):
         return node
     return replace(
         other,
@@ -128,6 +131,31 @@ def _fold_null(node: Node) -> Node:
         description=node.description if node.description is not None else other.description,
         default=node.default if node.has_default else other.default,
         default_json=node.default_json if node.has_default else other.default_json,
+    )
+
+
+_NULL = Node(types=("null",))
+
+
+def _beside_null(node: Node) -> Node | None:
+    """S, when `node` is exactly `anyOf: [S, {type: null}]` (either order), else None."""
+    if len(node.any_of) != 2 or node.types or node.enum is not None:
+        return None
+    nulls = [b for b in node.any_of if b == _NULL]
+    others = [b for b in node.any_of if b != _NULL]
+    return others[0] if len(nulls) == 1 and len(others) == 1 else None
+
+
+def _inline_typed(node: Node) -> bool:
+    """Typed, no reference or union, and not an object: an object stays a model of its own,
+    shareable with its twins."""
+    return not (
+        node.ref is not None
+        or node.any_of
+        or node.all_of
+        or node.enum is not None
+        or not node.types
+        or "object" in node.types
     )
 
 

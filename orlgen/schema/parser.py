@@ -11,7 +11,7 @@ code.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .model import ANY, BOUNDS, CONSTRAINTS, COUNTS, Dropped, Node, Schema, SchemaError, printable
@@ -120,6 +120,15 @@ class _Parser:
         if not isinstance(raw, dict):
             self.drop(path, "(schema)", f"{_kind(raw)} is not a schema; anything is accepted there")
             return ANY
+        fields = self.fields(raw, path, depth)
+        self.one_of(fields, path)
+        fields["constraints"] = self.constraints(fields.pop("_raw_constraints", {}), path)
+        self.fit_default(fields, path)
+        return Node(**fields)
+
+    def fields(self, raw: dict[Any, Any], path: str, depth: int) -> dict[str, Any]:
+        """`Node` fields of each keyword understood, in the raw schema's order; constraints
+        raw under `_raw_constraints` (they are checked together, see `constraints`)."""
         fields: dict[str, Any] = {}
         for key, value in raw.items():
             if not isinstance(key, str) or key in _QUIET or key in ("$defs", "definitions"):
@@ -130,15 +139,16 @@ class _Parser:
                 self.drop(path, key, "not a keyword orlgen understands")
                 continue
             self.keyword(fields, key, value, path, depth)
+        return fields
+
+    def one_of(self, fields: dict[str, Any], path: str) -> None:
+        """`oneOf` read as `anyOf` (the models cannot check exclusivity; the server does)."""
         if "oneOf" in fields:
             branches = fields.pop("oneOf")
             if "any_of" in fields:
                 self.drop(path, "oneOf", "a schema with both anyOf and oneOf keeps anyOf")
             else:
                 fields["any_of"] = branches
-        fields["constraints"] = self.constraints(fields, path)
-        self.fit_default(fields, path)
-        return Node(**fields)
 
     def fit_default(self, fields: dict[str, Any], path: str) -> None:
         """A default of another type than the schema's own (`"type": "string", "default": 3`)
@@ -157,60 +167,77 @@ class _Parser:
             del fields["default"], fields["default_json"]
 
     def keyword(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
-        here = f"{path}/{key}"
-        if key == "type":
-            declared = [value] if isinstance(value, str) else value
-            if not (isinstance(declared, list) and declared and all(t in TYPES for t in declared)):
-                self.drop(path, key, f"{_short(value)} is not a JSON type")
-                return
-            fields["types"] = tuple(dict.fromkeys(declared))
-        elif key == "properties":
-            fields["properties"] = self.properties(value, path, depth)
-        elif key == "required":
-            if not (isinstance(value, list) and all(isinstance(name, str) for name in value)):
-                raise self.error(here, "must be a list of property names")
-            fields["required"] = tuple(dict.fromkeys(self.text(name, here) for name in value))
-        elif key == "additionalProperties":
-            fields["additional"] = value if isinstance(value, bool) else self.node(value, here, depth + 1)
-        elif key == "items":
-            if value is False:
-                fields["items_closed"] = True
-            elif isinstance(value, list):  # draft-04 tuple form
-                fields["prefix_items"] = self.many(value, here, depth)
-                fields["items_closed"] = True
-            elif value is not True:
-                fields["items"] = self.node(value, here, depth + 1)
-        elif key == "prefixItems":
-            fields["prefix_items"] = self.many(value, here, depth)
-        elif key == "enum":
-            if not isinstance(value, list) or not value:
-                self.drop(path, key, "an enum must be a non-empty list")
-                return
-            fields["enum"] = tuple(unique(self.value(item, here) for item in value))
-        elif key == "const":
-            fields["enum"] = (self.value(value, here),)
-        elif key in ("anyOf", "oneOf", "allOf"):
-            if not isinstance(value, list) or not value:
-                self.drop(path, key, "must be a non-empty list of schemas")
-                return
-            fields[{"anyOf": "any_of", "oneOf": "oneOf", "allOf": "all_of"}[key]] = self.many(value, here, depth)
-        elif key == "$ref":
-            self.reference(fields, value, path, depth)
-        elif key in ("description", "format"):
-            if isinstance(value, str):
-                fields[key] = self.text(value, here)
-            else:
-                self.drop(path, key, "must be a string")
-        elif key == "default":
-            fields["default"] = self.value(value, here)
-            fields["default_json"] = canonical_json(fields["default"])
-        elif key == "examples":
-            if isinstance(value, list):
-                fields["examples"] = tuple(self.value(item, here) for item in value)
-            else:
-                self.drop(path, key, "must be a list")
-        else:
+        handler = _KEYWORDS.get(key)
+        if handler is None:  # a constraint: checked with the others once all are read
             fields.setdefault("_raw_constraints", {})[key] = value
+        else:
+            handler(self, fields, key, value, path, depth)
+
+    def read_type(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        declared = [value] if isinstance(value, str) else value
+        if not (isinstance(declared, list) and declared and all(t in TYPES for t in declared)):
+            self.drop(path, key, f"{_short(value)} is not a JSON type")
+            return
+        fields["types"] = tuple(dict.fromkeys(declared))
+
+    def read_properties(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        fields["properties"] = self.properties(value, path, depth)
+
+    def read_required(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        here = f"{path}/{key}"
+        if not (isinstance(value, list) and all(isinstance(name, str) for name in value)):
+            raise self.error(here, "must be a list of property names")
+        fields["required"] = tuple(dict.fromkeys(self.text(name, here) for name in value))
+
+    def read_additional(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        fields["additional"] = value if isinstance(value, bool) else self.node(value, f"{path}/{key}", depth + 1)
+
+    def read_items(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        here = f"{path}/{key}"
+        if value is False:
+            fields["items_closed"] = True
+        elif isinstance(value, list):  # draft-04 tuple form
+            fields["prefix_items"] = self.many(value, here, depth)
+            fields["items_closed"] = True
+        elif value is not True:
+            fields["items"] = self.node(value, here, depth + 1)
+
+    def read_prefix_items(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        fields["prefix_items"] = self.many(value, f"{path}/{key}", depth)
+
+    def read_enum(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        if not isinstance(value, list) or not value:
+            self.drop(path, key, "an enum must be a non-empty list")
+            return
+        fields["enum"] = tuple(unique(self.value(item, f"{path}/{key}") for item in value))
+
+    def read_const(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        fields["enum"] = (self.value(value, f"{path}/{key}"),)
+
+    def read_combination(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        if not isinstance(value, list) or not value:
+            self.drop(path, key, "must be a non-empty list of schemas")
+            return
+        fields[{"anyOf": "any_of", "oneOf": "oneOf", "allOf": "all_of"}[key]] = self.many(value, f"{path}/{key}", depth)
+
+    def read_ref(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        self.reference(fields, value, path, depth)
+
+    def read_string(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        if isinstance(value, str):
+            fields[key] = self.text(value, f"{path}/{key}")
+        else:
+            self.drop(path, key, "must be a string")
+
+    def read_default(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        fields["default"] = self.value(value, f"{path}/{key}")
+        fields["default_json"] = canonical_json(fields["default"])
+
+    def read_examples(self, fields: dict[str, Any], key: str, value: Any, path: str, depth: int) -> None:
+        if isinstance(value, list):
+            fields["examples"] = tuple(self.value(item, f"{path}/{key}") for item in value)
+        else:
+            self.drop(path, key, "must be a list")
 
     def properties(self, value: Any, path: str, depth: int) -> tuple[tuple[str, Node], ...]:
         here = f"{path}/properties"
@@ -281,40 +308,12 @@ class _Parser:
             return {self.text(key, path): self.value(item, path) for key, item in value.items()}
         raise self.error(path, f"{_kind(value)} is not a JSON value")
 
-    def constraints(self, fields: dict[str, Any], path: str) -> tuple[tuple[str, Any], ...]:
-        raw = fields.pop("_raw_constraints", {})
+    def constraints(self, raw: dict[str, Any], path: str) -> tuple[tuple[str, Any], ...]:
+        """The constraint keywords that can hold, in `CONSTRAINTS` order; each other one dropped."""
         kept: dict[str, Any] = {}
-        for key in BOUNDS:
-            value = raw.get(key)
-            if value is None:
-                continue
-            if key.startswith("exclusive") and isinstance(value, bool):  # draft-04: a flag on minimum/maximum
-                bound = raw.get("minimum" if key == "exclusiveMinimum" else "maximum")
-                if value and _number(bound):
-                    kept[key] = bound
-                    kept.pop("minimum" if key == "exclusiveMinimum" else "maximum", None)
-                continue
-            if not _number(value) or (key == "multipleOf" and value <= 0):
-                self.drop(path, key, f"{_short(value)} is not a usable bound")
-                continue
-            kept[key] = value
-        for key in COUNTS:
-            value = raw.get(key)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-                self.drop(path, key, f"{_short(value)} is not a count that can hold")
-                continue
-            kept[key] = value
-        for low, high in (
-            ("minLength", "maxLength"),
-            ("minItems", "maxItems"),
-            ("minProperties", "maxProperties"),
-            ("minimum", "maximum"),
-        ):
-            if low in kept and high in kept and kept[low] > kept[high]:
-                self.drop(path, f"{low}/{high}", f"{kept[low]} > {kept[high]}: no value could satisfy both")
-                del kept[low], kept[high]
+        self.bounds(raw, path, kept)
+        self.counts(raw, path, kept)
+        self.satisfiable(path, kept)
         pattern = raw.get("pattern")
         if pattern is not None:
             if isinstance(pattern, str):
@@ -324,6 +323,73 @@ class _Parser:
         if raw.get("uniqueItems") is True:
             kept["uniqueItems"] = True
         return tuple((key, kept[key]) for key in CONSTRAINTS if key in kept)
+
+    def bounds(self, raw: dict[str, Any], path: str, kept: dict[str, Any]) -> None:
+        for key in BOUNDS:
+            value = raw.get(key)
+            if value is None:
+                continue
+            if key.startswith("exclusive") and isinstance(value, bool):  # draft-04: a flag on minimum/maximum
+                _exclusive_flag(raw, key, value, kept)
+                continue
+            if not _number(value) or (key == "multipleOf" and value <= 0):
+                self.drop(path, key, f"{_short(value)} is not a usable bound")
+                continue
+            kept[key] = value
+
+    def counts(self, raw: dict[str, Any], path: str, kept: dict[str, Any]) -> None:
+        for key in COUNTS:
+            value = raw.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+                self.drop(path, key, f"{_short(value)} is not a count that can hold")
+                continue
+            kept[key] = value
+
+    def satisfiable(self, path: str, kept: dict[str, Any]) -> None:
+        """A lower bound above its upper bound: no value could satisfy both, so both go."""
+        for low, high in _PAIRS:
+            if low in kept and high in kept and kept[low] > kept[high]:
+                self.drop(path, f"{low}/{high}", f"{kept[low]} > {kept[high]}: no value could satisfy both")
+                del kept[low], kept[high]
+
+
+_Handler = Callable[[_Parser, dict[str, Any], str, Any, str, int], None]
+# What each structural keyword becomes; any other keyword of `_STRUCTURE` is a constraint.
+_KEYWORDS: dict[str, _Handler] = {
+    "type": _Parser.read_type,
+    "properties": _Parser.read_properties,
+    "required": _Parser.read_required,
+    "additionalProperties": _Parser.read_additional,
+    "items": _Parser.read_items,
+    "prefixItems": _Parser.read_prefix_items,
+    "enum": _Parser.read_enum,
+    "const": _Parser.read_const,
+    "anyOf": _Parser.read_combination,
+    "oneOf": _Parser.read_combination,
+    "allOf": _Parser.read_combination,
+    "$ref": _Parser.read_ref,
+    "description": _Parser.read_string,
+    "format": _Parser.read_string,
+    "default": _Parser.read_default,
+    "examples": _Parser.read_examples,
+}
+_PAIRS = (
+    ("minLength", "maxLength"),
+    ("minItems", "maxItems"),
+    ("minProperties", "maxProperties"),
+    ("minimum", "maximum"),
+)
+
+
+def _exclusive_flag(raw: dict[str, Any], key: str, flag: bool, kept: dict[str, Any]) -> None:
+    """Draft-04's `exclusiveMinimum: true` beside `minimum: m` is today's `exclusiveMinimum: m`."""
+    plain = "minimum" if key == "exclusiveMinimum" else "maximum"
+    bound = raw.get(plain)
+    if flag and _number(bound):
+        kept[key] = bound
+        kept.pop(plain, None)
 
 
 def _number(value: Any) -> bool:
