@@ -36,7 +36,7 @@ def field_aliases(bundle: JSON) -> dict[str, str]:
     # The names datamodel-code-generator gives the other fields (`if` → `if_`, `a-b` → `a_b`).
     plain = [name for name in found if name.isascii() and name not in _SHADOWING]
     taken = {variant for name in plain for base in (name, names.snake_case(name)) for variant in (base, f"{base}_")}
-    aliases = {}
+    aliases: dict[str, str] = {}
     for name in misread:
         aliases[name] = names.identifier(name, taken=taken)
         taken.add(aliases[name])

@@ -110,7 +110,7 @@ def _replace(schema: Any, path: list[Any], ref: str) -> None:
 
 def _words(path: list[Any]) -> str:
     """A class-name suffix from a path: the property names on it, an array's items singular."""
-    words = []
+    words: list[str] = []
     for i, part in enumerate(path):
         if i and path[i - 1] == "properties":
             words.append(names.class_name(part))

@@ -42,7 +42,7 @@ from .runtime.connection import (
 from .runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
 from .sampling import probe_indices, reads
 from .schema import infer_task_schema
-from .snapshot import Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
+from .snapshot import Deployment, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
 from .targets import server_url, target_kind
 
 BATCH = 500  # tasks per task_range request
@@ -120,7 +120,7 @@ def _served(target: str) -> Iterator[tuple[str, str]]:
     from .serve import ServeError, load_env_class, serving
 
     try:
-        env_cls = load_env_class(target)
+        env_cls: Any = load_env_class(target)  # the user's Environment subclass
     except ServeError as exc:
         raise CaptureError(clean(str(exc))) from exc
     fd, name = tempfile.mkstemp(prefix=f"orlgen-{names.slug(target.split(':')[-1])}-", suffix=".log")
@@ -227,14 +227,15 @@ class _Capture:
             task_schema=infer_task_schema(specs),
         ).canonical()
 
-    def _deployment(self) -> dict[str, str] | None:
+    def _deployment(self) -> Deployment | None:
         """What the server says of its deployment (URL and catalog targets; best effort)."""
         if self.target.kind == "module":  # served here, by this SDK: nothing to learn
             return None
         try:
-            return self._call(provenance.live)
+            found = self._call(provenance.live)
         except Exception:  # an old server without /version: the schema is what matters
             return None
+        return None if found is None else Deployment(**found)  # fields `provenance.parse` checked
 
     def _fail(self, message: str) -> CaptureError:
         # Server text in `message` was cut already; the bound here catches names and the like.
@@ -352,18 +353,21 @@ class _Capture:
         except Exception as exc:  # SDK and transport errors have no common base
             if _status(exc) not in UNSUPPORTED:
                 raise self._fail(f"cannot read tasks {where}: {self._describe(exc)}") from exc
-            tasks = [
-                self._sdk(f"read task {split}[{i}]", lambda env, i=i: env.get_task(split, i))
-                for i in range(start, stop)
-            ]
+            tasks = [self._sdk(f"read task {split}[{i}]", _get_task(split, i)) for i in range(start, stop)]
         if not isinstance(tasks, list) or len(tasks) != stop - start:
             count = len(tasks) if isinstance(tasks, list) else type(tasks).__name__
             raise self._fail(f"asked for tasks {where} ({stop - start}), the server sent {count}")
-        specs = [getattr(task, "task_spec", None) for task in tasks]
-        bad = next((start + i for i, spec in enumerate(specs) if not isinstance(spec, dict)), None)
-        if bad is not None:
-            raise self._fail(f"task {split}[{bad}] is not a JSON object")
+        specs: list[dict[str, Any]] = []
+        for i, task in enumerate(tasks):
+            spec = getattr(task, "task_spec", None)
+            if not isinstance(spec, dict):
+                raise self._fail(f"task {split}[{start + i}] is not a JSON object")
+            specs.append(spec)
         return specs
+
+
+def _get_task(split: str, index: int) -> Callable[[Any], Awaitable[Any]]:
+    return lambda env: env.get_task(split, index)
 
 
 def _unique_tools(specs: Any, where: str, fail: Callable[[str], CaptureError]) -> dict[str, Any]:

@@ -90,7 +90,7 @@ def _nullable(out: JSON) -> JSON:
     if plain and not any(key in out for key in ("$ref", "anyOf", "allOf", "enum")):
         return {**out, "type": [out["type"], "null"]}
     inner = {key: value for key, value in out.items() if key not in ("default", "description")}
-    usage = {key: out[key] for key in ("default", "description") if key in out}
+    usage: JSON = {key: out[key] for key in ("default", "description") if key in out}
     return {"anyOf": [inner, {"type": "null"}], **usage}
 
 
