@@ -24,29 +24,6 @@ MAX_NUMBER = 10**30  # the largest magnitude of any number kept (bounds, enum va
 TYPES = ("string", "integer", "number", "boolean", "null", "array", "object")
 # Annotations that only clutter: pydantic puts a title on every property.
 _QUIET = frozenset({"title", "$schema", "$comment", "discriminator"})
-_STRUCTURE = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "prefixItems",
-        "enum",
-        "const",
-        "anyOf",
-        "oneOf",
-        "allOf",
-        "$ref",
-        "$defs",
-        "definitions",
-        "description",
-        "default",
-        "format",
-        "examples",
-        *CONSTRAINTS,
-    }
-)
 
 
 def parse_schema(raw: Any, where: str, order: Mapping[str, Sequence[str]] | None = None) -> Schema:
@@ -356,7 +333,7 @@ class _Parser:
 
 
 _Handler = Callable[[_Parser, dict[str, Any], str, Any, str, int], None]
-# What each structural keyword becomes; any other keyword of `_STRUCTURE` is a constraint.
+# What each keyword but the constraints and definitions becomes in a `Node`.
 _KEYWORDS: dict[str, _Handler] = {
     "type": _Parser.read_type,
     "properties": _Parser.read_properties,
@@ -375,6 +352,9 @@ _KEYWORDS: dict[str, _Handler] = {
     "default": _Parser.read_default,
     "examples": _Parser.read_examples,
 }
+# Every keyword the parser keeps; the others are dropped, with a report.
+_STRUCTURE = frozenset({*_KEYWORDS, "$defs", "definitions", *CONSTRAINTS})
+# The lower and upper bound of one quantity.
 _PAIRS = (
     ("minLength", "maxLength"),
     ("minItems", "maxItems"),
