@@ -24,10 +24,11 @@ $(STAMP): pyproject.toml
 demo: install
 	@$(PY) examples/demo.py
 
-# orlgen's own source: the pinned ruff and black (generated modules are checked by the tests).
+# orlgen's own source: the pinned ruff, black and mypy (generated modules are checked by the tests).
 lint: install
 	@$(PY) -m ruff check --quiet orlgen tests bench examples
 	@$(PY) -m black --check --quiet orlgen tests bench examples
+	@$(PY) -m mypy orlgen > $(VENV)/mypy.log 2>&1 || { cat $(VENV)/mypy.log; exit 1; }
 
 test: lint
 	@$(PY) -m pytest

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import names
 from .names import ClassName
-from .schema import JSON, Schema
+from .schema import JSON, Schema, emit_json
 
 # Usage-site keywords: a property's own description and default are not part of its shape.
 _USAGE = ("description", "default")
@@ -38,9 +38,9 @@ class Bundle:
         def ref(name: str) -> str:
             return f"#/$defs/{moved[name]}"
 
-        self.entries[class_name] = schema.to_json(schema.root, ref)
+        self.entries[class_name] = emit_json(schema, schema.root, ref)
         for name, node in schema.defs.items():
-            self.entries[moved[name]] = schema.to_json(node, ref)
+            self.entries[moved[name]] = emit_json(schema, node, ref)
 
     def definitions(self) -> JSON:
         """Every entry, each repeated object shape shared, in name order."""
@@ -110,7 +110,7 @@ def _replace(schema: Any, path: list[Any], ref: str) -> None:
 
 def _words(path: list[Any]) -> str:
     """A class-name suffix from a path: the property names on it, an array's items singular."""
-    words = []
+    words: list[str] = []
     for i, part in enumerate(path):
         if i and path[i - 1] == "properties":
             words.append(names.class_name(part))

@@ -14,96 +14,39 @@ user's side of all this.
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import tempfile
 import time
-import urllib.parse
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ValidationError
 
 from . import names
+from .cleaning import MESSAGE_CHARS, clean, last_line
 from .conversation import Conversation, conversation_fields, conversation_of
-from .errors import OrlgenError
+from .errors import CaptureError
 from .identity import default_name
+from .options import CaptureOptions
 from .runtime import provenance
 from .runtime.connection import (
     CallTimeout,
     Connection,
     choose_api_key,
     platform_key,
-    redact,
     run_on_loop,
     session_secrets,
 )
 from .runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
+from .sampling import probe_indices, reads
 from .schema import infer_task_schema
-from .snapshot import RewardRule, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
+from .snapshot import Deployment, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
+from .targets import server_url, target_kind
 
-ALL_TASKS_UP_TO = 1000  # `--tasks` default: a split this small is captured whole ...
-SAMPLE_SIZE = 200  # ... a larger one as a sample of this many
-SAMPLE_CHUNKS = 3  # the sample's second half: this many evenly spaced runs, one request each
 BATCH = 500  # tasks per task_range request
 UNSUPPORTED = (404, 405, 501)  # statuses by which a server says it has no such endpoint
-MESSAGE_CHARS = 300  # server text quoted in a message is cut to this length
-
-_CATALOG = re.compile(r"^[\w.-]+/[\w.-]+$")
-_MODULE = re.compile(r"^[\w.]+:\w+$")
-# ANSI/OSC escape sequences, then any other control character (newlines included).
-_ESCAPES = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]+")
-
-TaskMode = Literal["all", "none"] | int | None
-
-
-class CaptureError(OrlgenError, RuntimeError):
-    """The target cannot be captured; the message says why in one line."""
-
-
-def _env_number(name: str, default: float) -> float:
-    """A positive number from the environment variable `name`, else `default`."""
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise CaptureError(f"{name}={raw!r} is not a positive number")
-    return value
-
-
-@dataclass(frozen=True)
-class CaptureOptions:
-    env: str | None = None  # the environment's key on a multi-environment server
-    name: str | None = None  # module name; default from the catalog name or the env key
-    splits: tuple[str, ...] = ()  # capture only these splits (default: all)
-    tasks: TaskMode = None  # "all", "none", a sample size, or None for the size-based default
-    probes: int = 3  # sessions opened per split to discover task-only tools
-    reward: RewardRule = "outcome"  # the env's reward rule, as its author documents it (recorded, not probed)
-    # name → value, sent with every probe session. Only the names reach the snapshot.
-    secrets: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
-    # Bounds on what a server may cost us, overridable from the environment.
-    max_answer_bytes: int = field(default_factory=lambda: int(_env_number("ORLGEN_MAX_ANSWER_MB", 64) * 2**20))
-    request_timeout: float = field(default_factory=lambda: _env_number("ORLGEN_REQUEST_TIMEOUT", 120))
-    deadline: float = field(default_factory=lambda: _env_number("ORLGEN_CAPTURE_DEADLINE", 1800))
-
-
-def target_kind(target: str) -> Literal["catalog", "url", "module"]:
-    if "://" in target:
-        return "url"
-    if _MODULE.match(target):
-        return "module"
-    if _CATALOG.match(target):
-        return "catalog"
-    raise CaptureError(f"{redact(target)!r} is neither a catalog name (Owner/Env), a URL, nor module:EnvClass")
 
 
 def capture(target: str, options: CaptureOptions | None = None, progress: Any = None) -> Snapshot:
@@ -161,7 +104,7 @@ def _reachable(kind: str, target: str, options: CaptureOptions, clock: _Clock) -
         with _served(target) as (url, key):
             yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
     elif kind == "url":
-        url = _server_url(target)
+        url = server_url(target)
         key = options.env or _default_env(url, limit, clock, api_key)
         yield Connection(url, None, key, api_key, limit), Target(kind="url", value=url, env=key)
     else:
@@ -177,7 +120,7 @@ def _served(target: str) -> Iterator[tuple[str, str]]:
     from .serve import ServeError, load_env_class, serving
 
     try:
-        env_cls = load_env_class(target)
+        env_cls: Any = load_env_class(target)  # the user's Environment subclass
     except ServeError as exc:
         raise CaptureError(clean(str(exc))) from exc
     fd, name = tempfile.mkstemp(prefix=f"orlgen-{names.slug(target.split(':')[-1])}-", suffix=".log")
@@ -192,27 +135,6 @@ def _served(target: str) -> Iterator[tuple[str, str]]:
         raise CaptureError(f"{exc} (server log: {log})") from exc
     else:
         log.unlink(missing_ok=True)
-
-
-def _server_url(target: str) -> str:
-    """The server's base URL: no user-info, query or fragment.
-
-    The SDK appends endpoint paths to a base URL and cannot carry either, and both are where
-    credentials hide (`http://user:pass@host`, `?token=...`): dropping them means the snapshot,
-    the generated module and every message record only where the server is. Credentials
-    travel as `--secret api_key`, never in the target.
-    """
-    try:
-        parts = urllib.parse.urlsplit(target)
-        host = parts.hostname
-        port = parts.port
-    except ValueError as exc:
-        raise CaptureError(f"{redact(target)!r} is not a valid URL") from exc
-    if parts.scheme not in ("http", "https") or not host:
-        raise CaptureError(f"{redact(target)!r} is not an http(s) URL")
-    netloc = f"[{host}]" if ":" in host else host
-    netloc += f":{port}" if port is not None else ""
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 def _default_env(url: str, limit: int, clock: _Clock, api_key: str | None) -> str:
@@ -238,22 +160,6 @@ def _default_env(url: str, limit: int, clock: _Clock, api_key: str | None) -> st
     if len(envs) > 1:
         raise CaptureError(f"{where} hosts several environments {clean(str(envs))}: choose one with --env")
     return envs[0]
-
-
-def clean(text: str, secrets: Mapping[str, str] | None = None, limit: int = MESSAGE_CHARS) -> str:
-    """Server or exception text made safe for one line of a terminal: escape sequences and
-    control characters removed, credentials masked, cut to `limit` characters."""
-    values = [value for value in (secrets or {}).values() if isinstance(value, str)]
-    # Cut first (server text can be megabytes), keeping enough that a secret at the cut is whole.
-    text = text[: 2 * limit + max(map(len, values), default=0)]
-    text = redact(_CONTROL.sub(" ", _ESCAPES.sub("", text)).strip(), values)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _last_line(text: str) -> str:
-    """The last non-blank line of `text`: the exception at the end of a traceback."""
-    lines = [line for line in _ESCAPES.sub("", text).splitlines() if line.strip()]
-    return lines[-1].strip() if lines else text
 
 
 def _status(exc: BaseException) -> int | None:
@@ -321,14 +227,15 @@ class _Capture:
             task_schema=infer_task_schema(specs),
         ).canonical()
 
-    def _deployment(self) -> dict[str, str] | None:
+    def _deployment(self) -> Deployment | None:
         """What the server says of its deployment (URL and catalog targets; best effort)."""
         if self.target.kind == "module":  # served here, by this SDK: nothing to learn
             return None
         try:
-            return self._call(provenance.live)
+            found = self._call(provenance.live)
         except Exception:  # an old server without /version: the schema is what matters
             return None
+        return None if found is None else Deployment(**found)  # fields `provenance.parse` checked
 
     def _fail(self, message: str) -> CaptureError:
         # Server text in `message` was cut already; the bound here catches names and the like.
@@ -351,9 +258,9 @@ class _Capture:
             return str(exc)
         status = _status(exc)
         if status is not None:
-            said = _last_line(str(getattr(exc, "message", "") or ""))
+            said = last_line(str(getattr(exc, "message", "") or ""))
             return f"the server answered {status}" + (f": {clean(said)}" if said else "")
-        return f"{type(exc).__name__}: {clean(_last_line(str(exc)))}"
+        return f"{type(exc).__name__}: {clean(last_line(str(exc)))}"
 
     def _splits(self) -> list[Split]:
         available = self._sdk("list splits", lambda env: env.list_splits())
@@ -419,24 +326,10 @@ class _Capture:
             ) from exc
 
     def _tasks(self, split: Split) -> tuple[SplitTasks, list[dict[str, Any]]]:
-        """The split's tasks as stored in the snapshot, and every task read.
-
-        `--tasks none` stores none, but still reads a sample: the task schema decides the
-        generated dataset's columns, and it needs evidence.
-        """
-        mode = "none" if self.options.tasks == 0 else self.options.tasks
-        if mode is None:
-            mode = "all" if split.num_tasks <= ALL_TASKS_UP_TO else SAMPLE_SIZE
-        if split.num_tasks == 0:
-            return SplitTasks(coverage="none", tasks=[]), []
-        if mode == "all" or (mode != "none" and mode >= split.num_tasks):
-            runs, coverage = [(0, split.num_tasks)], "all"
-        else:
-            runs, coverage = sample_runs(split.num_tasks, SAMPLE_SIZE if mode == "none" else mode), "sample"
-        tasks = self._read(split, runs)
-        if mode == "none":
-            return SplitTasks(coverage="none", tasks=[]), [task.spec for task in tasks]
-        return SplitTasks(coverage=coverage, tasks=tasks), [task.spec for task in tasks]
+        """The split's tasks as stored in the snapshot, and every task read (see `sampling.reads`)."""
+        runs, coverage = reads(split.num_tasks, self.options.tasks)
+        tasks = self._read(split, runs) if runs else []
+        return SplitTasks(coverage=coverage, tasks=[] if coverage == "none" else tasks), [task.spec for task in tasks]
 
     def _read(self, split: Split, runs: list[tuple[int, int]]) -> list[Task]:
         total = sum(stop - start for start, stop in runs)
@@ -460,18 +353,21 @@ class _Capture:
         except Exception as exc:  # SDK and transport errors have no common base
             if _status(exc) not in UNSUPPORTED:
                 raise self._fail(f"cannot read tasks {where}: {self._describe(exc)}") from exc
-            tasks = [
-                self._sdk(f"read task {split}[{i}]", lambda env, i=i: env.get_task(split, i))
-                for i in range(start, stop)
-            ]
+            tasks = [self._sdk(f"read task {split}[{i}]", _get_task(split, i)) for i in range(start, stop)]
         if not isinstance(tasks, list) or len(tasks) != stop - start:
             count = len(tasks) if isinstance(tasks, list) else type(tasks).__name__
             raise self._fail(f"asked for tasks {where} ({stop - start}), the server sent {count}")
-        specs = [getattr(task, "task_spec", None) for task in tasks]
-        bad = next((start + i for i, spec in enumerate(specs) if not isinstance(spec, dict)), None)
-        if bad is not None:
-            raise self._fail(f"task {split}[{bad}] is not a JSON object")
+        specs: list[dict[str, Any]] = []
+        for i, task in enumerate(tasks):
+            spec = getattr(task, "task_spec", None)
+            if not isinstance(spec, dict):
+                raise self._fail(f"task {split}[{start + i}] is not a JSON object")
+            specs.append(spec)
         return specs
+
+
+def _get_task(split: str, index: int) -> Callable[[Any], Awaitable[Any]]:
+    return lambda env: env.get_task(split, index)
 
 
 def _unique_tools(specs: Any, where: str, fail: Callable[[str], CaptureError]) -> dict[str, Any]:
@@ -501,57 +397,6 @@ def _tool(spec: Any, *, shared: bool, offered_on: list[TaskRef]) -> Tool:
 
 def _schema_of(spec: Any) -> tuple[str, str]:
     return (spec.description or "", json.dumps(spec.input_schema, sort_keys=True))
-
-
-# Task-only tools often follow the task index: offered on odd tasks, on every third one. The
-# probes meet as many residues of these moduli as their number allows.
-_PATTERN_MODULI = (2, 3, 4)
-
-
-def probe_indices(total: int, count: int) -> list[int]:
-    """`count` task indices of range(total) to probe for task-only tools.
-
-    Tasks 0 and 1 first: adjacent, so a tool offered on even or on odd tasks only is met. The
-    other probes are spread over the rest of the split, one per equal share; each takes, of the
-    indices near its share's middle, the one that meets the most residues modulo 2, 3 and 4 not
-    met yet (three probes of a 12-task split: 0, 1, 11 meet every residue mod 2 and 3)."""
-    if total <= 0 or count <= 0:
-        return []
-    count = min(count, total)
-    chosen = list(range(min(count, 2)))
-    rest, span = count - len(chosen), total - 2
-    for j in range(rest):
-        low, high = 2 + j * span // rest, 2 + (j + 1) * span // rest  # this probe's share: [low, high)
-        middle = (low + high - 1) / 2
-        met = {(m, i % m) for i in chosen for m in _PATTERN_MODULI}
-        window = math.lcm(*_PATTERN_MODULI)  # residues repeat past it: no need to look further
-        candidates = range(max(low, math.floor(middle) - window), min(high, math.ceil(middle) + window + 1))
-        chosen.append(
-            max(candidates, key=lambda i: (len({(m, i % m) for m in _PATTERN_MODULI} - met), -abs(i - middle), i))
-        )
-    return chosen
-
-
-def sample_runs(total: int, size: int) -> list[tuple[int, int]]:
-    """Exactly `min(size, total)` task indices, as [start, stop) runs.
-
-    The first half is the contiguous run from task 0, so `build_dataset(num_tasks=k)` for
-    k up to that half needs no network; the second half is `SAMPLE_CHUNKS` runs spread over the
-    rest of the split (the last one ends at its end), so the task schema sees its whole range.
-    """
-    size = min(size, total)
-    head = (size + 1) // 2
-    rest = size - head
-    runs = [(0, head)] if head else []
-    chunks = min(SAMPLE_CHUNKS, rest)
-    end = head
-    for j in range(chunks):
-        length = rest // chunks + (j < rest % chunks)
-        ideal = head + (j + 1) * (total - head) // chunks - length  # ends where its share of the split ends
-        start = max(ideal, end)
-        runs.append((start, start + length))
-        end = start + length
-    return runs
 
 
 @contextmanager

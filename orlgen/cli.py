@@ -23,9 +23,9 @@ from .lookalike import escaped
 from .runtime.errors import OrlgenRuntimeError
 
 if TYPE_CHECKING:
-    from .capture import CaptureOptions
     from .check import Drift
     from .diff import Change
+    from .options import CaptureOptions
     from .project import Project, Written
     from .snapshot import Snapshot
 
@@ -128,8 +128,8 @@ def snapshot(
     check_only: bool,
 ) -> None:
     """Capture TARGET (Owner/Env, a URL, or module:EnvClass) into a snapshot and a module."""
-    from .capture import CaptureOptions
     from .config import parse_secrets
+    from .options import CaptureOptions
 
     with failures():
         project = _project([out] if out else [])

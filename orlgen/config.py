@@ -36,8 +36,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from . import lookalike
-from .capture import CaptureOptions
 from .errors import OrlgenError
+from .options import CaptureOptions
 from .snapshot import RewardRule
 
 PYPROJECT = "pyproject.toml"

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from . import lookalike
-from .schema import Node, Schema, printable
+from .schema import Node, Schema, parse_schema, printable
 from .snapshot import Snapshot, Tool
 
 Category = Literal["CALL", "PROMPT", "DATA"]
@@ -246,7 +246,7 @@ def _data(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     for name in sorted(before.keys() & after.keys()):
         if before[name] != after[name]:
             yield Change("TASK_COUNT_CHANGED", name, f"{before[name]} → {after[name]} tasks")
-    old_schema, new_schema = Schema.parse(old.task_schema, "task schema"), Schema.parse(new.task_schema, "task schema")
+    old_schema, new_schema = parse_schema(old.task_schema, "task schema"), parse_schema(new.task_schema, "task schema")
     old_fields = dict(old_schema.resolve(old_schema.root).properties)
     new_fields = dict(new_schema.resolve(new_schema.root).properties)
     for name in sorted(old_fields.keys() - new_fields.keys()):

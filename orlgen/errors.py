@@ -3,7 +3,8 @@
 Every failure orlgen reports to a user is an `OrlgenError` whose message is one line that names
 the file, tool or field at fault; the CLI catches this root (plus `OSError`) and prints it as
 `orlgen: error: <line>` with exit code 2. Each kind of failure keeps its own subclass, defined
-next to the code that raises it, so callers can still tell them apart. The runtime that
+next to the code that raises it, so callers can still tell them apart; `CaptureError` is here
+because several capture modules raise it (`capture`, `targets`, `options`). The runtime that
 generated modules import has its own root (`orlgen.runtime.errors`), because it must not
 import the generator.
 """
@@ -13,3 +14,7 @@ from __future__ import annotations
 
 class OrlgenError(Exception):
     """A failure of the generator, explained in one line."""
+
+
+class CaptureError(OrlgenError, RuntimeError):
+    """The target cannot be captured; the message says why in one line."""

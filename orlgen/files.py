@@ -9,7 +9,6 @@ without its header, a JSON file that is not a snapshot) is never overwritten or 
 from __future__ import annotations
 
 import json
-import keyword
 import os
 import signal
 import tempfile
@@ -18,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import header
+from . import header, names
 from .errors import OrlgenError
 from .snapshot import SUFFIX
 
@@ -29,26 +28,9 @@ class RefusedWrite(OrlgenError):
     """orlgen would write or remove a file that is not its own, or outside its directory."""
 
 
-def name_problem(name: str) -> str | None:
-    """Why `name` cannot name a generated module or snapshot, or None when it can.
-
-    A name becomes `<out>/<name>.py` and `<out>/<name>.snapshot.json`: a lower-case ASCII
-    identifier keeps both inside `<out>` (no separator, not absolute, no `..`), importable, the
-    same file on case-insensitive file systems, and clear of `__init__`-like package files."""
-    if not (name.isascii() and name.isidentifier()):
-        return "not a Python identifier (letters, digits and _ only, no path)"
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
-        return "a Python keyword"
-    if name.startswith("_"):
-        return "starts with _ (reserved for package files such as __init__)"
-    if name != name.lower():
-        return "not lower-case"
-    return None
-
-
 def check_name(name: str, what: str) -> str:
     """`name`, or a `RefusedWrite` naming `what` it was for and why it is refused."""
-    problem = name_problem(name)
+    problem = names.identifier_problem(name)
     if problem is not None:
         raise RefusedWrite(f"{what} {name!r} refused: {problem}")
     return name

@@ -1,7 +1,7 @@
 """Pydantic models from one datamodel-code-generator call, and the module's import block.
 
 The bundle handed to datamodel-code-generator is built by the plan from sanitised schema nodes
-(`Schema.to_json`), so no generator extension, file reference or format that needs an extra
+(`orlgen.schema.emit_json`), so no generator extension, file reference or format that needs an extra
 package can reach it. Its imports are merged with the template's into one block that imports
 exactly the names the module uses, sorted as ruff's isort sorts them.
 """
@@ -30,7 +30,7 @@ _TEMPLATE_NAMES = {
 
 def models(module_plan: ModulePlan) -> tuple[list[ast.stmt], str]:
     """The pydantic classes for every params model and TaskSpec, and the imports they need."""
-    from datamodel_code_generator import DataModelType, InputFileType, PythonVersion
+    from datamodel_code_generator import DataModelType, InputFileType, LiteralType, PythonVersion
     from datamodel_code_generator import generate as dcg_generate
     from datamodel_code_generator.enums import NamingStrategy
 
@@ -54,18 +54,19 @@ def models(module_plan: ModulePlan) -> tuple[list[ast.stmt], str]:
                 strict_nullable=True,
                 allow_remote_refs=False,
                 strict_refs=True,
-                enum_field_as_literal="all",
+                enum_field_as_literal=LiteralType.All,
                 aliases=module_plan.models_aliases or None,
             )
     except Exception as exc:  # dcg raises many unrelated types
         raise SchemaError(f"datamodel-code-generator cannot model the schemas: {exc}".splitlines()[0]) from exc
+    assert isinstance(source, str)  # given no output path, dcg returns the module's text
     return _split_imports(source)
 
 
 def _split_imports(source: str) -> tuple[list[ast.stmt], str]:
     """dcg's output → its import statements, and everything after them."""
     tree = ast.parse(source)
-    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    imports: list[ast.stmt] = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     rest = [node for node in tree.body if not isinstance(node, (ast.Import, ast.ImportFrom))]
     if not rest:
         return imports, ""
@@ -82,7 +83,11 @@ def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
         if isinstance(node, ast.Name):
             used.add(node.id)
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            used.update(item.value for item in ast.walk(node.value) if isinstance(item, ast.Constant))
+            used.update(
+                item.value
+                for item in ast.walk(node.value)
+                if isinstance(item, ast.Constant) and isinstance(item.value, str)
+            )
     candidates = _candidates(dcg_imports)
     wanted: dict[str, set[str]] = {}
     for module, members in candidates.items():

@@ -42,14 +42,31 @@ def _as_set(taken: Iterable[str]) -> set[str]:
     return taken if isinstance(taken, set) else set(taken)
 
 
+def identifier_problem(name: str) -> str | None:
+    """Why `name` is not a `PythonIdentifier`, or None when it is: the one check of a module,
+    snapshot or method name.
+
+    A module name becomes `<out>/<name>.py` and `<out>/<name>.snapshot.json`: a lower-case ASCII
+    identifier keeps both inside `<out>` (no separator, not absolute, no `..`), importable, the
+    same file on case-insensitive file systems, and clear of `__init__`-like package files."""
+    if not (name.isascii() and name.isidentifier()):
+        return "not a Python identifier (letters, digits and _ only, no path)"
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name):
+        return "a Python keyword"
+    if name.startswith("_"):
+        return "starts with _ (reserved for package files such as __init__)"
+    if name != name.lower():
+        return "not lower-case"
+    return None
+
+
 class PythonIdentifier(str):
     """A lower-case ASCII identifier that is not a keyword and does not start with `_`."""
 
     def __new__(cls, value: str) -> PythonIdentifier:
-        if not (value.isascii() and value.isidentifier()) or keyword.iskeyword(value):
-            raise ValueError(f"{value!r} is not a usable Python identifier")
-        if keyword.issoftkeyword(value) or value.startswith("_"):
-            raise ValueError(f"{value!r} is not a usable public Python identifier")
+        problem = identifier_problem(value)
+        if problem is not None:
+            raise ValueError(f"{value!r} is not a usable Python identifier: {problem}")
         return super().__new__(cls, value)
 
 

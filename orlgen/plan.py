@@ -13,15 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import docstrings, names, prose, recapture
+from .aliases import field_aliases
 from .bundle import Bundle
+from .columns import ColumnPlan, dataset_columns
 from .hints import python_hint
 from .names import ClassName, ParamName, PythonIdentifier
 from .runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
-from .runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
 from .runtime.fingerprint import fingerprint
-from .schema import JSON, Dropped, Node, Schema, json_type, printable
+from .schema import JSON, Dropped, Node, Schema, json_type, parse_schema, printable
 from .snapshot import Snapshot, Tool
 from .sorting import dunder_all_order
+from .source import Source, docstring_literal, literal
 
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
 RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
@@ -31,15 +33,6 @@ _HINT_NAMES = ("Any", "Literal")
 _DEFAULT_NAMES = ("UNSET",)
 # Module-level names a generated model class may not take.
 RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel", "TaskSpec"})
-
-
-class Source(str):
-    """Python source text that is safe to paste into a template as is."""
-
-
-def literal(value: Any) -> Source:
-    """A Python literal for a JSON-like value (str, number, bool, None, list, dict, tuple)."""
-    return Source(repr(value))
 
 
 @dataclass(frozen=True)
@@ -62,13 +55,6 @@ class ToolPlan:
     shared: bool
     fingerprint: Source  # of the description and schema, for the runtime drift guard
     offered_on: Source | None  # a task-only tool: the probed (split, index) tasks that offer it
-
-
-@dataclass(frozen=True)
-class ColumnPlan:
-    name: Source
-    field: Source
-    as_json: bool
 
 
 @dataclass(frozen=True)
@@ -130,7 +116,7 @@ def plan_mixture(name: str, snapshots: list[Snapshot]) -> MixturePlan:
         "It imports its members from its own directory, whether imported from a package\n"
         "(`from generated import " + names.slug(name) + "`) or not. Regenerate with `orlgen generate`."
     )
-    return MixturePlan(name=names.slug(name), description=_docstring(summary, indent=""), members=members)
+    return MixturePlan(name=names.slug(name), description=docstring_literal(summary, indent=""), members=members)
 
 
 def plan(snapshot: Snapshot) -> ModulePlan:
@@ -139,7 +125,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     snapshot = snapshot.ordered().model_copy(update={"sha256": snapshot.sha256})
     env_class = names.class_name(snapshot.name, suffix="Env")
     env_var = f"ORLGEN_{PythonIdentifier(snapshot.name).upper()}_URL"  # names are checked identifiers
-    task_schema = Schema.parse(snapshot.task_schema, "task schema")
+    task_schema = parse_schema(snapshot.task_schema, "task schema")
     bundle = Bundle(taken=RESERVED_CLASSES | {env_class})
     methods = names.Taken(RESERVED_METHODS)  # linear renaming, however many tools share a name
     probed = tuple((ref.split, ref.index) for ref in snapshot.probed_tasks)
@@ -154,13 +140,13 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         env_var=literal(env_var),
         env_var_name=env_var,
         target=TargetPlan(literal(snapshot.target.kind), literal(snapshot.target.value), literal(snapshot.target.env)),
-        description=_docstring(_module_summary(snapshot), indent=""),
+        description=docstring_literal(_module_summary(snapshot), indent=""),
         tools=tools,
         num_tasks=literal({split.name: split.num_tasks for split in snapshot.splits}),
         default_split=literal("train" if "train" in split_names else (split_names or ["train"])[0]),
-        columns=_columns(task_schema),
+        columns=dataset_columns(task_schema),
         models_schema={"$defs": definitions},
-        models_aliases=_aliases(definitions),
+        models_aliases=field_aliases(definitions),
         terminal_tool=literal(snapshot.terminal_tool.name if snapshot.terminal_tool else None),
         has_terminal_tool=snapshot.terminal_tool is not None,
         exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
@@ -198,7 +184,7 @@ def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) 
 
 def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
     """Every keyword the sanitiser drops from the snapshot's schemas, for the CLI to report."""
-    parsed = [schema for _, schema in _parsed_tools(snapshot)] + [Schema.parse(snapshot.task_schema, "task schema")]
+    parsed = [schema for _, schema in _parsed_tools(snapshot)] + [parse_schema(snapshot.task_schema, "task schema")]
     return tuple(found for schema in parsed for found in schema.dropped)
 
 
@@ -346,110 +332,4 @@ def _tool_docstring(
         lines += ["", "Args:"] + [f"    {param.name}: {doc}" for param, doc in params]
     if docs.returns:
         lines += ["", "Returns:", f"    {docstrings.safe(docs.returns)}"]
-    return _docstring("\n".join(lines), indent="        ")
-
-
-def _docstring(text: str, indent: str) -> Source:
-    """A triple-quoted literal of `text`, lines after the first indented to `indent`."""
-    lines = _escape(text).split("\n")
-    body = lines[0] + "".join(f"\n{indent}{line}" if line else "\n" for line in lines[1:])
-    closing = f"\n{indent}" if len(lines) > 1 else ""
-    return Source(f'"""{body}{closing}"""')
-
-
-def _escape(text: str) -> str:
-    """Escape for a `\"\"\"` literal: backslashes, unprintable characters, and any quote that
-    could join another or end the literal early."""
-    out = []
-    for i, char in enumerate(text):
-        if char == "\\":
-            out.append("\\\\")
-        elif char == '"' and (i + 1 == len(text) or text[i + 1] == '"'):
-            out.append('\\"')
-        elif char == "\n" or char.isprintable():
-            out.append(char)
-        else:
-            out.append(char.encode("unicode_escape").decode("ascii"))
-    return "".join(out)
-
-
-# Names the models' annotations use: a field named like one would shadow it in its class.
-_SHADOWING = frozenset({"Annotated", "Any", "BaseModel", "ConfigDict", "Field", "Literal", "RootModel"})
-
-
-def _aliases(bundle: JSON) -> dict[str, str]:
-    """Field names for property names Python would misread: it reads identifiers NFKC-normalised
-    (`ﬁle` is `file`), so a field named as the property would expect another key on the wire;
-    and a field named `Literal` would shadow the `Literal` of the annotations after it. With an
-    explicit field name, datamodel-code-generator keeps the property as the alias."""
-    found: set[str] = set()
-
-    def collect(node: Any) -> None:
-        if isinstance(node, dict):
-            if isinstance(node.get("properties"), dict):
-                found.update(node["properties"])
-            for value in node.values():
-                collect(value)
-        elif isinstance(node, list):
-            for item in node:
-                collect(item)
-
-    collect(bundle)
-    misleading = names.lookalikes(sorted(found))  # `раth` beside `path` in one module's models
-    misread = sorted(
-        name for name in found if (not name.isascii() and not _stable(name)) or name in _SHADOWING or name in misleading
-    )
-    # The names datamodel-code-generator gives the other fields (`if` → `if_`, `a-b` → `a_b`).
-    plain = [name for name in found if name.isascii() and name not in _SHADOWING]
-    taken = {variant for name in plain for base in (name, names.snake_case(name)) for variant in (base, f"{base}_")}
-    aliases = {}
-    for name in misread:
-        aliases[name] = names.identifier(name, taken=taken)
-        taken.add(aliases[name])
-    return aliases
-
-
-def _stable(name: str) -> bool:
-    try:
-        names.ParamName(name)
-    except ValueError:
-        return False
-    return True
-
-
-_ARROW_DEPTH = 16  # nested levels a task field may have and still be one Arrow column
-
-
-def _columns(task_schema: Schema) -> tuple[ColumnPlan, ...]:
-    root = task_schema.resolve(task_schema.root)
-    taken = set(RESERVED_COLUMNS)
-    out = []
-    for field, node in sorted(root.properties):
-        name = field
-        while name in taken:
-            name = f"{RESERVED_PREFIX}{name}"
-        taken.add(name)
-        out.append(ColumnPlan(literal(name), literal(field), not _arrow_safe(node, task_schema)))
-    return tuple(out)
-
-
-def _arrow_safe(node: Node, schema: Schema, depth: int = 0) -> bool:
-    """Whether every value the schema admits fits one Arrow type (nulls aside). A recursive
-    shape has no fixed Arrow type: past a few levels it is stored as JSON text."""
-    if depth > _ARROW_DEPTH:
-        return False
-    concrete = [b for b in schema.branches(node) if schema.json_types(b) != {"null"}]
-    if len(concrete) == 1 and len(schema.branches(node)) > 1:
-        return _arrow_safe(concrete[0], schema, depth + 1)
-    types = schema.json_types(node) - {"null"}
-    if types == {"integer", "number"}:
-        return True
-    if len(types) != 1:
-        return False
-    (kind,) = types
-    node = schema.resolve(node)
-    if kind == "object":
-        return bool(node.properties) and all(_arrow_safe(sub, schema, depth + 1) for _, sub in node.properties)
-    if kind == "array":
-        return node.items is None or _arrow_safe(node.items, schema, depth + 1)
-    return True
+    return docstring_literal("\n".join(lines), indent="        ")

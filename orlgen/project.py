@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import layout, recapture, render
 from .cache import Verdicts
-from .capture import CaptureOptions, capture
+from .capture import capture
 from .check import NOT_REGULAR, Drift, compare
 from .config import Config, find_config, mixture_members
 from .deadline import render_deadline
@@ -24,6 +24,7 @@ from .diff import Change, diff
 from .errors import OrlgenError
 from .files import FileMap, RefusedWrite, check_name, is_regular, remove_files, write_files
 from .identity import same_env, settle_name
+from .options import CaptureOptions
 from .plan import dropped_keywords, lookalike_warnings
 from .schema import Dropped
 from .snapshot import SUFFIX, Snapshot, SnapshotError, load

@@ -12,11 +12,13 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from .capture import ALL_TASKS_UP_TO, SAMPLE_SIZE, CaptureOptions, TaskMode, target_kind
 from .config import ConfigFileError
 from .identity import default_name
+from .options import CaptureOptions, TaskMode
 from .runtime.connection import secrets_from_env
+from .sampling import ALL_TASKS_UP_TO, SAMPLE_SIZE
 from .snapshot import Snapshot
+from .targets import target_kind
 
 DEFAULT_PROBES = CaptureOptions().probes
 

@@ -88,9 +88,9 @@ class Tool(_Model):
 
     def parsed_schema(self) -> Schema:
         """The input schema, parsed and sanitised, its properties in the declared order."""
-        from .schema import Schema
+        from .schema import parse_schema
 
-        return Schema.parse(self.input_schema, f"tool {self.name!r}", self.property_order)
+        return parse_schema(self.input_schema, f"tool {self.name!r}", self.property_order)
 
 
 class TerminalTool(_Model):

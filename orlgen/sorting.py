@@ -36,6 +36,8 @@ def natural_compare(a: str, b: str) -> int:
         if _digit(a[i]) and _digit(b[j]):
             end_a, end_b = _run_end(a, i), _run_end(b, j)
             run_a, run_b = a[i:end_a], b[j:end_b]
+            key_a: tuple[int | str, ...]
+            key_b: tuple[int | str, ...]
             if a[i] == "0" or b[j] == "0":  # "fractional": digit by digit, a shorter run first
                 key_a, key_b = (run_a,), (run_b,)
             else:  # by value: the longer run is larger, else the first differing digit decides

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from orlgen import snapshot as snapshot_mod
-from orlgen.capture import SAMPLE_SIZE, CaptureError, CaptureOptions, capture
+from orlgen.capture import CaptureError, CaptureOptions, capture
 from orlgen.cli import main
 from orlgen.runtime.connection import Connection
+from orlgen.sampling import SAMPLE_SIZE
 from orlgen.serve import ServerProcess
 from orlgen.snapshot import TaskRef
 

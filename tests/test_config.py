@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -20,6 +22,18 @@ def test_defaults_without_a_table(tmp_path):
     write_project(tmp_path, "")
     config = load_config(tmp_path)
     assert config.out == tmp_path / "generated" and config.templates is None and config.envs == ()
+
+
+def test_reading_the_config_loads_no_capture_code():
+    # config builds CaptureOptions for `sync`, yet the server-facing capture module (and the SDK
+    # it drives) stays unloaded until something captures.
+    code = (
+        "import sys, orlgen.config; "
+        "c = orlgen.config.EnvConfig(target='a:B').capture_options(); "
+        "print(type(c).__name__, 'orlgen.capture' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["CaptureOptions", "False"]
 
 
 def test_unknown_keys_are_errors(tmp_path):

@@ -66,7 +66,7 @@ def test_a_module_renders_from_megabyte_descriptions():
     run_child("""
         from orlgen import prose
         from orlgen.render import render_module
-        from orlgen.schema import Schema
+        from orlgen.schema import parse_schema
         from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
 
         N = 1_000_000
@@ -75,7 +75,7 @@ def test_a_module_renders_from_megabyte_descriptions():
             "type": "object",
             "properties": {"a": {"type": "string", "description": words, "pattern": "^" + "a" * N + "$"}},
         }
-        schema = Schema.parse({"type": "object", "properties": {"x": nested}}, "tool")
+        schema = parse_schema({"type": "object", "properties": {"x": nested}}, "tool")
         (_, node), = schema.resolve(schema.root).properties
         shown = prose.structure(node, schema)
         assert shown.startswith("{a?: string (x -; matching `^aaa") and len(shown) < 2 * N + 100

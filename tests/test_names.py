@@ -33,12 +33,20 @@ def test_identifier_avoids_taken_names_in_order():
 
 
 def test_validated_types_reject_unusable_names():
-    for bad in ["class", "_x", "a-b", "1a", "", "é"]:
+    for bad in ["class", "_x", "a-b", "1a", "", "é", "match"]:
         with pytest.raises(ValueError):
             PythonIdentifier(bad)
     for bad in ["lower", "A-B", ""]:
         with pytest.raises(ValueError):
             ClassName(bad)
+
+
+def test_python_identifier_is_lower_case_as_promised():
+    # A module name `Foo` would be `Foo.py` beside a `foo.py` on a case-insensitive file system.
+    for bad in ["Foo", "fooBar", "FOO"]:
+        with pytest.raises(ValueError, match="not lower-case"):
+            PythonIdentifier(bad)
+    assert PythonIdentifier("foo_2") == "foo_2"
 
 
 def test_class_names():

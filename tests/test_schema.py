@@ -9,7 +9,7 @@ import math
 import pytest
 from orlgen import prose
 from orlgen.hints import python_hint
-from orlgen.schema import Schema, SchemaError
+from orlgen.schema import SchemaError, emit_json, parse_schema
 
 from tests.test_fuzz import GENERATOR_EXTENSIONS, VOCABULARY
 
@@ -25,7 +25,7 @@ OBJ = "object"
 
 
 def parse(raw, order=None):
-    return Schema.parse(raw, "tool 't'", order)
+    return parse_schema(raw, "tool 't'", order)
 
 
 def hint(sub, defs=None):
@@ -94,7 +94,7 @@ NOT_MODELLED = [*sorted(set(VOCABULARY + GENERATOR_EXTENSIONS) - UNDERSTOOD - QU
 def test_unknown_keywords_are_dropped_and_reported(keyword):
     raw = {"type": OBJ, "properties": {"a": {"type": "string", keyword: "os.system"}}}
     schema = parse(raw)
-    emitted = schema.to_json(schema.root, lambda name: f"#/$defs/{name}")
+    emitted = emit_json(schema, schema.root, lambda name: f"#/$defs/{name}")
     assert keyword not in str(emitted)
     assert [(d.path, d.keyword) for d in schema.dropped] == [("/properties/a", keyword)]
 
@@ -215,14 +215,14 @@ def test_emitted_schema_has_no_format_and_no_uncompilable_pattern():
             },
         }
     )
-    emitted = schema.to_json(schema.root, str)
+    emitted = emit_json(schema, schema.root, str)
     assert emitted["properties"] == {"p": {"type": "string"}, "e": {"type": "string"}, "r": {"type": "string"}}
 
 
 def test_a_null_default_on_a_non_nullable_type_admits_null():
     """pydantic's `x: tuple[int, int] = None`: the model must accept the None it defaults to."""
     schema = parse({"type": OBJ, "properties": {"x": {"type": "integer", "default": None}}})
-    emitted = schema.to_json(schema.root, str)["properties"]["x"]
+    emitted = emit_json(schema, schema.root, str)["properties"]["x"]
     assert emitted == {"type": ["integer", "null"], "default": None}
 
 
