@@ -1,7 +1,7 @@
 """`python -m bench.capacity`: 24 concurrent rollouts against an env that allows 4 open sessions.
 
 The env is `bench.slow_env` (setup 1 s) behind the capacity middleware of
-`tests/capacity_server.py` (429 with `Retry-After: 1` past 4 open sessions). Each rollout is
+`tests/support/servers/capacity.py` (429 with `Retry-After: 1` past 4 open sessions). Each rollout is
 AsyncGRPOTrainer's order on its own thread: `reset` (which waits for the setup), then
 `get_reward` (which deletes the session). The floor is 6 waves of one setup: 24 / 4 x 1 s. Run
 without a budget (rollouts wait by backing off on 429) and with `ORLGEN_MAX_SESSIONS=4` (they
@@ -26,12 +26,14 @@ def main() -> None:
 
     from bench.common import child_env
     from bench.slow import generated_module
-    from tests.capacity_server import post, stats
+    from tests.support.servers.capacity import post, stats
 
     saved = dict(os.environ)
     os.environ.update(child_env(ORLGEN_SLOW_SETUP_S=str(SETUP_S), ORLGEN_SLOW_TOOL_S="0"))
     try:
-        server = ServerProcess("bench.slow_env:Slow", entry="tests.capacity_server", startup_timeout=120).start()
+        server = ServerProcess(
+            "bench.slow_env:Slow", entry="tests.support.servers.capacity", startup_timeout=120
+        ).start()
     finally:
         os.environ.clear()
         os.environ.update(saved)

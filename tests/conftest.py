@@ -56,13 +56,13 @@ def helpdesk_module() -> ModuleType:
 
 @pytest.fixture(scope="session")
 def recording_module(tmp_path_factory) -> ModuleType:
-    """`tests.recording_env:Recording`, captured and generated into a temp dir."""
+    """`tests.support.envs.recording:Recording`, captured and generated into a temp dir."""
     from orlgen.capture import capture
     from orlgen.files import write_files
     from orlgen.render import generate
 
     out = tmp_path_factory.mktemp("recording")
-    snapshot = capture("tests.recording_env:Recording")
+    snapshot = capture("tests.support.envs.recording:Recording")
     path = out / snapshot.file_name
     path.write_text(snapshot.to_json())
     write_files(generate([(path, snapshot)]))
@@ -71,5 +71,5 @@ def recording_module(tmp_path_factory) -> ModuleType:
 
 @pytest.fixture(scope="session")
 def recording_url():
-    with ServerProcess("tests.recording_env:Recording") as server:
+    with ServerProcess("tests.support.envs.recording:Recording") as server:
         yield server.url

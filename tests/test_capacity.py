@@ -1,4 +1,4 @@
-"""Environments with a capacity, an unfunded account and a flapping server (`tests/capacity_server.py`,
+"""Environments with a capacity, an unfunded account and a flapping server (`tests/support/servers/capacity.py`,
 a fault-injecting middleware on the real SDK server), driven through the checked-in echo module
 the way AsyncGRPOTrainer's worker drives it: each rollout on its own thread, all at once.
 
@@ -19,7 +19,7 @@ import pytest
 from orlgen.runtime import breaker, budget, set_max_sessions
 from orlgen.serve import ServerProcess
 
-from tests.capacity_server import post, stats
+from tests.support.servers.capacity import post, stats
 
 ROLLOUTS = 24
 CAPACITY = 4
@@ -27,7 +27,7 @@ CAPACITY = 4
 
 @pytest.fixture(scope="module")
 def faulty_url():
-    with ServerProcess("examples.echo:Echo", entry="tests.capacity_server") as server:
+    with ServerProcess("examples.echo:Echo", entry="tests.support.servers.capacity") as server:
         yield server.url
 
 

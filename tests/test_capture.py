@@ -2,7 +2,7 @@
 
 Every server here is the real `openreward` server serving a real `Environment` subclass in a
 child process: the examples (`echo_url`, `helpdesk_url` from conftest) and the small envs of
-`tests/support_envs.py`. Fault injection happens inside those env classes (their docstrings say
+`tests/support/envs/capture_shapes.py`. Fault injection happens inside those env classes (their docstrings say
 so), never by mocking the SDK.
 """
 
@@ -27,8 +27,8 @@ from orlgen.snapshot import TaskRef
 
 from examples.echo import TARGETS
 from examples.helpdesk import SPLIT_SIZES, Helpdesk
-from tests import support_envs
-from tests.cli import ORLGEN
+from tests.support.cli import ORLGEN
+from tests.support.envs import capture_shapes as support_envs
 
 REPO = Path(__file__).resolve().parent.parent
 SUPPORT_ENVS = ("RangeRefused", "LargeIndexed", "ConflictingTaskTool")
@@ -52,7 +52,7 @@ def urls(request):
     The support servers start in parallel with the conftest session servers (each child spends
     seconds importing the SDK), which keeps this module's wall time down.
     """
-    servers = {name: ServerProcess(f"tests.support_envs:{name}") for name in SUPPORT_ENVS}
+    servers = {name: ServerProcess(f"tests.support.envs.capture_shapes:{name}") for name in SUPPORT_ENVS}
     try:
         with ThreadPoolExecutor(len(servers)) as pool:
             started = [pool.submit(server.start) for server in servers.values()]
@@ -226,7 +226,7 @@ def test_tasks_n_smaller_than_the_split_takes_a_sample(urls, helpdesk):
 
 
 # --------------------------------------------------------------------------------------------
-# unusual servers (tests/support_envs.py)
+# unusual servers (tests/support/envs/capture_shapes.py)
 # --------------------------------------------------------------------------------------------
 
 
@@ -388,7 +388,7 @@ def test_tasks_10_of_a_large_split_stores_exactly_10_and_the_first_5_build_offli
     from orlgen.files import write_files
     from orlgen.render import generate
 
-    with ServerProcess("tests.support_envs:LargeIndexed") as server:
+    with ServerProcess("tests.support.envs.capture_shapes:LargeIndexed") as server:
         captured = capture(server.url, CaptureOptions(tasks=10, probes=0))
     train = captured.tasks["train"]
     indices = [task.index for task in train.tasks]

@@ -1,5 +1,5 @@
 """Capture against hostile or broken servers: every answer bounded in size and time, the whole
-capture bounded, wrong data refused, server text cleaned. Each test puts `tests/fault_proxy.py`
+capture bounded, wrong data refused, server text cleaned. Each test puts `tests/support/servers/fault_proxy.py`
 (FAULT INJECTION: a loopback HTTP server rewriting chosen answers) in front of the real echo
 server, so everything it does not rewrite is the real SDK talking to a real ORS server.
 """
@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from orlgen.capture import CaptureError, CaptureOptions, capture
 from orlgen.cli import main
 
-from tests.fault_proxy import FaultProxy
+from tests.support.servers.fault_proxy import FaultProxy
 
 MB = 2**20
 
@@ -265,7 +265,7 @@ def test_a_flood_of_session_events_is_bounded_in_total(tmp_path):
 
     from orlgen.serve import ServerProcess
 
-    with ServerProcess("examples.echo:Echo", entry="tests.flood_server") as server:
+    with ServerProcess("examples.echo:Echo", entry="tests.support.servers.flood") as server:
         script = tmp_path / "measure.py"
         script.write_text(_MEASURE_CAPTURE)
         environ = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}

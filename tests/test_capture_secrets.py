@@ -1,8 +1,8 @@
 """Capturing environments that need secrets, and forwarding them from generated adapters.
 
-`tests/judge_env.py:Judged` is served by the real `openreward` server: its `setup()` fails the
+`tests/support/envs/judge.py:Judged` is served by the real `openreward` server: its `setup()` fails the
 session without `JUDGE_API_KEY`, as published LLM-judge envs do, and its task-only `whoami` tool
-reports which secrets reached the session. The server runs under `tests/header_server.py`, whose
+reports which secrets reached the session. The server runs under `tests/support/servers/header.py`, whose
 ASGI middleware records the credentials each request carried (`X-API-Key`, `Authorization`).
 """
 
@@ -20,10 +20,10 @@ from orlgen.cli import main
 from orlgen.runtime.connection import Target
 from orlgen.serve import ServerProcess
 
-from tests.cli import run_orlgen
+from tests.support.cli import run_orlgen
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET = "tests.judge_env:Judged"
+TARGET = "tests.support.envs.judge:Judged"
 KEY = "judge-key-4f7a"
 
 
@@ -37,7 +37,7 @@ def header_log(tmp_path_factory):
 def judged_url(header_log):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ORLGEN_HEADER_LOG", str(header_log))
-        server = ServerProcess(TARGET, entry="tests.header_server").start()
+        server = ServerProcess(TARGET, entry="tests.support.servers.header").start()
     try:
         yield server.url
     finally:

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from orlgen import snapshot
 from orlgen.cli import main
 
-from tests.cli import run_orlgen
+from tests.support.cli import run_orlgen
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATED = REPO / "generated"

@@ -43,7 +43,7 @@ def test_sync_snapshots_and_generates_every_listed_env(tmp_path, monkeypatch, ec
     write_project(
         tmp_path,
         f"[tool.orlgen]\nout = 'gen'\n\n[[tool.orlgen.envs]]\ntarget = '{echo_url}'\nname = 'echo_live'\n"
-        "probes = 2\n\n[[tool.orlgen.envs]]\ntarget = 'tests.recording_env:Recording'\ntasks = 'none'\n",
+        "probes = 2\n\n[[tool.orlgen.envs]]\ntarget = 'tests.support.envs.recording:Recording'\ntasks = 'none'\n",
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(REPO))

@@ -42,7 +42,7 @@ def test_reserved_names_are_prefixed_not_dropped(recording_module):
 def uncaptured_module(tmp_path_factory):
     """The recording env captured with `--tasks none`: every row must be fetched live."""
     out = tmp_path_factory.mktemp("uncaptured")
-    snapshot = capture("tests.recording_env:Recording", CaptureOptions(tasks="none"))
+    snapshot = capture("tests.support.envs.recording:Recording", CaptureOptions(tasks="none"))
     path = out / snapshot.file_name
     path.write_text(snapshot.to_json())
     write_files(generate([(path, snapshot)]))

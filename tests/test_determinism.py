@@ -13,7 +13,7 @@ import pytest
 from orlgen import render, snapshot
 from orlgen.snapshot import Snapshot
 
-from tests.cli import run_orlgen
+from tests.support.cli import run_orlgen
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATED = REPO / "generated"

@@ -32,12 +32,12 @@ def generated(spec: str, out) -> object:
 
 @pytest.fixture(scope="module")
 def stepped(tmp_path_factory):
-    return generated("tests.stepped_env:Stepped", tmp_path_factory.mktemp("stepped"))
+    return generated("tests.support.envs.stepped:Stepped", tmp_path_factory.mktemp("stepped"))
 
 
 @pytest.fixture(scope="module")
 def stepped_url():
-    with ServerProcess("tests.stepped_env:Stepped") as server:
+    with ServerProcess("tests.support.envs.stepped:Stepped") as server:
         yield server.url
 
 

@@ -2,10 +2,10 @@
 
 Everything is real and on loopback: ORS servers of the example envs (`ServerProcess`), an
 OpenAI-compatible chat-completions server written with starlette (`bench/chat_server.py`)
-serving a scripted policy that answers in `tool_calls` (`tests/scripted_policy.py`), and the tiny
+serving a scripted policy that answers in `tool_calls` (`tests/support/models/scripted_policy.py`), and the tiny
 Qwen3 checkpoint generated in-process through TRL's own template and tool-call parser
 (`--hf-model`). The only fakes are fault
-injections that say so: an env that fails on some tasks (`tests/flaky_env.py`) and a chat server
+injections that say so: an env that fails on some tasks (`tests/support/envs/flaky.py`) and a chat server
 that answers HTTP 400 to one task.
 """
 
@@ -28,7 +28,7 @@ from orlgen.serve import ServerProcess
 
 from bench.chat_server import ChatServer, Refuse, answer, call, serving
 from tests.conftest import REPO
-from tests.scripted_policy import scripted
+from tests.support.models.scripted_policy import scripted
 from tests.test_env_reward import generated
 
 ORLGEN = Path(sys.executable).with_name("orlgen")
@@ -186,10 +186,10 @@ def test_a_terminal_tool_grades_the_final_message(chat, tmp_path):
 
 
 def test_failing_tasks_are_counted_unscored_and_the_run_completes(chat, tmp_path, monkeypatch):
-    flaky = generated("tests.flaky_env:Flaky", tmp_path)
+    flaky = generated("tests.support.envs.flaky:Flaky", tmp_path)
     out = tmp_path / "flaky.jsonl"
     monkeypatch.setenv("ORLGEN_FLAKY", "1")
-    with ServerProcess("tests.flaky_env:Flaky") as server:
+    with ServerProcess("tests.support.envs.flaky:Flaky") as server:
         result = evaluate(
             tmp_path / "flaky.snapshot.json", "--base-url", chat.url, "--model", "scripted", "-k", 2,
             "--env-url", server.url, "--out", out,
@@ -300,7 +300,7 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
     import torch
     from orlgen.eval.policy import tool_methods
 
-    from tests.tiny_model import EOS_TOKEN, build_model, build_tokenizer, teach
+    from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokenizer, teach
 
     tokenizer = build_tokenizer()
     model = build_model(tokenizer)
@@ -341,7 +341,7 @@ def test_an_eval_file_trains_one_sft_step(chat, echo_url, tmp_path):
     from datasets import load_dataset
     from trl import SFTConfig, SFTTrainer
 
-    from tests.tiny_model import tiny_qwen3_dir
+    from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
 
     out = tmp_path / "sft.jsonl"
     evaluate("generated/echo.py", "--base-url", chat.url, "--model", "m", "-n", 2, "--env-url", echo_url, "--out", out)

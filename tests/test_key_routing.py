@@ -1,8 +1,8 @@
 """Keys only where they belong, and redirects kept to one origin.
 
-The echo env is served by the real SDK server under `tests/header_server.py` (an ASGI middleware
+The echo env is served by the real SDK server under `tests/support/servers/header.py` (an ASGI middleware
 that records the credentials each request carried). Redirects are FAULT INJECTION:
-`tests/fault_proxy.py` stands in front of the real server and answers one path with a 307 to a
+`tests/support/servers/fault_proxy.py` stands in front of the real server and answers one path with a 307 to a
 second loopback server (another port: another origin), which records whatever reaches it.
 """
 
@@ -16,7 +16,7 @@ from orlgen.capture import CaptureOptions, capture
 from orlgen.cli import main
 from orlgen.serve import ServerProcess
 
-from tests.fault_proxy import FaultProxy
+from tests.support.servers.fault_proxy import FaultProxy
 
 PLATFORM_KEY = "platform-key-9c1e"
 
@@ -30,7 +30,7 @@ def header_log(tmp_path_factory):
 def recording_echo(header_log):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ORLGEN_HEADER_LOG", str(header_log))
-        server = ServerProcess("examples.echo:Echo", entry="tests.header_server").start()
+        server = ServerProcess("examples.echo:Echo", entry="tests.support.servers.header").start()
     try:
         yield server.url
     finally:

@@ -41,7 +41,11 @@ def test_sync_says_one_line_per_env_when_nothing_changed(tmp_path, monkeypatch):
         "[tool.orlgen]\nout = 'gen'\n\n"
         + "".join(
             f"[[tool.orlgen.envs]]\ntarget = '{target}'\n\n"
-            for target in ("examples.echo:Echo", "tests.recording_env:Recording", "tests.counting_env:Counting")
+            for target in (
+                "examples.echo:Echo",
+                "tests.support.envs.recording:Recording",
+                "tests.support.envs.counting:Counting",
+            )
         )
     )
     monkeypatch.chdir(tmp_path)

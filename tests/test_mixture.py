@@ -18,9 +18,9 @@ import pytest
 from orlgen.runtime import COVERAGE, DatasetError, scoring_callback
 
 from generated import echo, helpdesk, support_mix
-from tests import tiny_model
+from tests.support.models import tiny_qwen3 as tiny_model
+from tests.support.models.tiny_qwen3 import EOS_TOKEN
 from tests.test_trl import Recorder, quiet_and_single_threaded  # noqa: F401 - an autouse fixture
-from tests.tiny_model import EOS_TOKEN
 
 pytestmark = pytest.mark.filterwarnings(
     # trl 1.16 still calls `model.is_gradient_checkpointing`, which transformers 5.24 deprecates.
@@ -165,7 +165,7 @@ def tools_of(env_class):
 
 @pytest.fixture(scope="module")
 def mixture_model_path(tmp_path_factory):
-    """The tiny Qwen3 of `tests/tiny_model.py`, sized for helpdesk's prompts.
+    """The tiny Qwen3 of `tests/support/models/tiny_qwen3.py`, sized for helpdesk's prompts.
 
     Helpdesk's nine tool schemas render to ~3,400 tokens with the stock tiny tokenizer, past the
     model's 2,048 positions, and attention over that many tokens makes a CPU test slow. So the
@@ -198,7 +198,7 @@ def teach_until_learned(model, examples, *, min_prob=0.8, max_steps=400, lr=5e-3
     """Supervised steps until every completion token of every `(prompt_ids, completion_ids)` example
     is the model's top choice with probability >= `min_prob`; returns (steps, lowest probability).
 
-    Unlike `tests.tiny_model.teach`, the prompt is fixed context: each step encodes it without
+    Unlike `tests.support.models.tiny_qwen3.teach`, the prompt is fixed context: each step encodes it without
     gradients into a KV cache and backpropagates through the completion tokens only. With prompts
     of ~2,000 tokens that is several times cheaper per step, and stopping on the criterion instead
     of after a fixed count keeps the test fast and its rollouts reliable on any platform: at

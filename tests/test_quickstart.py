@@ -2,7 +2,7 @@
 zero-argument `environment_factory` of a real `GRPOTrainer`, which trains one step.
 
 Only what a CPU test cannot have is swapped: the model (the offline tiny Qwen3 of
-`tests/tiny_model.py` instead of `Qwen/Qwen3-0.6B`) and the config's size (one step, short
+`tests/support/models/tiny_qwen3.py` instead of `Qwen/Qwen3-0.6B`) and the config's size (one step, short
 completions, no checkpoint). The environment is served by the adapter itself: no URL anywhere.
 """
 
@@ -14,7 +14,7 @@ import re
 import pytest
 from conftest import REPO
 
-from tests.tiny_model import tiny_qwen3_dir
+from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
 
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
 

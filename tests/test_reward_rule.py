@@ -14,7 +14,7 @@ from orlgen.cli import main
 from orlgen.serve import ServerProcess
 from orlgen.snapshot import load
 
-STEPPED = "tests.stepped_env:Stepped"
+STEPPED = "tests.support.envs.stepped:Stepped"
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from orlgen.serve import ServerProcess
 from orlgen.snapshot import Snapshot
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, orlgen_process, problems
 
-from tests.cli import ORLGEN
+from tests.support.cli import ORLGEN
 
 
 @pytest.fixture
@@ -285,7 +285,7 @@ def test_ctrl_c_during_a_capture_exits_130_and_writes_nothing(tmp_path: Path, mo
     stalled = tmp_path / "stalled"
     monkeypatch.setenv("ORLGEN_STALL_FILE", str(stalled))
     out = tmp_path / "out"
-    with ServerProcess("tests.stalling_env:Stalling") as server:
+    with ServerProcess("tests.support.envs.stalling:Stalling") as server:
         process = subprocess.Popen(
             [*ORLGEN, "snapshot", server.url, "--out", str(out)],
             cwd=REPO,

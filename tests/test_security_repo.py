@@ -27,7 +27,7 @@ from orlgen import cache, lookalike
 from orlgen.snapshot import load
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, problems
 
-from tests.cli import ORLGEN
+from tests.support.cli import ORLGEN
 
 ROOT_CONFIG = '[tool.orlgen]\nout = "generated"\n{extra}\n[[tool.orlgen.mixtures]]\nname = "support_mix"\nenvs = ["echo", "helpdesk"]\n'
 CANARY_NAME = "CANARY-written-by-a-template"

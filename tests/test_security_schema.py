@@ -185,13 +185,13 @@ def server_capture(tmp_path_factory) -> tuple[Any, Path]:
     out = tmp_path_factory.mktemp("server-capture")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(out)
-        result = CliRunner().invoke(main, ["snapshot", "tests.schema_envs:Extensions", "--out", "generated"])
+        result = CliRunner().invoke(main, ["snapshot", "tests.support.envs.schemas:Extensions", "--out", "generated"])
     return result, out / "generated"
 
 
 def test_snapshot_keeps_what_the_server_said(server_capture):
     """Sanitising is part of rendering: the snapshot records the hostile keys, so `diff` sees them."""
-    from tests.schema_envs import SERVER_CANARY
+    from tests.support.envs.schemas import SERVER_CANARY
 
     _, out = server_capture
     (snapshot,) = out.glob("*.snapshot.json")
@@ -201,7 +201,7 @@ def test_snapshot_keeps_what_the_server_said(server_capture):
 
 def test_hostile_server_extensions_import_nothing(server_capture, tmp_path, monkeypatch):
     """The attack through the front door: the module generated from the hostile server's capture."""
-    from tests.schema_envs import SERVER_CANARY
+    from tests.support.envs.schemas import SERVER_CANARY
 
     result, out = server_capture
     assert result.exit_code in (0, 2), result.output
@@ -395,7 +395,7 @@ def test_a_failed_generate_keeps_the_previous_module(workdir):
 def recorder_url():
     from orlgen.serve import ServerProcess
 
-    with ServerProcess("tests.schema_envs:RawRecorder") as server:
+    with ServerProcess("tests.support.envs.schemas:RawRecorder") as server:
         yield server.url
 
 

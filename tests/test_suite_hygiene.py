@@ -1,5 +1,5 @@
 """The suite runs the same wherever it runs: no test names the venv's directory (a venv anywhere
-must pass too; tests run the command through `tests/cli.py`), and fuzzing in `make test` draws
+must pass too; tests run the command through `tests/support/cli.py`), and fuzzing in `make test` draws
 from a fixed seed."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ VENV = "." + "venv"  # spelled apart, so that this file does not match itself
 
 def test_no_test_depends_on_where_the_venv_is():
     named = [path.name for path in sorted((REPO / "tests").glob("*.py")) if VENV in path.read_text(encoding="utf-8")]
-    assert named == [], f"these tests name the venv's directory: {named}; use tests/cli.py"
+    assert named == [], f"these tests name the venv's directory: {named}; use tests/support/cli.py"
 
 
 def test_fuzzing_is_seeded_unless_make_fuzz_says_otherwise():

@@ -1,6 +1,6 @@
 """Task-only tools are found by the default probes (parity and modulo patterns), and a call to
 one on a task that does not offer it is refused with one line and never sent (an ORS server would
-run it). A real loopback server (`tests/parity_env.py`) through the real SDK."""
+run it). A real loopback server (`tests/support/envs/parity.py`) through the real SDK."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from orlgen.files import write_files
 from orlgen.render import generate
 from orlgen.serve import ServerProcess
 
-PARITY = "tests.parity_env:Parity"
+PARITY = "tests.support.envs.parity:Parity"
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """End to end with TRL: a real `GRPOTrainer` drives generated adapters against real ORS servers.
 
-The model is the tiny random Qwen3 of `tests/tiny_model.py` (built offline, TRL's own Qwen3 chat
+The model is the tiny random Qwen3 of `tests/support/models/tiny_qwen3.py` (built offline, TRL's own Qwen3 chat
 template, so TRL parses its tool calls). Nothing is mocked: the trainer discovers the tools on the
 generated class, renders them through the chat template, parses the model's tool calls, calls the
 adapter's methods, which open sessions on the echo server, and scores the rollouts through the
@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from tests.tiny_model import EOS_TOKEN, qwen3_chat_template, teach, tiny_qwen3_dir
+from tests.support.models.tiny_qwen3 import EOS_TOKEN, qwen3_chat_template, teach, tiny_qwen3_dir
 
 pytestmark = pytest.mark.filterwarnings(
     # trl 1.16 still calls `model.is_gradient_checkpointing`, which transformers 5.24 deprecates.

@@ -1,4 +1,4 @@
-"""A real GRPOTrainer step with a tiny vision-language model (built offline, `tests/tiny_vlm.py`)
+"""A real GRPOTrainer step with a tiny vision-language model (built offline, `tests/support/models/tiny_vlm.py`)
 on the canvas environment (examples.canvas, a real loopback server): the image blocks the
 environment sends reach the model's processor as images, not as text and not dropped: the prompt's
 image through the processor, the `screenshot` tool's image through TRL's tool loop (the model is
@@ -28,7 +28,7 @@ def test_grpo_step_hands_the_environments_images_to_the_processor(canvas_url, tm
     import torch
     from trl import GRPOConfig, GRPOTrainer
 
-    from tests.tiny_vlm import build_processor, build_vlm
+    from tests.support.models.tiny_vlm import build_processor, build_vlm
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     torch.set_num_threads(1)
@@ -72,7 +72,7 @@ def test_grpo_step_hands_the_environments_images_to_the_processor(canvas_url, tm
 
 def record_calls(image_processor):
     """The images TRL hands the image processor directly (its tool loop does, for tool images)."""
-    from tests.tiny_vlm import flatten_images
+    from tests.support.models.tiny_vlm import flatten_images
 
     seen = []
     original = image_processor.__call__
@@ -93,7 +93,7 @@ def teach_screenshot(trainer, canvas, url) -> float:
     import torch
     from trl.data_utils import prepare_multimodal_messages
 
-    from tests.tiny_model import EOS_TOKEN
+    from tests.support.models.tiny_qwen3 import EOS_TOKEN
 
     processor = trainer.processing_class
     row = canvas.build_dataset(indices=[2])[0]

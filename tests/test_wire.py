@@ -1,6 +1,6 @@
 """A hostile runtime server: every value a server sends is validated before the adapter records it.
 
-`tests/wire_env.py:Wire` is served by the real SDK server under `tests/wire_server.py`, whose ASGI
+`tests/support/envs/wire.py:Wire` is served by the real SDK server under `tests/support/servers/wire.py`, whose ASGI
 middleware (FAULT INJECTION) rewrites its answers into the malformed values the SDK's own
 pydantic models refuse to build server-side: a reward `[1.0]`, `{...}`, `"abc"`, `"inf"`, NaN, a
 bool; `finished: "false"`; a text block holding an int; and so on (`CASES`). A reward beyond
@@ -18,11 +18,11 @@ import time
 import pytest
 from orlgen.serve import ServerProcess
 
+from tests.support.envs.wire import LONG_OUTPUT
+from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
+from tests.support.servers.wire import CASES
 from tests.test_env_reward import generated
 from tests.test_trl import EOS_TOKEN, make_trainer, quiet_and_single_threaded, teach  # noqa: F401 - an autouse fixture
-from tests.tiny_model import tiny_qwen3_dir
-from tests.wire_env import LONG_OUTPUT
-from tests.wire_server import CASES
 
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
 
@@ -49,7 +49,7 @@ assert set(QUOTED) == {*CASES, "huge"}
 
 @pytest.fixture(scope="module")
 def wire(tmp_path_factory):
-    return generated("tests.wire_env:Wire", tmp_path_factory.mktemp("wire"))
+    return generated("tests.support.envs.wire:Wire", tmp_path_factory.mktemp("wire"))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def server(tmp_path_factory):
     count_file = tmp_path_factory.mktemp("counts") / "counts.json"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ORLGEN_COUNT_FILE", str(count_file))
-        process = ServerProcess("tests.wire_env:Wire", entry="tests.wire_server").start()
+        process = ServerProcess("tests.support.envs.wire:Wire", entry="tests.support.servers.wire").start()
     process.counts = lambda: json.loads(count_file.read_text()) if count_file.exists() else {"opened": 0, "closed": 0}
     yield process
     process.stop()

@@ -1,6 +1,6 @@
-"""One GRPO step on two ranks: `torchrun --nproc_per_node 2 tests/two_ranks.py URL OUT_DIR`.
+"""One GRPO step on two ranks: `torchrun --nproc_per_node 2 tests/support/two_ranks.py URL OUT_DIR`.
 
-Each rank trains the tiny random Qwen3 of `tests/tiny_model.py` (built by rank 0, loaded by
+Each rank trains the tiny random Qwen3 of `tests/support/models/tiny_qwen3.py` (built by rank 0, loaded by
 both) with the checked-in echo module against the ORS server at URL, `num_generations=8` and 4
 rows per device, under the session budget of its environment (`ORLGEN_MAX_SESSIONS`) and with
 rank-aware prefetch. It writes `OUT_DIR/rank<N>.json`: the task of each `reset` it made (TRL's
@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -32,7 +32,7 @@ def main(url: str, out: Path) -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     from tests.conftest import load_module
-    from tests.tiny_model import build_tiny_qwen3
+    from tests.support.models.tiny_qwen3 import build_tiny_qwen3
 
     torch.set_num_threads(1)
     hf_logging.disable_progress_bar()

@@ -1,4 +1,4 @@
-"""`python -m tests.fast_clock_server module:Env PORT`: an ORS server whose clock runs 60 times
+"""`python -m tests.support.servers.fast_clock module:Env PORT`: an ORS server whose clock runs 60 times
 fast, so its reaper (idle sessions die after 900 s) strikes after 15 real seconds. Fault
 injection for the keepalive test: only the server's idea of time changes."""
 
