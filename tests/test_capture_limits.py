@@ -11,10 +11,9 @@ import re
 import time
 
 import pytest
-from click.testing import CliRunner
 from orlgen.capture import CaptureError, CaptureOptions, capture
-from orlgen.cli import main
 
+from tests.support.cli import invoke
 from tests.support.servers.fault_proxy import FaultProxy
 
 MB = 2**20
@@ -145,7 +144,7 @@ WRONG = {
 def test_wrong_server_data_is_an_error_never_stored(echo_url, tmp_path, case):
     path, change, expected = WRONG[case]
     with FaultProxy(echo_url, {path: _rewrite(change)}) as proxy:
-        result = CliRunner().invoke(main, ["snapshot", proxy.url, "--probes", "0", "--out", str(tmp_path)])
+        result = invoke("snapshot", proxy.url, "--probes", "0", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr == f"orlgen: error: {proxy.url}: {expected}\n"
     assert list(tmp_path.iterdir()) == []
@@ -180,7 +179,7 @@ def test_a_huge_tool_name_is_cut_short_in_the_message(echo_url):
 def test_credentials_in_a_target_url_are_never_recorded_nor_shown(echo_url, tmp_path):
     host = echo_url.removeprefix("http://")
     target = f"http://alice:hunter22@{host}/?token=hunter22&x=1"
-    result = CliRunner().invoke(main, ["snapshot", target, "--probes", "0", "--tasks", "none", "--out", str(tmp_path)])
+    result = invoke("snapshot", target, "--probes", "0", "--tasks", "none", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     snapshot = json.loads((tmp_path / "echo.snapshot.json").read_text())
     assert snapshot["target"]["value"] == echo_url
@@ -188,7 +187,7 @@ def test_credentials_in_a_target_url_are_never_recorded_nor_shown(echo_url, tmp_
         assert "hunter22" not in path.read_text() and "alice" not in path.read_text()
     assert "hunter22" not in result.output
 
-    refused = CliRunner().invoke(main, ["snapshot", "ftp://alice:hunter22@host/x?sig=hunter22", "--out", str(tmp_path)])
+    refused = invoke("snapshot", "ftp://alice:hunter22@host/x?sig=hunter22", "--out", str(tmp_path))
     assert refused.exit_code == 2
     assert "hunter22" not in refused.stderr and "***" in refused.stderr
 
@@ -231,7 +230,7 @@ def test_environment_discovery_is_under_the_capture_bounds(echo_url, tmp_path, m
         monkeypatch.setenv(name, value)
     with FaultProxy(echo_url, {"/list_environments": _trickle_every_second}) as proxy:
         start = time.monotonic()
-        result = CliRunner().invoke(main, ["snapshot", proxy.url, "--probes", "0", "--out", str(tmp_path)])
+        result = invoke("snapshot", proxy.url, "--probes", "0", "--out", str(tmp_path))
         took = time.monotonic() - start
     assert result.exit_code == 2
     assert result.stderr == f"orlgen: error: cannot reach an ORS server at {proxy.url}: {expected}\n"

@@ -14,13 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from conftest import load_module
-from orlgen.cli import main
 from orlgen.runtime.connection import Target
 from orlgen.serve import ServerProcess
 
-from tests.support.cli import run_orlgen
+from tests.support.cli import invoke, run_orlgen
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = "tests.support.envs.judge:Judged"
@@ -90,27 +88,22 @@ def test_with_secret_from_the_environment_the_task_only_tool_is_found(tmp_path):
 
 
 def test_secret_given_with_its_value_and_probes_zero(judged_url, tmp_path):
-    given = CliRunner().invoke(
-        main,
-        ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={KEY}", "--no-generate", "--out", str(tmp_path / "a")],
+    given = invoke(
+        "snapshot", judged_url, "--secret", f"JUDGE_API_KEY={KEY}", "--no-generate", "--out", str(tmp_path / "a")
     )
     assert given.exit_code == 0, given.output
     assert "whoami" in (tmp_path / "a" / "judged.snapshot.json").read_text()
     assert KEY not in _files_text(tmp_path / "a") and KEY not in given.output
 
     # --probes 0 works without the secret, and gives up the task-only tool
-    skipped = CliRunner().invoke(
-        main, ["snapshot", judged_url, "--probes", "0", "--no-generate", "--out", str(tmp_path / "b")]
-    )
+    skipped = invoke("snapshot", judged_url, "--probes", "0", "--no-generate", "--out", str(tmp_path / "b"))
     assert skipped.exit_code == 0, skipped.output
     assert "whoami" not in (tmp_path / "b" / "judged.snapshot.json").read_text()
 
 
 def test_a_secret_the_server_quotes_back_is_masked_in_the_message(judged_url, tmp_path):
     revoked = "revoked-7d1c9e"
-    result = CliRunner().invoke(
-        main, ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={revoked}", "--out", str(tmp_path)]
-    )
+    result = invoke("snapshot", judged_url, "--secret", f"JUDGE_API_KEY={revoked}", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "the server answered 500: PermissionError: the judge refused the key ***" in result.stderr
     assert revoked not in result.output and "secrets sent: JUDGE_API_KEY" in result.stderr
@@ -118,7 +111,7 @@ def test_a_secret_the_server_quotes_back_is_masked_in_the_message(judged_url, tm
 
 def test_a_secret_named_but_not_set_is_one_line(judged_url, tmp_path, monkeypatch):
     monkeypatch.delenv("JUDGE_API_KEY", raising=False)
-    result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path)])
+    result = invoke("snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr == "orlgen: error: secret JUDGE_API_KEY: the environment variable JUDGE_API_KEY is not set\n"
 
@@ -129,7 +122,7 @@ def test_sync_reads_secret_names_from_the_config(judged_url, tmp_path, monkeypat
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JUDGE_API_KEY", KEY)
-    result = CliRunner().invoke(main, ["sync"])
+    result = invoke("sync")
     assert result.exit_code == 0, result.output
     assert "whoami" in (tmp_path / "gen" / "judged.snapshot.json").read_text()
     assert '_secret_names = ("JUDGE_API_KEY",)' in (tmp_path / "gen" / "judged.py").read_text()
@@ -139,7 +132,7 @@ def test_sync_reads_secret_names_from_the_config(judged_url, tmp_path, monkeypat
 def test_a_config_secret_must_be_a_name_not_a_value(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text("[[tool.orlgen.envs]]\ntarget = 'a:B'\nsecrets = ['sk-live-123=x']\n")
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, ["sync"])
+    result = invoke("sync")
     assert result.exit_code == 2
     assert "envs.0.secrets" in result.stderr and "is not a secret name" in result.stderr
 
@@ -154,7 +147,7 @@ def judged_module(judged_url, tmp_path_factory):
     out = tmp_path_factory.mktemp("judged")
     os.environ["JUDGE_API_KEY"] = KEY
     try:
-        result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(out)])
+        result = invoke("snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(out))
     finally:
         del os.environ["JUDGE_API_KEY"]
     assert result.exit_code == 0, result.output

@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from click.testing import CliRunner
 from orlgen import snapshot
-from orlgen.cli import main
 
-from tests.support.cli import run_orlgen
+from tests.support.cli import invoke, run_orlgen
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATED = REPO / "generated"
@@ -42,9 +40,7 @@ def orlgen_process(*args: str | Path, cwd: Path = REPO) -> Result:
 
 def orlgen(*args: str | Path) -> Result:
     """The same command run in this process by click's runner (no interpreter start-up per call)."""
-    done = CliRunner().invoke(main, [str(arg) for arg in args])
-    if done.exception is not None and not isinstance(done.exception, SystemExit):
-        raise done.exception
+    done = invoke(*args)
     return Result(done.exit_code, done.stdout, done.stderr)
 
 

@@ -15,23 +15,18 @@ import json
 import math
 import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from orlgen.cli import main
 from orlgen.eval.stats import default_threshold, equal_groups, mean_stderr, pass_at_k
 from orlgen.serve import ServerProcess
 
 from bench.chat_server import ChatServer, Refuse, answer, call, serving
 from tests.conftest import REPO
+from tests.support.cli import invoke, start_orlgen
 from tests.support.models.scripted_policy import scripted
 from tests.test_env_reward import generated
-
-ORLGEN = Path(sys.executable).with_name("orlgen")
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +36,7 @@ def chat():
 
 
 def evaluate(*args, env: dict[str, str] | None = None):
-    result = CliRunner(env=env).invoke(main, ["eval", *map(str, args)])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
+    return invoke("eval", *args, env=env)
 
 
 def rows(path: Path) -> list[dict]:
@@ -268,10 +260,9 @@ def test_unreachable_endpoint_or_env_exits_2_with_one_line(chat, echo_url):
 def test_ctrl_c_keeps_what_finished_and_exits_130(echo_url, tmp_path):
     out = tmp_path / "partial.jsonl"
     with serving(ChatServer(scripted, delay=0.4)) as server:
-        child = subprocess.Popen(
-            [ORLGEN, "eval", "generated/echo.py", "--base-url", server.url, "--model", "m", "-k", "8",
-             "--concurrency", "2", "--env-url", echo_url, "--out", out],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        child = start_orlgen(
+            "eval", "generated/echo.py", "--base-url", server.url, "--model", "m", "-k", "8",
+            "--concurrency", "2", "--env-url", echo_url, "--out", out,
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while not (out.exists() and len(out.read_text().splitlines()) >= 2):

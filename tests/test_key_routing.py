@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 from orlgen.capture import CaptureOptions, capture
-from orlgen.cli import main
 from orlgen.serve import ServerProcess
 
+from tests.support.cli import invoke
 from tests.support.servers.fault_proxy import FaultProxy
 
 PLATFORM_KEY = "platform-key-9c1e"
@@ -48,13 +47,13 @@ def keys_sent(header_log) -> set:
 def test_a_capture_sends_the_platform_key_to_the_platform_only(recording_echo, header_log, monkeypatch, tmp_path):
     monkeypatch.setenv("OPENREWARD_API_KEY", PLATFORM_KEY)
     header_log.write_text("")
-    result = CliRunner().invoke(main, ["snapshot", recording_echo, "--probes", "1", "--out", str(tmp_path / "a")])
+    result = invoke("snapshot", recording_echo, "--probes", "1", "--out", str(tmp_path / "a"))
     assert result.exit_code == 0, result.output
     assert keys_sent(header_log) == {None}
 
     # a key given explicitly goes to the URL it was given for
-    result = CliRunner().invoke(
-        main, ["snapshot", recording_echo, "--secret", "api_key=mine", "--probes", "1", "--out", str(tmp_path / "b")]
+    result = invoke(
+        "snapshot", recording_echo, "--secret", "api_key=mine", "--probes", "1", "--out", str(tmp_path / "b")
     )
     assert result.exit_code == 0, result.output
     assert keys_sent(header_log) == {"mine"}
@@ -111,7 +110,7 @@ def redirect_to(server):
 def test_a_capture_refuses_a_redirect_to_another_origin(echo_url, elsewhere, tmp_path, path):
     with FaultProxy(echo_url, {path: redirect_to(elsewhere)}) as proxy:
         args = ["snapshot", proxy.url, "--secret", "api_key=given-key", "--probes", "0", "--out", str(tmp_path)]
-        result = CliRunner().invoke(main, args if path == "/list_environments" else [*args, "--env", "echo"])
+        result = invoke(*args) if path == "/list_environments" else invoke(*args, "--env", "echo")
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1, result.stderr
     assert f"to another origin ({elsewhere.url}/" in result.stderr and result.stderr.endswith(": refused\n")

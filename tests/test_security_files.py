@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from orlgen.serve import ServerProcess
 from orlgen.snapshot import Snapshot
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, orlgen_process, problems
 
-from tests.support.cli import ORLGEN
+from tests.support.cli import start_orlgen
 
 
 @pytest.fixture
@@ -286,13 +285,7 @@ def test_ctrl_c_during_a_capture_exits_130_and_writes_nothing(tmp_path: Path, mo
     monkeypatch.setenv("ORLGEN_STALL_FILE", str(stalled))
     out = tmp_path / "out"
     with ServerProcess("tests.support.envs.stalling:Stalling") as server:
-        process = subprocess.Popen(
-            [*ORLGEN, "snapshot", server.url, "--out", str(out)],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        process = start_orlgen("snapshot", server.url, "--out", out)
         deadline = time.monotonic() + 60
         while not stalled.exists() and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -27,7 +27,7 @@ from orlgen import cache, lookalike
 from orlgen.snapshot import load
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, problems
 
-from tests.support.cli import ORLGEN
+from tests.support.cli import run_orlgen
 
 ROOT_CONFIG = '[tool.orlgen]\nout = "generated"\n{extra}\n[[tool.orlgen.mixtures]]\nname = "support_mix"\nenvs = ["echo", "helpdesk"]\n'
 CANARY_NAME = "CANARY-written-by-a-template"
@@ -48,14 +48,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
-    done = subprocess.run(
-        [*ORLGEN, *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
+    done = run_orlgen(*args, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
     return Result(done.returncode, done.stdout, done.stderr)
 
 

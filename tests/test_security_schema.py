@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from conftest import load_module
 from orlgen import lookalike, names
-from orlgen.cli import main
 from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
 from transformers.utils import get_json_schema
+
+from tests.support.cli import invoke
 
 SECRET_TEXT = "SECRET-FILE-CONTENT-7f3a"
 TASK_SCHEMA = {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}
@@ -81,7 +81,7 @@ def workdir(tmp_path, monkeypatch) -> Path:
 def generate(workdir: Path, snapshot_text: str) -> Outcome:
     snapshot = workdir / "generated" / "attacked.snapshot.json"
     snapshot.write_text(snapshot_text, encoding="utf-8")
-    result = CliRunner().invoke(main, ["generate", str(snapshot)])
+    result = invoke("generate", str(snapshot))
     escaped = result.exception if not isinstance(result.exception, (SystemExit, type(None))) else None
     modules = sorted((workdir / "generated").glob("*.py"))
     return Outcome(result.exit_code, result.stderr, modules[0] if modules else None, escaped)
@@ -185,7 +185,7 @@ def server_capture(tmp_path_factory) -> tuple[Any, Path]:
     out = tmp_path_factory.mktemp("server-capture")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(out)
-        result = CliRunner().invoke(main, ["snapshot", "tests.support.envs.schemas:Extensions", "--out", "generated"])
+        result = invoke("snapshot", "tests.support.envs.schemas:Extensions", "--out", "generated")
     return result, out / "generated"
 
 
@@ -531,7 +531,7 @@ def _diff_output(tmp_path: Path, style: str) -> str:
     new = tmp_path / "new.snapshot.json"
     old.write_text(sealed([tool("record", params(a={"type": "string"}))]))
     new.write_text(sealed([tool("record", params(a={"type": "integer"}, **{"b\u202ec\u115f": {"type": "string"}}))]))
-    return CliRunner().invoke(main, ["diff", str(old), "--against", str(new), "--format", style]).stdout
+    return invoke("diff", str(old), "--against", str(new), "--format", style).stdout
 
 
 @pytest.mark.parametrize("style", ["text", "github"])

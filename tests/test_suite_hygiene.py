@@ -1,6 +1,6 @@
 """The suite runs the same wherever it runs: no test names the venv's directory (a venv anywhere
-must pass too; tests run the command through `tests/support/cli.py`), and fuzzing in `make test` draws
-from a fixed seed."""
+must pass too), every test runs the command through `tests/support/cli.py`, helpers live in
+`tests/support/`, and fuzzing in `make test` draws from a fixed seed."""
 
 from __future__ import annotations
 
@@ -8,12 +8,35 @@ import ast
 
 from conftest import REPO
 
-VENV = "." + "venv"  # spelled apart, so that this file does not match itself
+TESTS = REPO / "tests"
+CLI_RUNNER = "support/cli.py"
+# Spelled apart, so that this file does not match itself: the venv's directory, and the ways of
+# running the command other than tests/support/cli.py's.
+VENV = "." + "venv"
+OTHER_RUNNERS = ("Cli" + "Runner", "orlgen.cli import " + "main", '"-m", "' + 'orlgen"', 'with_name("' + 'orlgen")')
+
+
+def sources() -> dict[str, str]:
+    """Every Python file under tests/, by its path relative to tests/."""
+    return {
+        path.relative_to(TESTS).as_posix(): path.read_text(encoding="utf-8") for path in sorted(TESTS.rglob("*.py"))
+    }
 
 
 def test_no_test_depends_on_where_the_venv_is():
-    named = [path.name for path in sorted((REPO / "tests").glob("*.py")) if VENV in path.read_text(encoding="utf-8")]
+    named = [name for name, text in sources().items() if VENV in text]
     assert named == [], f"these tests name the venv's directory: {named}; use tests/support/cli.py"
+
+
+def test_every_test_runs_the_command_through_the_one_runner():
+    others = {name: [way for way in OTHER_RUNNERS if way in text] for name, text in sources().items()}
+    others.pop(CLI_RUNNER)
+    assert {name: ways for name, ways in others.items() if ways} == {}, "use tests/support/cli.py"
+
+
+def test_helpers_live_in_tests_support():
+    loose = [path.name for path in sorted(TESTS.glob("*.py")) if not path.name.startswith("test_")]
+    assert loose == ["conftest.py"], "helper modules belong in tests/support/"
 
 
 def test_fuzzing_is_seeded_unless_make_fuzz_says_otherwise():
