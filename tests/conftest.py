@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import os
 import sys
 from pathlib import Path
@@ -19,7 +17,7 @@ if str(REPO) not in sys.path:
 
 from orlgen.serve import ServerProcess  # noqa: E402
 
-_counter = itertools.count()
+from tests.support.modules import load_module  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -32,16 +30,6 @@ def echo_url():
 def helpdesk_url():
     with ServerProcess("examples.helpdesk:Helpdesk") as server:
         yield server.url
-
-
-def load_module(path: Path) -> ModuleType:
-    """Import a generated module from its file, under a fresh name each time."""
-    name = f"orlgen_test_module_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="session")

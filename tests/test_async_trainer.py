@@ -29,7 +29,7 @@ from orlgen.serve import ServerProcess
 
 from tests.support.models.completion_server import CompletionModel, serving_completions
 from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokenizer, teach
-from tests.test_env_reward import generated
+from tests.support.modules import generated
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"),

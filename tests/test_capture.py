@@ -371,9 +371,10 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
 def test_tasks_10_of_a_large_split_stores_exactly_10_and_the_first_5_build_offline(tmp_path):
     """`--tasks 10` on 2,500 tasks: tasks 0-4 and five spread to the end; with the server gone,
     `build_dataset(num_tasks=5)` still works (no request), and num_tasks=6 needs the server."""
-    from conftest import load_module
     from orlgen.files import write_files
     from orlgen.render import generate
+
+    from tests.support.modules import load_module
 
     with ServerProcess("tests.support.envs.capture_shapes:LargeIndexed") as server:
         captured = capture(server.url, CaptureOptions(tasks=10, probes=0))

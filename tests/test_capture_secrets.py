@@ -14,11 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import load_module
 from orlgen.runtime.connection import Target
 from orlgen.serve import ServerProcess
 
 from tests.support.cli import invoke, run_orlgen
+from tests.support.modules import load_module
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = "tests.support.envs.judge:Judged"

@@ -16,7 +16,7 @@ from orlgen.runtime import COVERAGE
 from orlgen.runtime.connection import _sdk_loop
 from orlgen.serve import ServerProcess
 
-from tests.test_env_reward import generated
+from tests.support.modules import generated
 
 N = 64
 

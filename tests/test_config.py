@@ -5,11 +5,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import REPO
 from orlgen.config import ConfigFileError, load_config
 from orlgen.snapshot import load
 
 from tests.support.cli import invoke
+from tests.support.modules import REPO
 
 
 def write_project(path, table: str) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO, load_module
 from orlgen.capture import CaptureOptions, capture
 from orlgen.files import write_files
 from orlgen.render import generate
 from orlgen.runtime import DatasetError
 from orlgen.runtime.dataset import _runs, build
+
+from tests.support.modules import REPO, load_module
 
 
 def test_rows_come_from_the_snapshot_without_network(helpdesk_module, monkeypatch):

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from conftest import REPO
+from tests.support.modules import REPO
 
 
 def test_demo_runs_over_what_an_earlier_or_interrupted_run_left(tmp_path):

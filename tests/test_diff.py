@@ -5,11 +5,11 @@ from __future__ import annotations
 import copy
 import json
 
-from conftest import REPO
 from orlgen.diff import RULES, Change, diff, render
 from orlgen.snapshot import load
 
 from tests.support.cli import invoke
+from tests.support.modules import REPO
 
 HELPDESK = REPO / "generated" / "helpdesk.snapshot.json"
 

@@ -23,10 +23,9 @@ from orlgen.eval.stats import default_threshold, equal_groups, mean_stderr, pass
 from orlgen.serve import ServerProcess
 
 from bench.chat_server import ChatServer, Refuse, answer, call, serving
-from tests.conftest import REPO
 from tests.support.cli import invoke, start_orlgen
 from tests.support.models.scripted_policy import scripted
-from tests.test_env_reward import generated
+from tests.support.modules import REPO, generated
 
 
 @pytest.fixture(scope="module")

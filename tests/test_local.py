@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from orlgen.runtime import ConfigError
 from orlgen.runtime.connection import Connection, Target
+
+from tests.support.modules import REPO
 
 
 def gone(pid: int, seconds: float = 20.0) -> bool:

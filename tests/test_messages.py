@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 
-from conftest import REPO
 from orlgen.capture import summary
 from orlgen.snapshot import load
 
 from tests.support.cli import invoke
+from tests.support.modules import REPO
 
 
 def test_a_hand_edited_snapshot_is_to_be_recaptured_not_regenerated(tmp_path):

@@ -12,7 +12,7 @@ from orlgen.runtime import prefetch
 from orlgen.runtime.adapter import _close_slot
 from orlgen.serve import ServerProcess
 
-from tests.test_env_reward import generated
+from tests.support.modules import generated
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from orlgen import snapshot as snapshot_mod
 from orlgen.runtime import provenance
 from orlgen.serve import ServerProcess
 
-from tests.conftest import REPO, load_module
 from tests.support.cli import invoke
+from tests.support.modules import REPO, load_module
 
 
 @pytest.fixture

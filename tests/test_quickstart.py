@@ -12,9 +12,9 @@ import os
 import re
 
 import pytest
-from conftest import REPO
 
 from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
+from tests.support.modules import REPO
 
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
 

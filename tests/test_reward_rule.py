@@ -8,11 +8,11 @@ import json
 import sys
 
 import pytest
-from conftest import REPO
 from orlgen.serve import ServerProcess
 from orlgen.snapshot import load
 
 from tests.support.cli import invoke
+from tests.support.modules import REPO
 
 STEPPED = "tests.support.envs.stepped:Stepped"
 

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import load_module
 from orlgen import lookalike, names
 from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
 from transformers.utils import get_json_schema
 
 from tests.support.cli import invoke
+from tests.support.modules import load_module
 
 SECRET_TEXT = "SECRET-FILE-CONTENT-7f3a"
 TASK_SCHEMA = {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from conftest import REPO
+from tests.support.modules import REPO
 
 TESTS = REPO / "tests"
 CLI_RUNNER = "support/cli.py"

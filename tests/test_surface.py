@@ -21,10 +21,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import REPO, load_module
 from transformers.utils import get_json_schema
 
 from tests.support.models.tiny_qwen3 import build_tokenizer
+from tests.support.modules import REPO, load_module
 
 ENVS = {
     "wordgrid": "examples.wordgrid:WordGrid",

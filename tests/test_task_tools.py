@@ -5,11 +5,12 @@ run it). A real loopback server (`tests/support/envs/parity.py`) through the rea
 from __future__ import annotations
 
 import pytest
-from conftest import load_module
 from orlgen.capture import capture, probe_indices
 from orlgen.files import write_files
 from orlgen.render import generate
 from orlgen.serve import ServerProcess
+
+from tests.support.modules import load_module
 
 PARITY = "tests.support.envs.parity:Parity"
 

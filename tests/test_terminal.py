@@ -14,7 +14,7 @@ from orlgen.runtime import final_message, submit_final_message, summed_reward
 from orlgen.serve import ServerProcess
 
 from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
-from tests.test_env_reward import generated
+from tests.support.modules import generated
 from tests.test_trl import EOS_TOKEN, make_trainer, quiet_and_single_threaded, teach  # noqa: F401 - an autouse fixture
 
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")

@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+
+from tests.support.modules import REPO
 
 SCRIPT = REPO / "examples" / "train_grpo.py"
 

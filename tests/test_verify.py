@@ -9,11 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from orlgen.snapshot import load
 from orlgen.verify import samples
 
 from tests.support.cli import invoke
+from tests.support.modules import REPO
 
 ECHO = REPO / "generated" / "echo.snapshot.json"
 METHOD = (REPO / "templates" / "tool_method.py.jinja").read_text()

@@ -31,8 +31,8 @@ def main(url: str, out: Path) -> None:
     from transformers.utils import logging as hf_logging
     from trl import GRPOConfig, GRPOTrainer
 
-    from tests.conftest import load_module
     from tests.support.models.tiny_qwen3 import build_tiny_qwen3
+    from tests.support.modules import load_module
 
     torch.set_num_threads(1)
     hf_logging.disable_progress_bar()
