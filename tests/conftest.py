@@ -61,3 +61,29 @@ def recording_module(tmp_path_factory) -> ModuleType:
 def recording_url():
     with ServerProcess("tests.support.envs.recording:Recording") as server:
         yield server.url
+
+
+@pytest.fixture
+def quiet_and_single_threaded(monkeypatch):
+    """No experimental-feature warning, no progress bars; and one torch thread: a model this small
+    runs faster on one, several times faster when other work shares the CPU. For the TRL tests
+    (`pytestmark = pytest.mark.usefixtures("quiet_and_single_threaded")`)."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    threads, bars = torch.get_num_threads(), hf_logging.is_progress_bar_enabled()
+    torch.set_num_threads(1)
+    hf_logging.disable_progress_bar()
+    yield
+    torch.set_num_threads(threads)
+    if bars:
+        hf_logging.enable_progress_bar()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path() -> str:
+    """The checkpoint directory of the tiny Qwen3 (`tests/support/models/tiny_qwen3.py`)."""
+    from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
+
+    return str(tiny_qwen3_dir())

@@ -359,7 +359,7 @@ def test_hf_turns_see_the_tokens_grpo_trainer_builds(taught_model, echo_module, 
     from orlgen.eval.policy import tool_methods
     from orlgen.eval.rollout import _prompt
 
-    from tests.test_trl import make_trainer
+    from tests.support.training import make_trainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     dataset = echo_module.build_dataset(num_tasks=1)

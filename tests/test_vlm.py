@@ -11,7 +11,7 @@ import importlib
 import pytest
 from orlgen.serve import ServerProcess
 
-from tests.test_trl import Recorder
+from tests.support.training import Recorder, answer_ids, grpo_trainer
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 
@@ -22,38 +22,25 @@ def canvas_url():
         yield server.url
 
 
-def test_grpo_step_hands_the_environments_images_to_the_processor(canvas_url, tmp_path, monkeypatch):
+@pytest.mark.usefixtures("quiet_and_single_threaded")
+def test_grpo_step_hands_the_environments_images_to_the_processor(canvas_url, tmp_path):
     import functools
-
-    import torch
-    from trl import GRPOConfig, GRPOTrainer
 
     from tests.support.models.tiny_vlm import build_processor, build_vlm
 
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    torch.set_num_threads(1)
     canvas = importlib.import_module("generated.canvas")
     processor = build_processor()
     factory = Recorder(functools.partial(canvas.CanvasEnv, base_url=canvas_url))
-    trainer = GRPOTrainer(
+    trainer = grpo_trainer(
+        tmp_path,
         model=build_vlm(processor),
         processing_class=processor,
-        args=GRPOConfig(
-            output_dir=str(tmp_path),
-            use_cpu=True,
-            max_steps=1,
-            per_device_train_batch_size=2,
-            num_generations=2,
-            max_completion_length=32,
-            max_tool_calling_iterations=1,
-            temperature=0.3,
-            report_to=[],
-            save_strategy="no",
-            disable_tqdm=True,
-            seed=0,
-        ),
-        train_dataset=canvas.build_dataset(indices=[2]),
         environment_factory=factory,
+        train_dataset=canvas.build_dataset(indices=[2]),
+        per_device_train_batch_size=2,
+        max_completion_length=32,
+        max_tool_calling_iterations=1,
+        temperature=0.3,
     )
     loss = teach_screenshot(trainer, canvas, canvas_url)
     assert loss < 0.05, f"the tiny model did not learn the tool call (loss {loss:.3f})"
@@ -93,8 +80,6 @@ def teach_screenshot(trainer, canvas, url) -> float:
     import torch
     from trl.data_utils import prepare_multimodal_messages
 
-    from tests.support.models.tiny_qwen3 import EOS_TOKEN
-
     processor = trainer.processing_class
     row = canvas.build_dataset(indices=[2])[0]
     prompt = canvas.CanvasEnv(base_url=url).reset(**row)
@@ -111,7 +96,7 @@ def teach_screenshot(trainer, canvas, url) -> float:
     )
     tokenizer = processor.tokenizer
     call = '<tool_call>\n{"name": "screenshot", "arguments": {}}\n</tool_call>'
-    call_ids = tokenizer(call, add_special_tokens=False)["input_ids"] + [tokenizer.convert_tokens_to_ids(EOS_TOKEN)]
+    call_ids = answer_ids(tokenizer, call)
     input_ids = torch.cat([first["input_ids"], torch.tensor([call_ids])], dim=1)
     # Which tokens are image tokens (the rope positions of Qwen2.5-VL depend on it), as at generation.
     mm_token_type_ids = torch.cat([first["mm_token_type_ids"], torch.zeros((1, len(call_ids)), dtype=torch.long)], 1)

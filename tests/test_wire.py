@@ -19,10 +19,10 @@ import pytest
 from orlgen.serve import ServerProcess
 
 from tests.support.envs.wire import LONG_OUTPUT
-from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
+from tests.support.models.tiny_qwen3 import teach
 from tests.support.modules import generated
 from tests.support.servers.wire import CASES
-from tests.test_trl import EOS_TOKEN, make_trainer, quiet_and_single_threaded, teach  # noqa: F401 - an autouse fixture
+from tests.support.training import answer_ids, first_turn_ids, make_trainer
 
 pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
 
@@ -145,29 +145,20 @@ def test_a_tool_output_is_cut_to_its_bound_with_a_marker(wire, server, monkeypat
         wire.WireEnv(base_url=server.url, max_output_chars=0)
 
 
-def test_grpo_training_survives_a_malformed_terminal_reward(wire, server, tmp_path, caplog):
+@pytest.mark.usefixtures("quiet_and_single_threaded")
+def test_grpo_training_survives_a_malformed_terminal_reward(wire, server, tiny_model_path, tmp_path, caplog):
     """One GRPO step on tasks 0 and 1, 2 generations each. The tiny model is taught to answer task 0
     with `reward-list` (the terminal tool's reward then arrives as `[1.0]`, which used to raise a
     TypeError out of `reward_funcs` and end training) and task 1 with `ok` (graded 1.0). Training
     completes; task 0's rollouts are unscored environment errors, task 1's score 1.0."""
     rows = wire.build_dataset(indices=[0, 1])
-    trainer, factory = make_trainer(str(tiny_qwen3_dir()), wire, server.url, rows, tmp_path, temperature=0.5)
-    tokenizer = trainer.processing_class
-    eos = [tokenizer.convert_tokens_to_ids(EOS_TOKEN)]
+    trainer, factory = make_trainer(tiny_model_path, wire, server.url, rows, tmp_path, temperature=0.5)
     examples = []
     for row, answer in zip(rows, ["reward-list", "ok"], strict=True):
         env = wire.WireEnv(base_url=server.url)
-        user = {**row["prompt"][-1], "content": row["prompt"][-1]["content"] + env.reset(**row)}
+        prompt_ids = first_turn_ids(trainer, row, env.reset(**row))
         env.get_reward()
-        prompt_ids = tokenizer.apply_chat_template(
-            [*row["prompt"][:-1], user],
-            tools=trainer.tools,
-            chat_template=trainer.chat_template,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )["input_ids"]
-        examples.append((prompt_ids, tokenizer(answer, add_special_tokens=False)["input_ids"] + eos))
+        examples.append((prompt_ids, answer_ids(trainer.processing_class, answer)))
     assert teach(trainer.model, examples) < 0.05
 
     with caplog.at_level(logging.WARNING, logger="orlgen"):

@@ -29,10 +29,10 @@ def main(url: str, out: Path) -> None:
     import torch.distributed as dist
     from orlgen.runtime import admission, budget, prefetch, scoring_callback
     from transformers.utils import logging as hf_logging
-    from trl import GRPOConfig, GRPOTrainer
 
     from tests.support.models.tiny_qwen3 import build_tiny_qwen3
     from tests.support.modules import load_module
+    from tests.support.training import grpo_trainer
 
     torch.set_num_threads(1)
     hf_logging.disable_progress_bar()
@@ -58,27 +58,16 @@ def main(url: str, out: Path) -> None:
         adapters.append(CountedEchoEnv(base_url=url, prefetch=rows))
         return adapters[-1]
 
-    trainer = GRPOTrainer(
+    trainer = grpo_trainer(
+        out / f"trainer{rank}",
         model=str(model_dir),
-        args=GRPOConfig(
-            output_dir=str(out / f"trainer{rank}"),
-            use_cpu=True,
-            bf16=False,
-            activation_checkpointing=False,
-            max_steps=1,
-            per_device_train_batch_size=PER_DEVICE,
-            num_generations=GENERATIONS,
-            max_completion_length=8,
-            max_tool_calling_iterations=1,
-            logging_steps=1,
-            report_to=[],
-            save_strategy="no",
-            disable_tqdm=True,
-            seed=0,
-        ),
-        train_dataset=echo.build_dataset(num_tasks=8),
         environment_factory=factory,
+        train_dataset=echo.build_dataset(num_tasks=8),
         reward_funcs=echo.reward_funcs,
+        per_device_train_batch_size=PER_DEVICE,
+        num_generations=GENERATIONS,
+        max_completion_length=8,
+        max_tool_calling_iterations=1,
     )
     trainer.add_callback(scoring_callback(trainer))
     trainer.train()
