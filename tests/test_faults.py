@@ -225,14 +225,15 @@ def open_unpinged_session(url: str, index: int) -> str:
 
 def test_keepalive_outlives_the_reaper(counting, tmp_path, monkeypatch):
     """The SDK pings every 10 s from its own thread; the server reaps sessions idle for 900 s.
-    Against a server whose clock runs 60 times fast (reaping after 15 real seconds), our idle
-    session survives 22 s, while a session that never pings is reaped."""
-    monkeypatch.setenv("ORLGEN_COUNT_FILE", str(tmp_path / "counts.json"))
+    Against a server whose clock runs 60 times fast (reaping after 15 real seconds, and looking
+    often), a session that never pings is reaped, while our idle session, opened before it, lives."""
+    count_file = tmp_path / "counts.json"
+    monkeypatch.setenv("ORLGEN_COUNT_FILE", str(count_file))
     with ServerProcess("tests.support.envs.counting:Counting", entry="tests.support.servers.fast_clock") as fast:
         alive = counting.CountingEnv(base_url=fast.url)
         alive.reset(task_index=0)
         unpinged = open_unpinged_session(fast.url, 1)
-        time.sleep(22)
+        assert wait_for(lambda: count_file.exists() and json.loads(count_file.read_text())["closed"] == 1, 45)
         assert alive.wait(seconds=0) == "waited"
         ping = urllib.request.Request(f"{fast.url}/ping", method="POST", headers={"X-Session-ID": unpinged})
         with pytest.raises(urllib.error.HTTPError, match="404"):

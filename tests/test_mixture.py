@@ -21,11 +21,6 @@ from generated import echo, helpdesk, support_mix
 from tests.support.models import tiny_qwen3 as tiny_model
 from tests.support.training import Recorder, answer_ids, first_turn_ids, grpo_trainer
 
-pytestmark = pytest.mark.filterwarnings(
-    # trl 1.16 still calls `model.is_gradient_checkpointing`, which transformers 5.24 deprecates.
-    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
-)
-
 MODULES = {"echo": echo, "helpdesk": helpdesk}
 
 

@@ -17,8 +17,6 @@ from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
 from tests.support.modules import REPO
 from tests.support.training import ONE_STEP
 
-pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
-
 
 def small(out) -> str:
     """The one-step config of the TRL tests, smaller still, as keyword arguments in source."""

@@ -17,8 +17,6 @@ from tests.support.models.tiny_qwen3 import teach
 from tests.support.modules import generated
 from tests.support.training import answer_ids, first_turn_ids, make_trainer
 
-pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
-
 
 @pytest.fixture(scope="module")
 def quiz(tmp_path_factory):

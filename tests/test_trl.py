@@ -17,11 +17,7 @@ import pytest
 from tests.support.models.tiny_qwen3 import qwen3_chat_template, teach
 from tests.support.training import answer_ids, first_turn_ids, make_trainer
 
-pytestmark = [
-    pytest.mark.usefixtures("quiet_and_single_threaded"),
-    # trl 1.16 still calls `model.is_gradient_checkpointing`, which transformers 5.24 deprecates.
-    pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"),
-]
+pytestmark = pytest.mark.usefixtures("quiet_and_single_threaded")
 
 # The call the tiny model is taught to make, exactly as a Qwen3 model writes one.
 ECHO_HELLO_CALL = '<tool_call>\n{"name": "echo", "arguments": {"text": "hello"}}\n</tool_call>'

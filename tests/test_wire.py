@@ -24,8 +24,6 @@ from tests.support.modules import generated
 from tests.support.servers.wire import CASES
 from tests.support.training import answer_ids, first_turn_ids, make_trainer
 
-pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
-
 # case → how the log line quotes the value
 QUOTED = {
     "reward-list": "reward [1.0] is not a number",
