@@ -1,11 +1,18 @@
 """The suite runs the same wherever it runs: no test names the venv's directory (a venv anywhere
 must pass too), every test runs the command through `tests/support/cli.py`, helpers live in
-`tests/support/`, and fuzzing in `make test` draws from a fixed seed."""
+`tests/support/`, `make test` runs the slow tests too, and fuzzing in `make test` draws from a
+fixed seed."""
 
 from __future__ import annotations
 
 import ast
+import re
+import sysconfig
+import tomllib
 
+import pytest
+
+from tests.support import cli
 from tests.support.modules import REPO
 
 TESTS = REPO / "tests"
@@ -53,3 +60,24 @@ def test_fuzzing_is_seeded_unless_make_fuzz_says_otherwise():
         decorators = [ast.unparse(d) for d in test.decorator_list]
         assert "seed(SEED)" in decorators, (test.name, decorators)
     assert ".example()" not in source  # unseeded draws
+
+
+def test_the_slow_set_is_marked_and_make_test_runs_it():
+    """`pytest -m "not slow"` is the fast set; `make test` runs everything, slow tests included."""
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    assert "--strict-markers" in config["addopts"].split()
+    assert [marker.split(":")[0] for marker in config["markers"]] == ["slow"]
+    recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", (REPO / "Makefile").read_text(encoding="utf-8"), re.M)
+    assert recipe, "Makefile has no test target"
+    (pytest_line,) = [line for line in recipe.group(1).splitlines() if " pytest" in line]
+    assert "-m" not in pytest_line.split(" pytest", 1)[1].split(), pytest_line  # no marker deselects
+
+
+def test_a_missing_orlgen_command_fails_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *args: str(tmp_path))
+    with pytest.raises(pytest.fail.Exception) as failed:
+        cli.run_orlgen("--help")
+    assert (
+        str(failed.value)
+        == f"no `orlgen` command at {tmp_path / 'orlgen'}: install orlgen into this environment (`make install`)"
+    )
