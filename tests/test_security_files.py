@@ -239,7 +239,7 @@ def test_a_snapshot_cannot_aim_its_module_at_another_file(gen: Path):
 def test_a_capture_never_clobbers_the_environments_own_module(tmp_path: Path):
     """`orlgen snapshot greeter:Greeter --out .` names the module after the env: greeter.py,
     which is the environment's own hand-written file."""
-    source = (REPO / "tests" / "stalling_env.py").read_text()
+    source = (REPO / "tests" / "support" / "envs" / "stalling.py").read_text()
     own = source.replace("class Stalling(", "class Greeter(").replace(
         '        Path(os.environ["ORLGEN_STALL_FILE"]).touch()\n        time.sleep(600)\n', ""
     )
