@@ -32,6 +32,7 @@ from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokeni
 from tests.support.modules import generated
 
 pytestmark = [
+    pytest.mark.slow,  # TRL's async rollout worker in a spawned child, a taught model
     pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"),
 ]
 

@@ -74,6 +74,7 @@ def play(echo_module, url, **options):
         return list(pool.map(rollout, envs, range(ROLLOUTS), [barrier] * ROLLOUTS))
 
 
+@pytest.mark.slow
 def test_without_a_budget_rollouts_wait_for_a_busy_env_and_all_score(echo_module, faulty):
     url = faulty(capacity=CAPACITY)
     results = play(echo_module, url)
@@ -94,6 +95,7 @@ def test_with_the_budget_at_the_limit_the_env_refuses_nothing(echo_module, fault
     assert wait_for(lambda: stats(url)["open"] == 0)
 
 
+@pytest.mark.slow
 def test_a_busy_env_past_the_timeout_ends_the_rollout_in_one_line_naming_the_knob(echo_module, faulty):
     url = faulty(capacity=1)
     holder = echo_module.EchoEnv(base_url=url)

@@ -292,6 +292,7 @@ def test_nothing_listening_fails_fast_with_one_line():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_snapshot_of_a_url_writes_snapshot_and_module(urls, tmp_path):
     out = tmp_path / "out"
     result = invoke("snapshot", urls["Echo"], "--out", out)
@@ -316,6 +317,7 @@ def test_cli_snapshot_of_nothing_listening_exits_2(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cli_snapshot_with_zero_tasks_does_not_crash(urls, tmp_path):
     result = invoke("snapshot", urls["Echo"], "--tasks", "0", "--out", tmp_path)
     assert not isinstance(result.exception, ZeroDivisionError)
@@ -330,6 +332,7 @@ def test_cli_snapshot_of_a_bad_target_exits_2_with_one_line(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_cli_snapshot_of_a_module_target_prints_only_its_own_lines(tmp_path):
     env = {key: value for key, value in _cli_env().items() if key != "OPENREWARD_LOG_LEVEL"}
     result = run_orlgen(
@@ -349,6 +352,7 @@ def test_cli_snapshot_of_a_module_target_prints_only_its_own_lines(tmp_path):
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
     """A local echo server stands in for the platform: the SDK's API and session URLs point to it."""
     secret = "test-key"
@@ -368,6 +372,7 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
     assert secret not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_tasks_10_of_a_large_split_stores_exactly_10_and_the_first_5_build_offline(tmp_path):
     """`--tasks 10` on 2,500 tasks: tasks 0-4 and five spread to the end; with the server gone,
     `build_dataset(num_tasks=5)` still works (no request), and num_tasks=6 needs the server."""

@@ -140,6 +140,7 @@ WRONG = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(WRONG))
 def test_wrong_server_data_is_an_error_never_stored(echo_url, tmp_path, case):
     path, change, expected = WRONG[case]
@@ -176,6 +177,7 @@ def test_a_huge_tool_name_is_cut_short_in_the_message(echo_url):
     assert len(message) < 1500
 
 
+@pytest.mark.slow
 def test_credentials_in_a_target_url_are_never_recorded_nor_shown(echo_url, tmp_path):
     host = echo_url.removeprefix("http://")
     target = f"http://alice:hunter22@{host}/?token=hunter22&x=1"
@@ -212,6 +214,7 @@ def _trickle_every_second(handler, fetch):
     handler.send_chunked((b" " for _ in range(30)), pause=1)  # 30 s of "answer", one byte a second
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("timeouts", "expected"),
     [
@@ -254,6 +257,7 @@ print(json.dumps({"grew_mb": grew, "took": time.monotonic() - start, "outcome": 
 """
 
 
+@pytest.mark.slow
 def test_a_flood_of_session_events_is_bounded_in_total(tmp_path):
     """150 session events of 400 KB (60 MB; each line within aiohttp's per-line limit), against
     an 8 MB answer bound. Peak memory is measured in a fresh process: before the stream had a

@@ -60,6 +60,7 @@ def _files_text(path: Path) -> str:
     return "".join(p.read_text() for p in path.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_without_its_secret_the_probe_failure_is_one_line_naming_task_cause_and_fix(tmp_path):
     result = _run("snapshot", TARGET, "--out", str(tmp_path))
     assert result.returncode == 2
@@ -74,6 +75,7 @@ def test_without_its_secret_the_probe_failure_is_one_line_naming_task_cause_and_
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_with_secret_from_the_environment_the_task_only_tool_is_found(tmp_path):
     result = _run("snapshot", TARGET, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path), JUDGE_API_KEY=KEY)
     assert result.returncode == 0, result.stderr
@@ -116,6 +118,7 @@ def test_a_secret_named_but_not_set_is_one_line(judged_url, tmp_path, monkeypatc
     assert result.stderr == "orlgen: error: secret JUDGE_API_KEY: the environment variable JUDGE_API_KEY is not set\n"
 
 
+@pytest.mark.slow
 def test_sync_reads_secret_names_from_the_config(judged_url, tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text(
         f"[tool.orlgen]\nout = 'gen'\n\n[[tool.orlgen.envs]]\ntarget = '{judged_url}'\nsecrets = ['JUDGE_API_KEY']\n"
@@ -224,6 +227,7 @@ def _catalog_class(env_class: type) -> type:
     return type("JudgedEnv", (env_class,), {"_target": Target(kind="catalog", value="Acme/judged", env="judged")})
 
 
+@pytest.mark.slow
 def test_snapshot_check_captures_with_the_recorded_secrets(tmp_path):
     """`snapshot --check` repeats the capture: the secret names the snapshot recorded, read from
     the environment (its probes fail without them); the module's hint is that exact command."""

@@ -18,6 +18,8 @@ from orlgen.serve import ServerProcess
 
 from tests.support.modules import generated
 
+pytestmark = pytest.mark.slow  # 64 rollouts at once against a server
+
 N = 64
 
 

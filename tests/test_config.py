@@ -39,6 +39,7 @@ def test_cli_reports_a_bad_config_in_one_line(tmp_path, monkeypatch):
     assert result.stderr.startswith("orlgen: error: pyproject.toml: [tool.orlgen] bogus")
 
 
+@pytest.mark.slow
 def test_sync_snapshots_and_generates_every_listed_env(tmp_path, monkeypatch, echo_url):
     write_project(
         tmp_path,
@@ -59,6 +60,7 @@ def test_sync_snapshots_and_generates_every_listed_env(tmp_path, monkeypatch, ec
     assert invoke("check").exit_code == 0  # `check` with no argument uses `out`
 
 
+@pytest.mark.slow
 def test_snapshot_check_reports_live_drift(tmp_path, echo_url):
     out = str(tmp_path)
     assert invoke("snapshot", echo_url, "--out", out).exit_code == 0
@@ -74,6 +76,7 @@ def test_snapshot_check_reports_live_drift(tmp_path, echo_url):
     assert path.read_bytes() == before  # --check writes nothing
 
 
+@pytest.mark.slow
 def test_a_project_template_overrides_one_packaged_template(tmp_path, monkeypatch):
     shutil.copytree(REPO / "generated", tmp_path / "generated")
     (tmp_path / "templates").mkdir()

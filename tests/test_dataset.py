@@ -56,6 +56,7 @@ def test_missing_tasks_are_fetched_live(uncaptured_module, recording_module, rec
     assert live.to_list() == captured.to_list()
 
 
+@pytest.mark.slow
 def test_no_address_serves_the_module_target_for_live_rows(uncaptured_module, monkeypatch):
     """A `module:Class` target has no address: the rows come from the class, served locally."""
     monkeypatch.delenv("ORLGEN_RECORDING_URL", raising=False)

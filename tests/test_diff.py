@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
 from orlgen.diff import RULES, Change, diff, render
 from orlgen.snapshot import load
 
@@ -141,6 +142,7 @@ def test_output_formats():
     assert github[1].startswith("::notice ")
 
 
+@pytest.mark.slow
 def test_cli_exit_codes(tmp_path):
     old = load(HELPDESK)
     compatible = tmp_path / "compatible.snapshot.json"
@@ -161,6 +163,7 @@ def test_diff_against_a_live_target(helpdesk_url):
     assert result.stdout == ""  # the live env is the env the snapshot was taken from
 
 
+@pytest.mark.slow
 def test_a_parameter_reorder_is_a_prompt_change():
     """The model reads parameters in the declared order: a reorder changes its prompt, no call."""
     old = load(HELPDESK)

@@ -67,6 +67,7 @@ def test_task_spec_opens_an_ad_hoc_task(echo_module, echo_url):
         env.reset(task_spec=[1, 2])
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_grpo_trainer_trains_with_train_dataset_none(echo_module, echo_url, tmp_path, monkeypatch):
     """TRL 1.16's environment-owned mode: no dataset, `max_steps`, placeholder rows; every rollout's
@@ -85,6 +86,7 @@ def test_grpo_trainer_trains_with_train_dataset_none(echo_module, echo_url, tmp_
     assert all(env._session_slot == [] for env in factory.created)  # get_reward ended every session
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_mixture_trains_on_routing_only_rows(tmp_path, echo_url, helpdesk_url, monkeypatch):
     """Rows that carry only an `environment` column: each adapter draws its own task."""

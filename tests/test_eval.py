@@ -128,6 +128,7 @@ def test_json_format_and_pass_threshold(chat, helpdesk_url):
     assert report["rollouts"] == 6 and report["interrupted"] is False and report["rollouts_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_a_snapshot_is_rendered_in_memory_and_evaluated(chat, echo_url, tmp_path):
     snapshot = tmp_path / "echo.snapshot.json"
     snapshot.write_bytes((REPO / "generated" / "echo.snapshot.json").read_bytes())
@@ -157,6 +158,7 @@ def test_a_mixture_reports_each_environment(chat, echo_url, helpdesk_url, tmp_pa
     assert [s["env"] for s in json.loads(only.stdout)["splits"]] == ["echo"]
 
 
+@pytest.mark.slow
 def test_a_terminal_tool_grades_the_final_message(chat, tmp_path):
     quiz = generated("examples.quiz:Quiz", tmp_path)
     out = tmp_path / "quiz.jsonl"
@@ -176,6 +178,7 @@ def test_a_terminal_tool_grades_the_final_message(chat, tmp_path):
         assert row["rewards"] == [None, row["reward"]]  # lookup paid nothing; submit graded
 
 
+@pytest.mark.slow
 def test_failing_tasks_are_counted_unscored_and_the_run_completes(chat, tmp_path, monkeypatch):
     flaky = generated("tests.support.envs.flaky:Flaky", tmp_path)
     out = tmp_path / "flaky.jsonl"
@@ -237,6 +240,7 @@ def test_tool_errors_are_answered_as_trl_answers_them(echo_url, tmp_path):
     assert results[2].startswith("Error: invalid arguments for echo")  # the adapter's own answer
 
 
+@pytest.mark.slow
 def test_unreachable_endpoint_or_env_exits_2_with_one_line(chat, echo_url):
     dead = f"http://127.0.0.1:{closed_port()}"
     no_model = evaluate("generated/echo.py", "--base-url", dead + "/v1", "--model", "m", "--env-url", echo_url)
@@ -256,6 +260,7 @@ def test_unreachable_endpoint_or_env_exits_2_with_one_line(chat, echo_url):
         assert usage.exit_code == 2 and message in usage.stderr and usage.stderr.count("\n") == 1, usage.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_what_finished_and_exits_130(echo_url, tmp_path):
     out = tmp_path / "partial.jsonl"
     with serving(ChatServer(scripted, delay=0.4)) as server:

@@ -23,6 +23,8 @@ from orlgen.render import generate
 from orlgen.runtime import COVERAGE, DriftError, outcome_reward_with
 from orlgen.serve import ServerProcess
 
+pytestmark = pytest.mark.slow  # a fresh server per test, real timeouts and restarts
+
 
 @pytest.fixture(scope="module")
 def counting(tmp_path_factory):

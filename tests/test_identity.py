@@ -45,6 +45,7 @@ def test_a_second_module_for_an_env_is_refused_in_one_line(tmp_path, echo_url):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["echo.snapshot.json"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, expected",
     [

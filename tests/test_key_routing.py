@@ -44,6 +44,7 @@ def keys_sent(header_log) -> set:
     return {r["x-api-key"] for r in records}
 
 
+@pytest.mark.slow
 def test_a_capture_sends_the_platform_key_to_the_platform_only(recording_echo, header_log, monkeypatch, tmp_path):
     monkeypatch.setenv("OPENREWARD_API_KEY", PLATFORM_KEY)
     header_log.write_text("")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
 from orlgen.capture import summary
 from orlgen.snapshot import load
 
@@ -35,6 +36,7 @@ def test_one_tool_is_one_tool():
     assert summary(snapshot).startswith("2 tools; ")
 
 
+@pytest.mark.slow
 def test_sync_says_one_line_per_env_when_nothing_changed(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text(
         "[tool.orlgen]\nout = 'gen'\n\n"

@@ -280,6 +280,7 @@ def recorders(echo_url, helpdesk_url):
             env._end_session()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_grpo_step_on_the_mixture_routes_tools_per_environment(
     mixture_model_path, recorders, echo_url, helpdesk_url, tmp_path

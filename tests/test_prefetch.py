@@ -14,6 +14,8 @@ from orlgen.serve import ServerProcess
 
 from tests.support.modules import generated
 
+pytestmark = pytest.mark.slow  # a fresh server per test and setups that take seconds
+
 
 @pytest.fixture(scope="module")
 def counting(tmp_path_factory):

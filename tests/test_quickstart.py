@@ -17,6 +17,8 @@ from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
 from tests.support.modules import REPO
 from tests.support.training import ONE_STEP
 
+pytestmark = pytest.mark.slow  # a GRPO step from the README
+
 
 def small(out) -> str:
     """The one-step config of the TRL tests, smaller still, as keyword arguments in source."""

@@ -21,6 +21,8 @@ from orlgen.serve import ServerProcess
 
 from tests.support.servers.capacity import post, stats
 
+pytestmark = pytest.mark.slow  # a two-process torchrun GRPO step
+
 BUDGET = 8
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 

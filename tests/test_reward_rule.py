@@ -46,6 +46,7 @@ def scripted_score(module, url: str) -> float | None:
     return env.get_reward()
 
 
+@pytest.mark.slow
 def test_snapshot_records_the_summed_rule_and_the_adapter_defaults_to_it(tmp_path, stepped_url):
     snapshot_cli(STEPPED, "--reward", "summed", "--name", "stepped_sum", "--out", str(tmp_path))
     data = json.loads((tmp_path / "stepped_sum.snapshot.json").read_text())

@@ -147,6 +147,7 @@ def snapshot_replaced_by_a_link(gen: Path) -> Path:
         pytest.param(snapshot_replaced_by_a_link, "hand-edited: not a regular file", id="snapshot-symlink"),
     ],
 )
+@pytest.mark.slow
 def test_check_catches_every_tampering(gen: Path, tamper: Callable[[Path], Path], cause: str):
     tampered = tamper(gen)
     result = orlgen("check", gen)
@@ -163,6 +164,7 @@ def test_check_never_prints_a_file_a_link_points_to(gen: Path):
     assert "TOP-SECRET" not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_tampered_file_fails_check_with_a_warm_cache_too(gen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert orlgen("check", "--cache", gen).returncode == 0
@@ -262,6 +264,7 @@ def test_a_capture_never_replaces_another_envs_snapshot(tmp_path: Path, echo_url
     assert files_under(out) == before
 
 
+@pytest.mark.slow
 def test_generate_from_another_directory_keeps_the_mixture_module(tmp_path: Path):
     """The config belongs to the directory being generated, not to the working directory."""
     project = write_project(tmp_path / "project", (REPO / "pyproject.toml").read_text())
@@ -280,6 +283,7 @@ def test_generate_from_another_directory_keeps_the_mixture_module(tmp_path: Path
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_capture_exits_130_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     stalled = tmp_path / "stalled"
     monkeypatch.setenv("ORLGEN_STALL_FILE", str(stalled))

@@ -154,6 +154,7 @@ def canary(tmp_path, monkeypatch) -> tuple[str, Path]:
     return name, written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["tool", "task"])
 def test_generator_extensions_import_nothing(workdir, canary, where):
     name, written = canary
@@ -271,6 +272,7 @@ def _leaks(secret: Path) -> dict[str, tuple[list[Tool], dict | None]]:
     return leaks
 
 
+@pytest.mark.slow
 def test_no_local_file_content_reaches_the_module(workdir):
     secret = workdir / "secret.json"
     leak = {
@@ -294,6 +296,7 @@ def test_no_local_file_content_reaches_the_module(workdir):
 # ── formats and impossible constraints ───────────────────────────────────────
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["email", "idn-email", "ulid"])
 def test_formats_need_no_extra_package(workdir, fmt):
     outcome = generate(workdir, sealed([tool("t", params(a={"type": "string", "format": fmt}))]))
@@ -354,6 +357,7 @@ def test_a_300_level_schema_is_refused_in_one_line(workdir, kind):
     assert outcome.exit_code == 2 and "nested deeper than" in outcome.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(HOSTILE_SCHEMAS))
 def test_hostile_schema_gives_a_working_module_or_one_line(workdir, label):
     outcome = generate(workdir, sealed([tool("attack_tool", HOSTILE_SCHEMAS[label])]))
@@ -379,6 +383,7 @@ def test_deep_task_schema_gives_a_working_module_or_one_line(workdir):
     assert outcome.exit_code == 2 and "nested deeper than" in outcome.stderr
 
 
+@pytest.mark.slow
 def test_a_failed_generate_keeps_the_previous_module(workdir):
     good = generate(workdir, sealed([tool("t", params(a={"type": "string"}))]))
     assert good.exit_code == 0 and good.module_path is not None
@@ -414,6 +419,7 @@ def _sent(output: str) -> Any:
     return json.loads(output)
 
 
+@pytest.mark.slow
 def test_password_reaches_the_server_unmasked(workdir, recorder_url):
     env, found = _episode(
         workdir,
@@ -494,6 +500,7 @@ def test_each_look_alike_rename_is_reported(workdir):
     assert "'раth' mixes scripts" in outcome.stderr and "'path\\u115f' holds an invisible character" in outcome.stderr
 
 
+@pytest.mark.slow
 def test_look_alike_fields_of_one_model_get_distinct_names(workdir):
     outcome = generate(workdir, sealed([tool("record", params(where={"type": "object", "properties": LOOK_ALIKES}))]))
     assert_sound(outcome, ["record"])
@@ -504,6 +511,7 @@ def test_look_alike_fields_of_one_model_get_distinct_names(workdir):
             assert len({lookalike.skeleton(name) for name in fields}) == len(fields), (node.name, fields)
 
 
+@pytest.mark.slow
 def test_no_invisible_character_anywhere_in_a_module(workdir):
     """Descriptions of nested models become pydantic class docstrings (by datamodel-code-generator),
     once with bidi controls, zero-width characters and line separators raw."""
@@ -541,6 +549,7 @@ def test_diff_output_shows_invisible_characters_as_escapes(tmp_path, style):
     assert not [char for char in output if char != "\n" and lookalike.invisible(char)], output
 
 
+@pytest.mark.slow
 def test_name_munging_is_linear_on_megabyte_inputs():
     """20 000 wire names that all want `unnamed` once took a quadratic search for a free number;
     one name of a megabyte is munged in one pass."""

@@ -358,6 +358,7 @@ def test_generated_modules_pass_ruff(generated):
     assert result.returncode == 0, result.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_generated_modules_pass_mypy(generated, tmp_path):
     paths = [str(g.path) for g in generated.values()]
     result = _run(
@@ -366,6 +367,7 @@ def test_generated_modules_pass_mypy(generated, tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_checked_in_modules_pass_ruff_and_mypy(tmp_path):
     """Every module in generated/, the mixture included, as a reviewer's CI would lint them."""
     paths = [str(p) for p in sorted((REPO / "generated").glob("*.py"))]

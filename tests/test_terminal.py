@@ -89,6 +89,7 @@ def test_without_environments_the_limit_is_logged_once(caplog, monkeypatch):
     assert len([r for r in caplog.records if "terminal tool cannot see the final message" in r.message]) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_grpo_step_scores_the_final_message(quiz, quiz_url, tiny_model_path, tmp_path):
     """One GRPO step on quiz tasks 0 (Paris) and 3 (42), 2 generations each. The tiny model is

@@ -12,6 +12,8 @@ import pytest
 
 from tests.support.modules import REPO
 
+pytestmark = pytest.mark.slow  # examples/train_grpo.py run in a child process
+
 SCRIPT = REPO / "examples" / "train_grpo.py"
 
 

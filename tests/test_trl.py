@@ -79,6 +79,7 @@ def teach_echo_hello(trainer, module, base_url, rows) -> float:
     return teach(trainer.model, examples)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("explicit", [False, True], ids=["get_reward", "get_reward+reward_funcs"])
 def test_grpo_training_runs_tool_calls_through_the_generated_adapter(
     explicit, echo_module, echo_url, tiny_model_path, tmp_path

@@ -28,6 +28,7 @@ def project(tmp_path: Path, tool_method: str) -> Path:
     return tmp_path / "gen"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("broken", "cause"),
     [
@@ -49,6 +50,7 @@ def test_a_module_that_does_not_work_is_not_written(tmp_path, broken, cause):
     assert not (gen / "echo.py").exists()
 
 
+@pytest.mark.slow
 def test_a_working_override_is_written(tmp_path):
     gen = project(tmp_path, METHOD)
     result = invoke("generate", str(gen))

@@ -13,7 +13,10 @@ from orlgen.serve import ServerProcess
 
 from tests.support.training import Recorder, answer_ids, grpo_trainer
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning"),
+]  # slow: a GRPO step of a vision-language model
 
 
 @pytest.fixture(scope="module")

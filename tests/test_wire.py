@@ -143,6 +143,7 @@ def test_a_tool_output_is_cut_to_its_bound_with_a_marker(wire, server, monkeypat
         wire.WireEnv(base_url=server.url, max_output_chars=0)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_grpo_training_survives_a_malformed_terminal_reward(wire, server, tiny_model_path, tmp_path, caplog):
     """One GRPO step on tasks 0 and 1, 2 generations each. The tiny model is taught to answer task 0
