@@ -73,6 +73,7 @@ def test_mean_stderr_and_equal_groups():
 # --- end to end through the CLI ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_helpdesk_table_and_trajectories_in_one_run(chat, helpdesk_url, helpdesk_module, tmp_path):
     from datasets import load_dataset
     from transformers.utils import get_json_schema
@@ -317,6 +318,7 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
     return path
 
 
+@pytest.mark.slow
 def test_hf_model_is_read_through_trls_parser(taught_model, echo_url, tmp_path):
     out = tmp_path / "hf.jsonl"
     result = evaluate(

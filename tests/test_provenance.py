@@ -30,6 +30,7 @@ def redeployed(monkeypatch, tmp_path):
         yield url, tmp_path
 
 
+@pytest.mark.slow
 def test_a_url_capture_records_the_deployment_and_check_notes_a_new_one(redeployed):
     url, out = redeployed
     recorded = snapshot_mod.load(out / "echo.snapshot.json").deployment
@@ -39,6 +40,7 @@ def test_a_url_capture_records_the_deployment_and_check_notes_a_new_one(redeploy
     assert f"{out / 'echo.snapshot.json'}: same schema, new deployment (build aaa111 → bbb222)" in result.output
 
 
+@pytest.mark.slow
 def test_the_drift_guard_logs_a_new_deployment_of_the_same_tools(redeployed, caplog, monkeypatch):
     url, out = redeployed
     monkeypatch.setattr("orlgen.runtime.adapter._drift_checked", set())

@@ -238,6 +238,7 @@ def test_a_snapshot_cannot_aim_its_module_at_another_file(gen: Path):
     assert "echo.snapshot.json: invalid snapshot" in orlgen("check", gen).stdout
 
 
+@pytest.mark.slow
 def test_a_capture_never_clobbers_the_environments_own_module(tmp_path: Path):
     """`orlgen snapshot greeter:Greeter --out .` names the module after the env: greeter.py,
     which is the environment's own hand-written file."""
