@@ -114,6 +114,7 @@ def test_helpdesk_table_and_trajectories_in_one_run(chat, helpdesk_url, helpdesk
     assert loaded.num_rows == 12 and loaded[0]["messages"][1]["tool_calls"][0]["function"]["name"]
 
 
+@pytest.mark.slow
 def test_json_format_and_pass_threshold(chat, helpdesk_url):
     result = evaluate(
         "generated.helpdesk", "--base-url", chat.url, "--model", "scripted", "-n", 3, "-k", 2,
@@ -334,6 +335,7 @@ def test_hf_model_is_read_through_trls_parser(taught_model, echo_url, tmp_path):
         assert (row["reward"], row["stop"], row["model"]) == (reward, "episode_over", str(taught_model))
 
 
+@pytest.mark.slow
 def test_an_eval_file_trains_one_sft_step(chat, echo_url, tmp_path):
     from datasets import load_dataset
     from trl import SFTConfig, SFTTrainer
@@ -357,6 +359,7 @@ def test_an_eval_file_trains_one_sft_step(chat, echo_url, tmp_path):
     assert '<tool_call>\n{"name": "echo", "arguments": {"text":' in text and "<tool_response>" in text
 
 
+@pytest.mark.slow
 def test_hf_turns_see_the_tokens_grpo_trainer_builds(taught_model, echo_module, echo_url, tmp_path, monkeypatch):
     """Turn by turn, the local model is given exactly the token ids GRPOTrainer would give it:
     the first turn rendered as `_tokenize_prompts` renders it, the next one the previous ids plus
