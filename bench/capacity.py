@@ -1,7 +1,7 @@
 """`python -m bench.capacity`: 24 concurrent rollouts against an env that allows 4 open sessions.
 
 The env is `bench.slow_env` (setup 1 s) behind the capacity middleware of
-`tests/capacity_server.py` (429 with `Retry-After: 1` past 4 open sessions). Each rollout is
+`tests/support/servers/capacity.py` (429 with `Retry-After: 1` past 4 open sessions). Each rollout is
 AsyncGRPOTrainer's order on its own thread: `reset` (which waits for the setup), then
 `get_reward` (which deletes the session). The floor is 6 waves of one setup: 24 / 4 x 1 s. Run
 without a budget (rollouts wait by backing off on 429) and with `ORLGEN_MAX_SESSIONS=4` (they
@@ -23,9 +23,9 @@ def main() -> None:
     from orlgen.runtime import breaker, budget
 
     from bench.slow import generated_module, slow_server
-    from tests.capacity_server import post, stats
+    from tests.support.servers.capacity import post, stats
 
-    with slow_server(SETUP_S, 0, entry="tests.capacity_server") as url:
+    with slow_server(SETUP_S, 0, entry="tests.support.servers.capacity") as url:
         module = generated_module(Path(tempfile.mkdtemp(prefix="orlgen-capacity-")))
         floor = ROLLOUTS / CAPACITY * SETUP_S
         print(f"{ROLLOUTS} rollouts, env capacity {CAPACITY}, setup {SETUP_S:g} s; floor {floor:g} s")

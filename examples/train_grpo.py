@@ -23,7 +23,7 @@ CUDA_VISIBLE_DEVICES=0,1 accelerate launch --num_processes 2 examples/train_grpo
 python examples/train_grpo.py --module generated.support_mix --counts echo=8,helpdesk=56 \
     --base-url echo=http://127.0.0.1:8765 --base-url helpdesk=http://127.0.0.1:8080
 
-# Smoke run, offline, on CPU: a tiny random Qwen3 built in-process (tests/tiny_model.py, in a
+# Smoke run, offline, on CPU: a tiny random Qwen3 built in-process (tests/support/models/tiny_qwen3.py, in a
 # source checkout of orlgen: run from its root).
 python examples/train_grpo.py --module generated.echo --base-url http://127.0.0.1:8765 --tiny --max-steps 1
 ```
@@ -242,10 +242,10 @@ def train(args: argparse.Namespace, module) -> None:
         import torch
 
         try:
-            from tests.tiny_model import tiny_qwen3_dir
+            from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
         except ImportError:  # the tiny model is a test helper of the source checkout, not packaged
             raise SystemExit(
-                "train_grpo: error: --tiny needs orlgen's source checkout (tests/tiny_model.py): run from its root"
+                "train_grpo: error: --tiny needs orlgen's source checkout (tests/support/models/tiny_qwen3.py): run from its root"
             ) from None
 
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import os
 import sys
 from pathlib import Path
@@ -19,7 +17,7 @@ if str(REPO) not in sys.path:
 
 from orlgen.serve import ServerProcess  # noqa: E402
 
-_counter = itertools.count()
+from tests.support.modules import load_module  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -34,16 +32,6 @@ def helpdesk_url():
         yield server.url
 
 
-def load_module(path: Path) -> ModuleType:
-    """Import a generated module from its file, under a fresh name each time."""
-    name = f"orlgen_test_module_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="session")
 def echo_module() -> ModuleType:
     return load_module(REPO / "generated" / "echo.py")
@@ -56,13 +44,13 @@ def helpdesk_module() -> ModuleType:
 
 @pytest.fixture(scope="session")
 def recording_module(tmp_path_factory) -> ModuleType:
-    """`tests.recording_env:Recording`, captured and generated into a temp dir."""
+    """`tests.support.envs.recording:Recording`, captured and generated into a temp dir."""
     from orlgen.capture import capture
     from orlgen.files import write_files
     from orlgen.render import generate
 
     out = tmp_path_factory.mktemp("recording")
-    snapshot = capture("tests.recording_env:Recording")
+    snapshot = capture("tests.support.envs.recording:Recording")
     path = out / snapshot.file_name
     path.write_text(snapshot.to_json())
     write_files(generate([(path, snapshot)]))
@@ -71,5 +59,31 @@ def recording_module(tmp_path_factory) -> ModuleType:
 
 @pytest.fixture(scope="session")
 def recording_url():
-    with ServerProcess("tests.recording_env:Recording") as server:
+    with ServerProcess("tests.support.envs.recording:Recording") as server:
         yield server.url
+
+
+@pytest.fixture
+def quiet_and_single_threaded(monkeypatch):
+    """No experimental-feature warning, no progress bars; and one torch thread: a model this small
+    runs faster on one, several times faster when other work shares the CPU. For the TRL tests
+    (`pytestmark = pytest.mark.usefixtures("quiet_and_single_threaded")`)."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    threads, bars = torch.get_num_threads(), hf_logging.is_progress_bar_enabled()
+    torch.set_num_threads(1)
+    hf_logging.disable_progress_bar()
+    yield
+    torch.set_num_threads(threads)
+    if bars:
+        hf_logging.enable_progress_bar()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_path() -> str:
+    """The checkpoint directory of the tiny Qwen3 (`tests/support/models/tiny_qwen3.py`)."""
+    from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
+
+    return str(tiny_qwen3_dir())

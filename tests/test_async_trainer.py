@@ -3,7 +3,7 @@
 What runs: TRL's own `AsyncRolloutWorker` (trl.experimental.async_grpo) in the spawned child
 process it starts, with its thread pool calling `reset`, the tools and `get_reward` of generated
 adapters concurrently, against real ORS servers on loopback; its generation requests go to the tiny
-real model of `tests/tiny_model.py` served behind `/v1/completions` (`tests/model_server.py`).
+real model of `tests/support/models/tiny_qwen3.py` served behind `/v1/completions` (`tests/support/models/completion_server.py`).
 What does not run: vLLM itself (no CPU build here; the worker refuses to start without it, so the
 test lifts that import guard and nothing else) and the trainer's side: `AsyncGRPOTrainer`'s
 optimisation loop and its NCCL weight transfer to vLLM. The worker's output, scored
@@ -27,11 +27,12 @@ import time
 import pytest
 from orlgen.serve import ServerProcess
 
-from tests.model_server import CompletionModel, serving_completions
-from tests.test_env_reward import generated
-from tests.tiny_model import EOS_TOKEN, build_model, build_tokenizer, teach
+from tests.support.models.completion_server import CompletionModel, serving_completions
+from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokenizer, teach
+from tests.support.modules import generated
 
 pytestmark = [
+    pytest.mark.slow,  # TRL's async rollout worker in a spawned child, a taught model
     pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning", "ignore::UserWarning"),
 ]
 
@@ -42,7 +43,7 @@ ROLLOUTS = 16  # per run: 4 groups of 4 generations, 8 in flight at once
 def counting(tmp_path_factory):
     """The generated counting module, importable by name in the worker's spawned child."""
     out = tmp_path_factory.mktemp("counting")
-    module = generated("tests.counting_env:Counting", out)
+    module = generated("tests.support.envs.counting:Counting", out)
     sys.path.insert(0, str(out))  # the child gets the parent's sys.path when it is spawned
     yield module
     sys.path.remove(str(out))
@@ -65,7 +66,7 @@ def counting_url(count_file):
     old = os.environ.get("ORLGEN_COUNT_FILE")
     os.environ["ORLGEN_COUNT_FILE"] = str(count_file)
     try:
-        with ServerProcess("tests.counting_env:Counting") as server:
+        with ServerProcess("tests.support.envs.counting:Counting") as server:
             yield server.url
     finally:
         if old is None:

@@ -1,4 +1,4 @@
-"""Environments with a capacity, an unfunded account and a flapping server (`tests/capacity_server.py`,
+"""Environments with a capacity, an unfunded account and a flapping server (`tests/support/servers/capacity.py`,
 a fault-injecting middleware on the real SDK server), driven through the checked-in echo module
 the way AsyncGRPOTrainer's worker drives it: each rollout on its own thread, all at once.
 
@@ -19,7 +19,7 @@ import pytest
 from orlgen.runtime import breaker, budget, set_max_sessions
 from orlgen.serve import ServerProcess
 
-from tests.capacity_server import post, stats
+from tests.support.servers.capacity import post, stats
 
 ROLLOUTS = 24
 CAPACITY = 4
@@ -27,7 +27,7 @@ CAPACITY = 4
 
 @pytest.fixture(scope="module")
 def faulty_url():
-    with ServerProcess("examples.echo:Echo", entry="tests.capacity_server") as server:
+    with ServerProcess("examples.echo:Echo", entry="tests.support.servers.capacity") as server:
         yield server.url
 
 
@@ -74,6 +74,7 @@ def play(echo_module, url, **options):
         return list(pool.map(rollout, envs, range(ROLLOUTS), [barrier] * ROLLOUTS))
 
 
+@pytest.mark.slow
 def test_without_a_budget_rollouts_wait_for_a_busy_env_and_all_score(echo_module, faulty):
     url = faulty(capacity=CAPACITY)
     results = play(echo_module, url)
@@ -94,6 +95,7 @@ def test_with_the_budget_at_the_limit_the_env_refuses_nothing(echo_module, fault
     assert wait_for(lambda: stats(url)["open"] == 0)
 
 
+@pytest.mark.slow
 def test_a_busy_env_past_the_timeout_ends_the_rollout_in_one_line_naming_the_knob(echo_module, faulty):
     url = faulty(capacity=1)
     holder = echo_module.EchoEnv(base_url=url)

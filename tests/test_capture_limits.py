@@ -1,5 +1,5 @@
 """Capture against hostile or broken servers: every answer bounded in size and time, the whole
-capture bounded, wrong data refused, server text cleaned. Each test puts `tests/fault_proxy.py`
+capture bounded, wrong data refused, server text cleaned. Each test puts `tests/support/servers/fault_proxy.py`
 (FAULT INJECTION: a loopback HTTP server rewriting chosen answers) in front of the real echo
 server, so everything it does not rewrite is the real SDK talking to a real ORS server.
 """
@@ -11,11 +11,10 @@ import re
 import time
 
 import pytest
-from click.testing import CliRunner
 from orlgen.capture import CaptureError, CaptureOptions, capture
-from orlgen.cli import main
 
-from tests.fault_proxy import FaultProxy
+from tests.support.cli import invoke
+from tests.support.servers.fault_proxy import FaultProxy
 
 MB = 2**20
 
@@ -141,11 +140,12 @@ WRONG = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(WRONG))
 def test_wrong_server_data_is_an_error_never_stored(echo_url, tmp_path, case):
     path, change, expected = WRONG[case]
     with FaultProxy(echo_url, {path: _rewrite(change)}) as proxy:
-        result = CliRunner().invoke(main, ["snapshot", proxy.url, "--probes", "0", "--out", str(tmp_path)])
+        result = invoke("snapshot", proxy.url, "--probes", "0", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr == f"orlgen: error: {proxy.url}: {expected}\n"
     assert list(tmp_path.iterdir()) == []
@@ -177,10 +177,11 @@ def test_a_huge_tool_name_is_cut_short_in_the_message(echo_url):
     assert len(message) < 1500
 
 
+@pytest.mark.slow
 def test_credentials_in_a_target_url_are_never_recorded_nor_shown(echo_url, tmp_path):
     host = echo_url.removeprefix("http://")
     target = f"http://alice:hunter22@{host}/?token=hunter22&x=1"
-    result = CliRunner().invoke(main, ["snapshot", target, "--probes", "0", "--tasks", "none", "--out", str(tmp_path)])
+    result = invoke("snapshot", target, "--probes", "0", "--tasks", "none", "--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     snapshot = json.loads((tmp_path / "echo.snapshot.json").read_text())
     assert snapshot["target"]["value"] == echo_url
@@ -188,7 +189,7 @@ def test_credentials_in_a_target_url_are_never_recorded_nor_shown(echo_url, tmp_
         assert "hunter22" not in path.read_text() and "alice" not in path.read_text()
     assert "hunter22" not in result.output
 
-    refused = CliRunner().invoke(main, ["snapshot", "ftp://alice:hunter22@host/x?sig=hunter22", "--out", str(tmp_path)])
+    refused = invoke("snapshot", "ftp://alice:hunter22@host/x?sig=hunter22", "--out", str(tmp_path))
     assert refused.exit_code == 2
     assert "hunter22" not in refused.stderr and "***" in refused.stderr
 
@@ -213,6 +214,7 @@ def _trickle_every_second(handler, fetch):
     handler.send_chunked((b" " for _ in range(30)), pause=1)  # 30 s of "answer", one byte a second
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("timeouts", "expected"),
     [
@@ -231,7 +233,7 @@ def test_environment_discovery_is_under_the_capture_bounds(echo_url, tmp_path, m
         monkeypatch.setenv(name, value)
     with FaultProxy(echo_url, {"/list_environments": _trickle_every_second}) as proxy:
         start = time.monotonic()
-        result = CliRunner().invoke(main, ["snapshot", proxy.url, "--probes", "0", "--out", str(tmp_path)])
+        result = invoke("snapshot", proxy.url, "--probes", "0", "--out", str(tmp_path))
         took = time.monotonic() - start
     assert result.exit_code == 2
     assert result.stderr == f"orlgen: error: cannot reach an ORS server at {proxy.url}: {expected}\n"
@@ -255,6 +257,7 @@ print(json.dumps({"grew_mb": grew, "took": time.monotonic() - start, "outcome": 
 """
 
 
+@pytest.mark.slow
 def test_a_flood_of_session_events_is_bounded_in_total(tmp_path):
     """150 session events of 400 KB (60 MB; each line within aiohttp's per-line limit), against
     an 8 MB answer bound. Peak memory is measured in a fresh process: before the stream had a
@@ -265,7 +268,7 @@ def test_a_flood_of_session_events_is_bounded_in_total(tmp_path):
 
     from orlgen.serve import ServerProcess
 
-    with ServerProcess("examples.echo:Echo", entry="tests.flood_server") as server:
+    with ServerProcess("examples.echo:Echo", entry="tests.support.servers.flood") as server:
         script = tmp_path / "measure.py"
         script.write_text(_MEASURE_CAPTURE)
         environ = {**os.environ, "OPENREWARD_DISABLE_UPDATE_CHECK": "1"}

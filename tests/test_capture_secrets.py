@@ -1,8 +1,8 @@
 """Capturing environments that need secrets, and forwarding them from generated adapters.
 
-`tests/judge_env.py:Judged` is served by the real `openreward` server: its `setup()` fails the
+`tests/support/envs/judge.py:Judged` is served by the real `openreward` server: its `setup()` fails the
 session without `JUDGE_API_KEY`, as published LLM-judge envs do, and its task-only `whoami` tool
-reports which secrets reached the session. The server runs under `tests/header_server.py`, whose
+reports which secrets reached the session. The server runs under `tests/support/servers/header.py`, whose
 ASGI middleware records the credentials each request carried (`X-API-Key`, `Authorization`).
 """
 
@@ -14,16 +14,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import load_module
-from orlgen.cli import main
 from orlgen.runtime.connection import Target
 from orlgen.serve import ServerProcess
 
-from tests.cli import run_orlgen
+from tests.support.cli import invoke, run_orlgen
+from tests.support.modules import load_module
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET = "tests.judge_env:Judged"
+TARGET = "tests.support.envs.judge:Judged"
 KEY = "judge-key-4f7a"
 
 
@@ -37,7 +35,7 @@ def header_log(tmp_path_factory):
 def judged_url(header_log):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ORLGEN_HEADER_LOG", str(header_log))
-        server = ServerProcess(TARGET, entry="tests.header_server").start()
+        server = ServerProcess(TARGET, entry="tests.support.servers.header").start()
     try:
         yield server.url
     finally:
@@ -62,6 +60,7 @@ def _files_text(path: Path) -> str:
     return "".join(p.read_text() for p in path.rglob("*") if p.is_file())
 
 
+@pytest.mark.slow
 def test_without_its_secret_the_probe_failure_is_one_line_naming_task_cause_and_fix(tmp_path):
     result = _run("snapshot", TARGET, "--out", str(tmp_path))
     assert result.returncode == 2
@@ -76,6 +75,7 @@ def test_without_its_secret_the_probe_failure_is_one_line_naming_task_cause_and_
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_with_secret_from_the_environment_the_task_only_tool_is_found(tmp_path):
     result = _run("snapshot", TARGET, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path), JUDGE_API_KEY=KEY)
     assert result.returncode == 0, result.stderr
@@ -90,27 +90,22 @@ def test_with_secret_from_the_environment_the_task_only_tool_is_found(tmp_path):
 
 
 def test_secret_given_with_its_value_and_probes_zero(judged_url, tmp_path):
-    given = CliRunner().invoke(
-        main,
-        ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={KEY}", "--no-generate", "--out", str(tmp_path / "a")],
+    given = invoke(
+        "snapshot", judged_url, "--secret", f"JUDGE_API_KEY={KEY}", "--no-generate", "--out", str(tmp_path / "a")
     )
     assert given.exit_code == 0, given.output
     assert "whoami" in (tmp_path / "a" / "judged.snapshot.json").read_text()
     assert KEY not in _files_text(tmp_path / "a") and KEY not in given.output
 
     # --probes 0 works without the secret, and gives up the task-only tool
-    skipped = CliRunner().invoke(
-        main, ["snapshot", judged_url, "--probes", "0", "--no-generate", "--out", str(tmp_path / "b")]
-    )
+    skipped = invoke("snapshot", judged_url, "--probes", "0", "--no-generate", "--out", str(tmp_path / "b"))
     assert skipped.exit_code == 0, skipped.output
     assert "whoami" not in (tmp_path / "b" / "judged.snapshot.json").read_text()
 
 
 def test_a_secret_the_server_quotes_back_is_masked_in_the_message(judged_url, tmp_path):
     revoked = "revoked-7d1c9e"
-    result = CliRunner().invoke(
-        main, ["snapshot", judged_url, "--secret", f"JUDGE_API_KEY={revoked}", "--out", str(tmp_path)]
-    )
+    result = invoke("snapshot", judged_url, "--secret", f"JUDGE_API_KEY={revoked}", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "the server answered 500: PermissionError: the judge refused the key ***" in result.stderr
     assert revoked not in result.output and "secrets sent: JUDGE_API_KEY" in result.stderr
@@ -118,18 +113,19 @@ def test_a_secret_the_server_quotes_back_is_masked_in_the_message(judged_url, tm
 
 def test_a_secret_named_but_not_set_is_one_line(judged_url, tmp_path, monkeypatch):
     monkeypatch.delenv("JUDGE_API_KEY", raising=False)
-    result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path)])
+    result = invoke("snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert result.stderr == "orlgen: error: secret JUDGE_API_KEY: the environment variable JUDGE_API_KEY is not set\n"
 
 
+@pytest.mark.slow
 def test_sync_reads_secret_names_from_the_config(judged_url, tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text(
         f"[tool.orlgen]\nout = 'gen'\n\n[[tool.orlgen.envs]]\ntarget = '{judged_url}'\nsecrets = ['JUDGE_API_KEY']\n"
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JUDGE_API_KEY", KEY)
-    result = CliRunner().invoke(main, ["sync"])
+    result = invoke("sync")
     assert result.exit_code == 0, result.output
     assert "whoami" in (tmp_path / "gen" / "judged.snapshot.json").read_text()
     assert '_secret_names = ("JUDGE_API_KEY",)' in (tmp_path / "gen" / "judged.py").read_text()
@@ -139,7 +135,7 @@ def test_sync_reads_secret_names_from_the_config(judged_url, tmp_path, monkeypat
 def test_a_config_secret_must_be_a_name_not_a_value(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text("[[tool.orlgen.envs]]\ntarget = 'a:B'\nsecrets = ['sk-live-123=x']\n")
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(main, ["sync"])
+    result = invoke("sync")
     assert result.exit_code == 2
     assert "envs.0.secrets" in result.stderr and "is not a secret name" in result.stderr
 
@@ -154,7 +150,7 @@ def judged_module(judged_url, tmp_path_factory):
     out = tmp_path_factory.mktemp("judged")
     os.environ["JUDGE_API_KEY"] = KEY
     try:
-        result = CliRunner().invoke(main, ["snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(out)])
+        result = invoke("snapshot", judged_url, "--secret", "JUDGE_API_KEY", "--out", str(out))
     finally:
         del os.environ["JUDGE_API_KEY"]
     assert result.exit_code == 0, result.output
@@ -231,6 +227,7 @@ def _catalog_class(env_class: type) -> type:
     return type("JudgedEnv", (env_class,), {"_target": Target(kind="catalog", value="Acme/judged", env="judged")})
 
 
+@pytest.mark.slow
 def test_snapshot_check_captures_with_the_recorded_secrets(tmp_path):
     """`snapshot --check` repeats the capture: the secret names the snapshot recorded, read from
     the environment (its probes fail without them); the module's hint is that exact command."""

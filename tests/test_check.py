@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from click.testing import CliRunner
 from orlgen import snapshot
-from orlgen.cli import main
 
-from tests.cli import run_orlgen
+from tests.support.cli import invoke, run_orlgen
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATED = REPO / "generated"
@@ -42,9 +40,7 @@ def orlgen_process(*args: str | Path, cwd: Path = REPO) -> Result:
 
 def orlgen(*args: str | Path) -> Result:
     """The same command run in this process by click's runner (no interpreter start-up per call)."""
-    done = CliRunner().invoke(main, [str(arg) for arg in args])
-    if done.exception is not None and not isinstance(done.exception, SystemExit):
-        raise done.exception
+    done = invoke(*args)
     return Result(done.exit_code, done.stdout, done.stderr)
 
 
@@ -94,6 +90,7 @@ def assert_one_error_line(result: Result, *fragments: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_checked_in_generated_files_are_current():
     """Keeps the repository honest: regenerate (`orlgen generate`) and commit when this fails."""
     result = orlgen_process("check")  # the default: generated/ under the working directory
@@ -124,6 +121,7 @@ def test_files_that_cannot_change_an_import_are_left_alone(gen: Path):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_hand_edited_module(gen: Path):
     module = gen / "echo.py"
     hand_edit(module)
@@ -152,6 +150,7 @@ def test_stale_module_after_the_snapshot_changed(gen: Path):
     )
 
 
+@pytest.mark.slow
 def test_missing_module(gen: Path):
     (gen / "helpdesk.py").unlink()
     result = orlgen("check", gen)
@@ -172,6 +171,7 @@ def test_orphaned_module(gen: Path):
     assert problems(result.stdout)["support_mix.py"].startswith("orphaned")
 
 
+@pytest.mark.slow
 def test_every_problem_is_reported_in_one_run(gen: Path):
     hand_edit(gen / "echo.py")
     change_snapshot(gen / "helpdesk.snapshot.json")
@@ -186,6 +186,7 @@ def test_every_problem_is_reported_in_one_run(gen: Path):
     assert "4 generated file(s) out of date" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_snapshot_with_its_hash_intact_but_other_bytes_is_not_canonical(gen: Path):
     """Same content, other bytes (keys reordered, one line): a reviewer reads bytes, so check
     reports them with a diff, and generate rewrites the canonical form."""
@@ -269,6 +270,7 @@ def _break(gen: Path, kind: str) -> None:
         (gen / "other.py").write_bytes((GENERATED / "echo.py").read_bytes())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kinds",
     [
@@ -294,6 +296,7 @@ def test_generate_repairs_drift(gen: Path, kinds: tuple[str, ...]):
         assert (gen / "echo.py").read_bytes() == (GENERATED / "echo.py").read_bytes()
 
 
+@pytest.mark.slow
 def test_generate_does_not_rewrite_current_files(gen: Path):
     for path in gen.iterdir():
         os.utime(path, (OLD, OLD))
@@ -343,6 +346,7 @@ def test_a_warm_cache_skips_rendering(gen: Path, cache_home: Path, monkeypatch: 
     assert orlgen("check", "--cache", gen).returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", ["body", "header"])
 def test_a_warm_cache_still_catches_every_edit(gen: Path, cache_home: Path, edit: str):
     assert orlgen("check", "--cache", gen).returncode == 0
@@ -355,6 +359,7 @@ def test_a_warm_cache_still_catches_every_edit(gen: Path, cache_home: Path, edit
     assert result.returncode == 1 and problems(result.stdout)["echo.py"].startswith("hand-edited")
 
 
+@pytest.mark.slow
 def test_a_cached_verdict_does_not_survive_a_snapshot_change(gen: Path, cache_home: Path):
     assert orlgen("check", "--cache", gen).returncode == 0
     change_snapshot(gen / "echo.snapshot.json")

@@ -16,14 +16,16 @@ from orlgen.runtime import COVERAGE
 from orlgen.runtime.connection import _sdk_loop
 from orlgen.serve import ServerProcess
 
-from tests.test_env_reward import generated
+from tests.support.modules import generated
+
+pytestmark = pytest.mark.slow  # 64 rollouts at once against a server
 
 N = 64
 
 
 @pytest.fixture(scope="module")
 def counting(tmp_path_factory):
-    return generated("tests.counting_env:Counting", tmp_path_factory.mktemp("counting"))
+    return generated("tests.support.envs.counting:Counting", tmp_path_factory.mktemp("counting"))
 
 
 @pytest.fixture
@@ -31,7 +33,7 @@ def drifted(tmp_path, monkeypatch):
     """The counting env after an upstream change (one tool reworded, one added), counting sessions."""
     count_file = tmp_path / "counts.json"
     monkeypatch.setenv("ORLGEN_COUNT_FILE", str(count_file))
-    with ServerProcess("tests.counting_env:DriftedCounting") as server:
+    with ServerProcess("tests.support.envs.counting:DriftedCounting") as server:
         server.counts = lambda: json.loads(count_file.read_text())
         yield server
 

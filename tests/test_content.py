@@ -58,6 +58,7 @@ def _async_worker_rollout(url: str, results) -> None:
     results.put((prompt, shots, [r.getMessage() for r in records]))
 
 
+@pytest.mark.slow
 def test_async_worker_gets_strings_with_image_markers_logged_once(canvas_url):
     context = multiprocessing.get_context("spawn")
     results = context.Queue()

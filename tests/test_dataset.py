@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO, load_module
 from orlgen.capture import CaptureOptions, capture
 from orlgen.files import write_files
 from orlgen.render import generate
 from orlgen.runtime import DatasetError
 from orlgen.runtime.dataset import _runs, build
+
+from tests.support.modules import REPO, load_module
 
 
 def test_rows_come_from_the_snapshot_without_network(helpdesk_module, monkeypatch):
@@ -42,7 +43,7 @@ def test_reserved_names_are_prefixed_not_dropped(recording_module):
 def uncaptured_module(tmp_path_factory):
     """The recording env captured with `--tasks none`: every row must be fetched live."""
     out = tmp_path_factory.mktemp("uncaptured")
-    snapshot = capture("tests.recording_env:Recording", CaptureOptions(tasks="none"))
+    snapshot = capture("tests.support.envs.recording:Recording", CaptureOptions(tasks="none"))
     path = out / snapshot.file_name
     path.write_text(snapshot.to_json())
     write_files(generate([(path, snapshot)]))
@@ -55,6 +56,7 @@ def test_missing_tasks_are_fetched_live(uncaptured_module, recording_module, rec
     assert live.to_list() == captured.to_list()
 
 
+@pytest.mark.slow
 def test_no_address_serves_the_module_target_for_live_rows(uncaptured_module, monkeypatch):
     """A `module:Class` target has no address: the rows come from the class, served locally."""
     monkeypatch.delenv("ORLGEN_RECORDING_URL", raising=False)

@@ -7,7 +7,11 @@ import json
 import subprocess
 import sys
 
-from conftest import REPO
+import pytest
+
+from tests.support.modules import REPO
+
+pytestmark = pytest.mark.slow  # the demo, run whole in a child process
 
 
 def test_demo_runs_over_what_an_earlier_or_interrupted_run_left(tmp_path):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import copy
 import json
 
-from click.testing import CliRunner
-from conftest import REPO
-from orlgen.cli import main
+import pytest
 from orlgen.diff import RULES, Change, diff, render
 from orlgen.snapshot import load
+
+from tests.support.cli import invoke
+from tests.support.modules import REPO
 
 HELPDESK = REPO / "generated" / "helpdesk.snapshot.json"
 
@@ -141,27 +142,28 @@ def test_output_formats():
     assert github[1].startswith("::notice ")
 
 
+@pytest.mark.slow
 def test_cli_exit_codes(tmp_path):
     old = load(HELPDESK)
     compatible = tmp_path / "compatible.snapshot.json"
     compatible.write_text(edited(old, lambda d: d["tools"][0].update(description="changed")).to_json())
     breaking = tmp_path / "breaking.snapshot.json"
     breaking.write_text(edited(old, lambda d: d["tools"].pop(0)).to_json())
-    runner = CliRunner()
-    same = runner.invoke(main, ["diff", str(HELPDESK), "--against", str(HELPDESK)])
+    same = invoke("diff", str(HELPDESK), "--against", str(HELPDESK))
     assert same.exit_code == 0 and same.stdout == ""
-    ok = runner.invoke(main, ["diff", str(HELPDESK), "--against", str(compatible)])
+    ok = invoke("diff", str(HELPDESK), "--against", str(compatible))
     assert ok.exit_code == 0 and ok.stdout.startswith("TOOL_DESCRIPTION_CHANGED")
-    bad = runner.invoke(main, ["diff", str(HELPDESK), "--against", str(breaking), "--format", "json"])
+    bad = invoke("diff", str(HELPDESK), "--against", str(breaking), "--format", "json")
     assert bad.exit_code == 1 and json.loads(bad.stdout)["breaking"] is True
 
 
 def test_diff_against_a_live_target(helpdesk_url):
-    result = CliRunner().invoke(main, ["diff", str(HELPDESK), "--against", helpdesk_url])
+    result = invoke("diff", str(HELPDESK), "--against", helpdesk_url)
     assert result.exit_code == 0, result.output
     assert result.stdout == ""  # the live env is the env the snapshot was taken from
 
 
+@pytest.mark.slow
 def test_a_parameter_reorder_is_a_prompt_change():
     """The model reads parameters in the declared order: a reorder changes its prompt, no call."""
     old = load(HELPDESK)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 
 import yaml
-from conftest import REPO
 from orlgen.config import Config, EnvConfig, MixtureConfig
+
+from tests.support.modules import REPO
 
 # A duration, a speed-up, or a share ("430 of 1,405"): what a measurement says.
 FIGURE = re.compile(r"\b\d[\d,]*(\.\d+)? ?(ms|s|×|minutes?)(?![\w-])|\b\d[\d,]* of (the )?\d[\d,]*\b")

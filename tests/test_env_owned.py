@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from orlgen.runtime import draw
 
+from tests.support.training import Recorder, grpo_trainer
+
 TARGETS = ["hello", "orlgen", "open reward", "grpo", "snapshot", "typed tools", "review me", "done"]
 
 
@@ -65,19 +67,16 @@ def test_task_spec_opens_an_ad_hoc_task(echo_module, echo_url):
         env.reset(task_spec=[1, 2])
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_grpo_trainer_trains_with_train_dataset_none(echo_module, echo_url, tmp_path, monkeypatch):
     """TRL 1.16's environment-owned mode: no dataset, `max_steps`, placeholder rows; every rollout's
     `reset` draws a task (old adapters raised KeyError: 'task_index' on the first batch)."""
     import functools
 
-    from tests.test_trl import make_trainer, tiny_model_path_value
-
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     monkeypatch.setattr(draw, "_walks", {})
-    module = type("M", (), {})()
-    module.environment_factory = functools.partial(echo_module.EchoEnv, num_generations=2)
-    module.reward_funcs = []
-    trainer, factory = make_trainer(tiny_model_path_value(), module, echo_url, None, tmp_path)
+    factory = Recorder(functools.partial(echo_module.EchoEnv, num_generations=2, base_url=echo_url))
+    trainer = grpo_trainer(tmp_path, environment_factory=factory, train_dataset=None)
     trainer.train()
 
     assert trainer.state.global_step == 1
@@ -87,39 +86,27 @@ def test_grpo_trainer_trains_with_train_dataset_none(echo_module, echo_url, tmp_
     assert all(env._session_slot == [] for env in factory.created)  # get_reward ended every session
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_mixture_trains_on_routing_only_rows(tmp_path, echo_url, helpdesk_url, monkeypatch):
     """Rows that carry only an `environment` column: each adapter draws its own task."""
     import functools
 
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
 
     from generated import support_mix
-    from tests.test_trl import Recorder, tiny_model_path_value
 
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     monkeypatch.setattr(draw, "_walks", {})
     factories = {
         "echo": Recorder(functools.partial(support_mix.environments["echo"], base_url=echo_url)),
         "helpdesk": Recorder(functools.partial(support_mix.environments["helpdesk"], base_url=helpdesk_url)),
     }
-    trainer = GRPOTrainer(
-        model=tiny_model_path_value(),
-        args=GRPOConfig(
-            output_dir=str(tmp_path),
-            use_cpu=True,
-            max_steps=1,
-            per_device_train_batch_size=4,
-            num_generations=2,
-            max_completion_length=16,
-            report_to=[],
-            save_strategy="no",
-            disable_tqdm=True,
-            seed=0,
-        ),
-        train_dataset=Dataset.from_dict({"environment": ["echo", "helpdesk"]}),
+    trainer = grpo_trainer(
+        tmp_path,
         environment_factory=factories,
+        train_dataset=Dataset.from_dict({"environment": ["echo", "helpdesk"]}),
         reward_funcs=support_mix.reward_funcs,
+        max_completion_length=16,
     )
     trainer.train()
     assert trainer.state.global_step == 1

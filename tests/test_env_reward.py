@@ -5,39 +5,23 @@ from __future__ import annotations
 
 import copy
 import gc
-import importlib
 import pickle
-import sys
 
 import pytest
-from orlgen.capture import capture
-from orlgen.files import write_files
-from orlgen.render import generate
 from orlgen.runtime import COVERAGE, outcome_reward, outcome_reward_with, summed_reward
 from orlgen.serve import ServerProcess
 
-
-def generated(spec: str, out) -> object:
-    """Capture `spec`, generate its module into `out` and import it by name (so it pickles)."""
-    snapshot = capture(spec)
-    path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
-    write_files(generate([(path, snapshot)]))
-    sys.path.insert(0, str(out))
-    try:
-        return importlib.import_module(path.name.removesuffix(".snapshot.json"))
-    finally:
-        sys.path.remove(str(out))
+from tests.support.modules import generated
 
 
 @pytest.fixture(scope="module")
 def stepped(tmp_path_factory):
-    return generated("tests.stepped_env:Stepped", tmp_path_factory.mktemp("stepped"))
+    return generated("tests.support.envs.stepped:Stepped", tmp_path_factory.mktemp("stepped"))
 
 
 @pytest.fixture(scope="module")
 def stepped_url():
-    with ServerProcess("tests.stepped_env:Stepped") as server:
+    with ServerProcess("tests.support.envs.stepped:Stepped") as server:
         yield server.url
 
 

@@ -2,10 +2,10 @@
 
 Everything is real and on loopback: ORS servers of the example envs (`ServerProcess`), an
 OpenAI-compatible chat-completions server written with starlette (`bench/chat_server.py`)
-serving a scripted policy that answers in `tool_calls` (`tests/scripted_policy.py`), and the tiny
+serving a scripted policy that answers in `tool_calls` (`tests/support/models/scripted_policy.py`), and the tiny
 Qwen3 checkpoint generated in-process through TRL's own template and tool-call parser
 (`--hf-model`). The only fakes are fault
-injections that say so: an env that fails on some tasks (`tests/flaky_env.py`) and a chat server
+injections that say so: an env that fails on some tasks (`tests/support/envs/flaky.py`) and a chat server
 that answers HTTP 400 to one task.
 """
 
@@ -15,23 +15,17 @@ import json
 import math
 import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from orlgen.cli import main
 from orlgen.eval.stats import default_threshold, equal_groups, mean_stderr, pass_at_k
 from orlgen.serve import ServerProcess
 
 from bench.chat_server import ChatServer, Refuse, answer, call, serving
-from tests.conftest import REPO
-from tests.scripted_policy import scripted
-from tests.test_env_reward import generated
-
-ORLGEN = Path(sys.executable).with_name("orlgen")
+from tests.support.cli import invoke, start_orlgen
+from tests.support.models.scripted_policy import scripted
+from tests.support.modules import REPO, generated
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +35,7 @@ def chat():
 
 
 def evaluate(*args, env: dict[str, str] | None = None):
-    result = CliRunner(env=env).invoke(main, ["eval", *map(str, args)])
-    if result.exception and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
+    return invoke("eval", *args, env=env)
 
 
 def rows(path: Path) -> list[dict]:
@@ -82,6 +73,7 @@ def test_mean_stderr_and_equal_groups():
 # --- end to end through the CLI ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_helpdesk_table_and_trajectories_in_one_run(chat, helpdesk_url, helpdesk_module, tmp_path):
     from datasets import load_dataset
     from transformers.utils import get_json_schema
@@ -122,6 +114,7 @@ def test_helpdesk_table_and_trajectories_in_one_run(chat, helpdesk_url, helpdesk
     assert loaded.num_rows == 12 and loaded[0]["messages"][1]["tool_calls"][0]["function"]["name"]
 
 
+@pytest.mark.slow
 def test_json_format_and_pass_threshold(chat, helpdesk_url):
     result = evaluate(
         "generated.helpdesk", "--base-url", chat.url, "--model", "scripted", "-n", 3, "-k", 2,
@@ -137,6 +130,7 @@ def test_json_format_and_pass_threshold(chat, helpdesk_url):
     assert report["rollouts"] == 6 and report["interrupted"] is False and report["rollouts_per_s"] > 0
 
 
+@pytest.mark.slow
 def test_a_snapshot_is_rendered_in_memory_and_evaluated(chat, echo_url, tmp_path):
     snapshot = tmp_path / "echo.snapshot.json"
     snapshot.write_bytes((REPO / "generated" / "echo.snapshot.json").read_bytes())
@@ -166,6 +160,7 @@ def test_a_mixture_reports_each_environment(chat, echo_url, helpdesk_url, tmp_pa
     assert [s["env"] for s in json.loads(only.stdout)["splits"]] == ["echo"]
 
 
+@pytest.mark.slow
 def test_a_terminal_tool_grades_the_final_message(chat, tmp_path):
     quiz = generated("examples.quiz:Quiz", tmp_path)
     out = tmp_path / "quiz.jsonl"
@@ -185,11 +180,12 @@ def test_a_terminal_tool_grades_the_final_message(chat, tmp_path):
         assert row["rewards"] == [None, row["reward"]]  # lookup paid nothing; submit graded
 
 
+@pytest.mark.slow
 def test_failing_tasks_are_counted_unscored_and_the_run_completes(chat, tmp_path, monkeypatch):
-    flaky = generated("tests.flaky_env:Flaky", tmp_path)
+    flaky = generated("tests.support.envs.flaky:Flaky", tmp_path)
     out = tmp_path / "flaky.jsonl"
     monkeypatch.setenv("ORLGEN_FLAKY", "1")
-    with ServerProcess("tests.flaky_env:Flaky") as server:
+    with ServerProcess("tests.support.envs.flaky:Flaky") as server:
         result = evaluate(
             tmp_path / "flaky.snapshot.json", "--base-url", chat.url, "--model", "scripted", "-k", 2,
             "--env-url", server.url, "--out", out,
@@ -246,6 +242,7 @@ def test_tool_errors_are_answered_as_trl_answers_them(echo_url, tmp_path):
     assert results[2].startswith("Error: invalid arguments for echo")  # the adapter's own answer
 
 
+@pytest.mark.slow
 def test_unreachable_endpoint_or_env_exits_2_with_one_line(chat, echo_url):
     dead = f"http://127.0.0.1:{closed_port()}"
     no_model = evaluate("generated/echo.py", "--base-url", dead + "/v1", "--model", "m", "--env-url", echo_url)
@@ -265,13 +262,13 @@ def test_unreachable_endpoint_or_env_exits_2_with_one_line(chat, echo_url):
         assert usage.exit_code == 2 and message in usage.stderr and usage.stderr.count("\n") == 1, usage.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_what_finished_and_exits_130(echo_url, tmp_path):
     out = tmp_path / "partial.jsonl"
     with serving(ChatServer(scripted, delay=0.4)) as server:
-        child = subprocess.Popen(
-            [ORLGEN, "eval", "generated/echo.py", "--base-url", server.url, "--model", "m", "-k", "8",
-             "--concurrency", "2", "--env-url", echo_url, "--out", out],
-            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        child = start_orlgen(
+            "eval", "generated/echo.py", "--base-url", server.url, "--model", "m", "-k", "8",
+            "--concurrency", "2", "--env-url", echo_url, "--out", out,
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while not (out.exists() and len(out.read_text().splitlines()) >= 2):
@@ -300,7 +297,7 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
     import torch
     from orlgen.eval.policy import tool_methods
 
-    from tests.tiny_model import EOS_TOKEN, build_model, build_tokenizer, teach
+    from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokenizer, teach
 
     tokenizer = build_tokenizer()
     model = build_model(tokenizer)
@@ -322,6 +319,7 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
     return path
 
 
+@pytest.mark.slow
 def test_hf_model_is_read_through_trls_parser(taught_model, echo_url, tmp_path):
     out = tmp_path / "hf.jsonl"
     result = evaluate(
@@ -337,11 +335,12 @@ def test_hf_model_is_read_through_trls_parser(taught_model, echo_url, tmp_path):
         assert (row["reward"], row["stop"], row["model"]) == (reward, "episode_over", str(taught_model))
 
 
+@pytest.mark.slow
 def test_an_eval_file_trains_one_sft_step(chat, echo_url, tmp_path):
     from datasets import load_dataset
     from trl import SFTConfig, SFTTrainer
 
-    from tests.tiny_model import tiny_qwen3_dir
+    from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
 
     out = tmp_path / "sft.jsonl"
     evaluate("generated/echo.py", "--base-url", chat.url, "--model", "m", "-n", 2, "--env-url", echo_url, "--out", out)
@@ -360,6 +359,7 @@ def test_an_eval_file_trains_one_sft_step(chat, echo_url, tmp_path):
     assert '<tool_call>\n{"name": "echo", "arguments": {"text":' in text and "<tool_response>" in text
 
 
+@pytest.mark.slow
 def test_hf_turns_see_the_tokens_grpo_trainer_builds(taught_model, echo_module, echo_url, tmp_path, monkeypatch):
     """Turn by turn, the local model is given exactly the token ids GRPOTrainer would give it:
     the first turn rendered as `_tokenize_prompts` renders it, the next one the previous ids plus
@@ -369,7 +369,7 @@ def test_hf_turns_see_the_tokens_grpo_trainer_builds(taught_model, echo_module, 
     from orlgen.eval.policy import tool_methods
     from orlgen.eval.rollout import _prompt
 
-    from tests.test_trl import make_trainer
+    from tests.support.training import make_trainer
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     dataset = echo_module.build_dataset(num_tasks=1)

@@ -23,13 +23,15 @@ from orlgen.render import generate
 from orlgen.runtime import COVERAGE, DriftError, outcome_reward_with
 from orlgen.serve import ServerProcess
 
+pytestmark = pytest.mark.slow  # a fresh server per test, real timeouts and restarts
+
 
 @pytest.fixture(scope="module")
 def counting(tmp_path_factory):
-    """The generated module of `tests.counting_env:Counting`, importable by name (as `counting`)
+    """The generated module of `tests.support.envs.counting:Counting`, importable by name (as `counting`)
     so that adapters pickle into spawned processes."""
     out = tmp_path_factory.mktemp("counting")
-    snapshot = capture("tests.counting_env:Counting")
+    snapshot = capture("tests.support.envs.counting:Counting")
     path = out / snapshot.file_name
     path.write_text(snapshot.to_json())
     write_files(generate([(path, snapshot)]))
@@ -43,7 +45,7 @@ def server(tmp_path, monkeypatch):
     """A fresh counting server per test; `server.counts()` is its view of our sessions."""
     count_file = tmp_path / "counts.json"
     monkeypatch.setenv("ORLGEN_COUNT_FILE", str(count_file))
-    process = ServerProcess("tests.counting_env:Counting").start()
+    process = ServerProcess("tests.support.envs.counting:Counting").start()
     process.counts = lambda: json.loads(count_file.read_text()) if count_file.exists() else {"opened": 0, "closed": 0}
     yield process
     process.stop()
@@ -148,7 +150,7 @@ def test_secrets_reach_the_session_and_nowhere_else(counting, server, caplog):
 
 def test_drift_guard(counting, monkeypatch, caplog):
     """Served: the counting env after an upstream change (one tool reworded, one added)."""
-    with ServerProcess("tests.counting_env:DriftedCounting") as drifted:
+    with ServerProcess("tests.support.envs.counting:DriftedCounting") as drifted:
         monkeypatch.setattr("orlgen.runtime.adapter._drift_checked", set())
         strict = counting.CountingEnv(base_url=drifted.url, on_drift="raise")
         with pytest.raises(DriftError, match=r"'finish' changed; 'extra' is new\); run `orlgen snapshot`"):
@@ -225,14 +227,15 @@ def open_unpinged_session(url: str, index: int) -> str:
 
 def test_keepalive_outlives_the_reaper(counting, tmp_path, monkeypatch):
     """The SDK pings every 10 s from its own thread; the server reaps sessions idle for 900 s.
-    Against a server whose clock runs 60 times fast (reaping after 15 real seconds), our idle
-    session survives 22 s, while a session that never pings is reaped."""
-    monkeypatch.setenv("ORLGEN_COUNT_FILE", str(tmp_path / "counts.json"))
-    with ServerProcess("tests.counting_env:Counting", entry="tests.fast_clock_server") as fast:
+    Against a server whose clock runs 60 times fast (reaping after 15 real seconds, and looking
+    often), a session that never pings is reaped, while our idle session, opened before it, lives."""
+    count_file = tmp_path / "counts.json"
+    monkeypatch.setenv("ORLGEN_COUNT_FILE", str(count_file))
+    with ServerProcess("tests.support.envs.counting:Counting", entry="tests.support.servers.fast_clock") as fast:
         alive = counting.CountingEnv(base_url=fast.url)
         alive.reset(task_index=0)
         unpinged = open_unpinged_session(fast.url, 1)
-        time.sleep(22)
+        assert wait_for(lambda: count_file.exists() and json.loads(count_file.read_text())["closed"] == 1, 45)
         assert alive.wait(seconds=0) == "waited"
         ping = urllib.request.Request(f"{fast.url}/ping", method="POST", headers={"X-Session-ID": unpinged})
         with pytest.raises(urllib.error.HTTPError, match="404"):

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 import trl
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
@@ -175,6 +176,7 @@ def import_source(source: str, directory: Path):
     return module
 
 
+@pytest.mark.slow
 @seed(SEED)
 @FUZZ
 @given(tool_list=tools)
@@ -375,6 +377,7 @@ CANARY_EXAMPLE = [
 ]
 
 
+@pytest.mark.slow
 @seed(SEED)
 @FUZZ
 @example(tool_list=CANARY_EXAMPLE)
@@ -431,6 +434,7 @@ LINT_SHAPES = [
 ]
 
 
+@pytest.mark.slow
 def test_fuzzed_modules_pass_ruff_and_mypy(tmp_path):
     """Hostile specs still give modules a reviewer's linters accept: ruff's default rules plus
     import sorting, and mypy, over a batch of fuzzed modules (one run of each, for speed)."""

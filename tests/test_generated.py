@@ -8,8 +8,9 @@ import re
 import subprocess
 import sys
 
-from conftest import REPO
 from transformers.utils import get_json_schema
+
+from tests.support.modules import REPO
 
 
 def trl_tools(env_class) -> dict:

@@ -7,7 +7,6 @@ import inspect
 import json
 
 import pytest
-from conftest import REPO, load_module
 from orlgen.capture import capture
 from orlgen.files import write_files
 from orlgen.render import generate
@@ -15,6 +14,7 @@ from orlgen.serve import ServerProcess
 from transformers.utils import get_json_schema
 
 from examples.hostile import CANARY
+from tests.support.modules import REPO, load_module
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,14 @@ the exact re-capture command (`orlgen.recapture`)."""
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
-from orlgen.cli import main
 from orlgen.recapture import command
 from orlgen.snapshot import load
 
+from tests.support.cli import invoke
+
 
 def snapshot_cli(*args: str):
-    return CliRunner().invoke(main, ["snapshot", *args])
+    return invoke("snapshot", *args)
 
 
 def test_module_and_url_captures_of_one_env_share_one_module(tmp_path, echo_url):
@@ -45,6 +45,7 @@ def test_a_second_module_for_an_env_is_refused_in_one_line(tmp_path, echo_url):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["echo.snapshot.json"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, expected",
     [

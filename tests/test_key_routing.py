@@ -1,8 +1,8 @@
 """Keys only where they belong, and redirects kept to one origin.
 
-The echo env is served by the real SDK server under `tests/header_server.py` (an ASGI middleware
+The echo env is served by the real SDK server under `tests/support/servers/header.py` (an ASGI middleware
 that records the credentials each request carried). Redirects are FAULT INJECTION:
-`tests/fault_proxy.py` stands in front of the real server and answers one path with a 307 to a
+`tests/support/servers/fault_proxy.py` stands in front of the real server and answers one path with a 307 to a
 second loopback server (another port: another origin), which records whatever reaches it.
 """
 
@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 from orlgen.capture import CaptureOptions, capture
-from orlgen.cli import main
 from orlgen.serve import ServerProcess
 
-from tests.fault_proxy import FaultProxy
+from tests.support.cli import invoke
+from tests.support.servers.fault_proxy import FaultProxy
 
 PLATFORM_KEY = "platform-key-9c1e"
 
@@ -30,7 +29,7 @@ def header_log(tmp_path_factory):
 def recording_echo(header_log):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ORLGEN_HEADER_LOG", str(header_log))
-        server = ServerProcess("examples.echo:Echo", entry="tests.header_server").start()
+        server = ServerProcess("examples.echo:Echo", entry="tests.support.servers.header").start()
     try:
         yield server.url
     finally:
@@ -45,16 +44,17 @@ def keys_sent(header_log) -> set:
     return {r["x-api-key"] for r in records}
 
 
+@pytest.mark.slow
 def test_a_capture_sends_the_platform_key_to_the_platform_only(recording_echo, header_log, monkeypatch, tmp_path):
     monkeypatch.setenv("OPENREWARD_API_KEY", PLATFORM_KEY)
     header_log.write_text("")
-    result = CliRunner().invoke(main, ["snapshot", recording_echo, "--probes", "1", "--out", str(tmp_path / "a")])
+    result = invoke("snapshot", recording_echo, "--probes", "1", "--out", str(tmp_path / "a"))
     assert result.exit_code == 0, result.output
     assert keys_sent(header_log) == {None}
 
     # a key given explicitly goes to the URL it was given for
-    result = CliRunner().invoke(
-        main, ["snapshot", recording_echo, "--secret", "api_key=mine", "--probes", "1", "--out", str(tmp_path / "b")]
+    result = invoke(
+        "snapshot", recording_echo, "--secret", "api_key=mine", "--probes", "1", "--out", str(tmp_path / "b")
     )
     assert result.exit_code == 0, result.output
     assert keys_sent(header_log) == {"mine"}
@@ -111,7 +111,7 @@ def redirect_to(server):
 def test_a_capture_refuses_a_redirect_to_another_origin(echo_url, elsewhere, tmp_path, path):
     with FaultProxy(echo_url, {path: redirect_to(elsewhere)}) as proxy:
         args = ["snapshot", proxy.url, "--secret", "api_key=given-key", "--probes", "0", "--out", str(tmp_path)]
-        result = CliRunner().invoke(main, args if path == "/list_environments" else [*args, "--env", "echo"])
+        result = invoke(*args) if path == "/list_environments" else invoke(*args, "--env", "echo")
     assert result.exit_code == 2
     assert result.stderr.count("\n") == 1, result.stderr
     assert f"to another origin ({elsewhere.url}/" in result.stderr and result.stderr.endswith(": refused\n")

@@ -7,11 +7,11 @@ import shutil
 import subprocess
 import sys
 
-from conftest import REPO
 from orlgen.render import render_module
 from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
 from transformers.utils import get_json_schema
 
+from tests.support.modules import REPO
 from tests.test_fuzz import import_source
 
 
@@ -26,7 +26,7 @@ def test_a_mixture_imports_as_a_top_level_module_too(tmp_path):
 
 
 def test_a_mixture_loaded_from_its_file_finds_its_members(helpdesk_module):
-    from conftest import load_module
+    from tests.support.modules import load_module
 
     mixture = load_module(REPO / "generated" / "support_mix.py")
     assert mixture.environments["helpdesk"].__name__ == "HelpdeskEnv"

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import REPO
+from tests.support.modules import REPO
 
 DEADLINE = 20.0  # seconds; the old parser needed hours for the first shape alone
 

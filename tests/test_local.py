@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
 from orlgen.runtime import ConfigError
 from orlgen.runtime.connection import Connection, Target
+
+from tests.support.modules import REPO
 
 
 def gone(pid: int, seconds: float = 20.0) -> bool:
@@ -51,6 +52,7 @@ def fresh(code: str, **kwargs) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_zero_argument_adapter_serves_its_class_in_a_fresh_interpreter():
     """No URL anywhere: the first adapter starts one server, the second shares it, a rollout
     reaches it, and the server is gone once the interpreter exits."""
@@ -66,6 +68,7 @@ def test_zero_argument_adapter_serves_its_class_in_a_fresh_interpreter():
     Path(log).unlink()
 
 
+@pytest.mark.slow
 def test_local_server_dies_with_a_killed_parent():
     """SIGKILL leaves no atexit hook to run: the server notices its stdin close and exits."""
     code = PLAY + "\nimport sys, time\nsys.stdout.flush()\ntime.sleep(600)\n"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 
-from click.testing import CliRunner
-from conftest import REPO
+import pytest
 from orlgen.capture import summary
-from orlgen.cli import main
 from orlgen.snapshot import load
+
+from tests.support.cli import invoke
+from tests.support.modules import REPO
 
 
 def test_a_hand_edited_snapshot_is_to_be_recaptured_not_regenerated(tmp_path):
@@ -19,14 +20,13 @@ def test_a_hand_edited_snapshot_is_to_be_recaptured_not_regenerated(tmp_path):
     data = json.loads(path.read_text())
     data["tools"][0]["description"] = "Edited by hand."
     path.write_text(json.dumps(data))
-    runner = CliRunner()
-    checked = runner.invoke(main, ["check", str(gen)])
+    checked = invoke("check", str(gen))
     assert checked.exit_code == 1
     assert checked.stderr.strip().splitlines() == [
         "1 snapshot(s) invalid: re-capture with `orlgen snapshot` (the exact command is in the module's "
         "docstring), or restore the file from version control"
     ]
-    assert runner.invoke(main, ["generate", str(gen)]).exit_code == 2  # the advice not given: it fails too
+    assert invoke("generate", str(gen)).exit_code == 2  # the advice not given: it fails too
 
 
 def test_one_tool_is_one_tool():
@@ -36,21 +36,25 @@ def test_one_tool_is_one_tool():
     assert summary(snapshot).startswith("2 tools; ")
 
 
+@pytest.mark.slow
 def test_sync_says_one_line_per_env_when_nothing_changed(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text(
         "[tool.orlgen]\nout = 'gen'\n\n"
         + "".join(
             f"[[tool.orlgen.envs]]\ntarget = '{target}'\n\n"
-            for target in ("examples.echo:Echo", "tests.recording_env:Recording", "tests.counting_env:Counting")
+            for target in (
+                "examples.echo:Echo",
+                "tests.support.envs.recording:Recording",
+                "tests.support.envs.counting:Counting",
+            )
         )
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(REPO))
-    runner = CliRunner()
-    first = runner.invoke(main, ["sync"])
+    first = invoke("sync")
     assert first.exit_code == 0, first.output
     assert len(first.stdout.splitlines()) == 6  # each env: its snapshot, its module
-    again = runner.invoke(main, ["sync"])
+    again = invoke("sync")
     assert [line.split(" ", 2)[:2] for line in again.stdout.splitlines()] == [
         ["unchanged", "gen/echo.snapshot.json"],
         ["unchanged", "gen/recording.snapshot.json"],

@@ -18,14 +18,8 @@ import pytest
 from orlgen.runtime import COVERAGE, DatasetError, scoring_callback
 
 from generated import echo, helpdesk, support_mix
-from tests import tiny_model
-from tests.test_trl import Recorder, quiet_and_single_threaded  # noqa: F401 - an autouse fixture
-from tests.tiny_model import EOS_TOKEN
-
-pytestmark = pytest.mark.filterwarnings(
-    # trl 1.16 still calls `model.is_gradient_checkpointing`, which transformers 5.24 deprecates.
-    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
-)
+from tests.support.models import tiny_qwen3 as tiny_model
+from tests.support.training import Recorder, answer_ids, first_turn_ids, grpo_trainer
 
 MODULES = {"echo": echo, "helpdesk": helpdesk}
 
@@ -165,7 +159,7 @@ def tools_of(env_class):
 
 @pytest.fixture(scope="module")
 def mixture_model_path(tmp_path_factory):
-    """The tiny Qwen3 of `tests/tiny_model.py`, sized for helpdesk's prompts.
+    """The tiny Qwen3 of `tests/support/models/tiny_qwen3.py`, sized for helpdesk's prompts.
 
     Helpdesk's nine tool schemas render to ~3,400 tokens with the stock tiny tokenizer, past the
     model's 2,048 positions, and attention over that many tokens makes a CPU test slow. So the
@@ -198,7 +192,7 @@ def teach_until_learned(model, examples, *, min_prob=0.8, max_steps=400, lr=5e-3
     """Supervised steps until every completion token of every `(prompt_ids, completion_ids)` example
     is the model's top choice with probability >= `min_prob`; returns (steps, lowest probability).
 
-    Unlike `tests.tiny_model.teach`, the prompt is fixed context: each step encodes it without
+    Unlike `tests.support.models.tiny_qwen3.teach`, the prompt is fixed context: each step encodes it without
     gradients into a KV cache and backpropagates through the completion tokens only. With prompts
     of ~2,000 tokens that is several times cheaper per step, and stopping on the criterion instead
     of after a fixed count keeps the test fast and its rollouts reliable on any platform: at
@@ -248,31 +242,18 @@ def teach_both_calls(trainer, rows, urls) -> tuple[int, float]:
     BOTH_CALLS; and on echo rows, after the two tool messages they will get, to say FINAL_ANSWER
     and stop. (Helpdesk rows get no second turn: `max_tool_calling_iterations=1` ends them anyway.)"""
     tokenizer = trainer.processing_class
-    eos = [tokenizer.convert_tokens_to_ids(EOS_TOKEN)]
-
-    def ids(text):
-        return tokenizer(text, add_special_tokens=False)["input_ids"]
-
     examples = []
     for row in rows:
         name = row["environment"]
         env = MODULES[name].environment_factory(base_url=urls[name])
         prompt = env.reset(**{key: value for key, value in row.items() if key != "environment"})
-        user = {**row["prompt"][-1], "content": row["prompt"][-1]["content"] + prompt}
-        prompt_ids = tokenizer.apply_chat_template(  # the call TRL makes for a rollout of this environment
-            [*row["prompt"][:-1], user],
-            tools=trainer._env_tools[name],
-            chat_template=trainer.chat_template,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )["input_ids"]
-        call_ids = ids(BOTH_CALLS) + eos
+        prompt_ids = first_turn_ids(trainer, row, prompt, tools=trainer._env_tools[name])  # this environment's tools
+        call_ids = answer_ids(tokenizer, BOTH_CALLS)
         examples.append((prompt_ids, call_ids))
         if name == "echo":
             results = [("echo", env.echo(text="hello")), ("list_policies", not_found("list_policies"))]
             suffix = trainer._get_tool_suffix_ids([{"role": "tool", "name": n, "content": c} for n, c in results])
-            examples.append((prompt_ids + call_ids + suffix, ids(FINAL_ANSWER) + eos))
+            examples.append((prompt_ids + call_ids + suffix, answer_ids(tokenizer, FINAL_ANSWER)))
         del env  # closes its session
     return teach_until_learned(trainer.model, examples)
 
@@ -299,6 +280,8 @@ def recorders(echo_url, helpdesk_url):
             env._end_session()
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_grpo_step_on_the_mixture_routes_tools_per_environment(
     mixture_model_path, recorders, echo_url, helpdesk_url, tmp_path
 ):
@@ -311,34 +294,18 @@ def test_grpo_step_on_the_mixture_routes_tools_per_environment(
     call, and the foreign one fails inside TRL ("Tool echo not found.") without reaching any adapter.
     Sampling runs at temperature 0.1: this test is about routing, not exploration.
     """
-    from trl import GRPOConfig, GRPOTrainer
-
     data = support_mix.build_dataset(counts={"echo": 2, "helpdesk": 2}, seed=SEED)
     assert sorted(row["echo__target"] for row in data if row["environment"] == "echo") == ["done", "hello"]
-    trainer = GRPOTrainer(
+    trainer = grpo_trainer(
+        tmp_path,
         model=mixture_model_path,
-        args=GRPOConfig(
-            output_dir=str(tmp_path),
-            use_cpu=True,
-            bf16=False,
-            activation_checkpointing=False,
-            max_steps=1,
-            per_device_train_batch_size=4,
-            gradient_accumulation_steps=2,  # one generation batch: 4 tasks x 2 generations
-            num_generations=2,
-            max_completion_length=512,  # room for the policies text, a long tool result
-            max_tool_calling_iterations=1,  # one round of tool calls per rollout
-            temperature=0.1,
-            learning_rate=1e-5,
-            logging_steps=1,
-            report_to=[],
-            save_strategy="no",
-            disable_tqdm=True,
-            seed=0,
-        ),
-        train_dataset=data,
         environment_factory=recorders,
+        train_dataset=data,
         reward_funcs=support_mix.reward_funcs,
+        gradient_accumulation_steps=2,  # one generation batch: 4 tasks x 2 generations
+        max_completion_length=512,  # room for the policies text, a long tool result
+        max_tool_calling_iterations=1,  # one round of tool calls per rollout
+        temperature=0.1,
     )
     # At init TRL probes one adapter per environment and keeps a tool list per environment.
     assert [len(recorder.created) for recorder in recorders.values()] == [1, 1]

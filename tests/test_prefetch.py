@@ -12,19 +12,21 @@ from orlgen.runtime import prefetch
 from orlgen.runtime.adapter import _close_slot
 from orlgen.serve import ServerProcess
 
-from tests.test_env_reward import generated
+from tests.support.modules import generated
+
+pytestmark = pytest.mark.slow  # a fresh server per test and setups that take seconds
 
 
 @pytest.fixture(scope="module")
 def counting(tmp_path_factory):
-    return generated("tests.counting_env:Counting", tmp_path_factory.mktemp("counting"))
+    return generated("tests.support.envs.counting:Counting", tmp_path_factory.mktemp("counting"))
 
 
 @pytest.fixture
 def server(tmp_path, monkeypatch):
     count_file = tmp_path / "counts.json"
     monkeypatch.setenv("ORLGEN_COUNT_FILE", str(count_file))
-    with ServerProcess("tests.counting_env:Counting") as process:
+    with ServerProcess("tests.support.envs.counting:Counting") as process:
         process.counts = lambda: json.loads(count_file.read_text())
         yield process
 

@@ -4,14 +4,13 @@ two-rank run (4 rows per rank, 8 sessions in all, 4 held at once per rank)."""
 
 from __future__ import annotations
 
-from click.testing import CliRunner
-from orlgen.cli import main
+from tests.support.cli import invoke
 
 TWO_RANKS = ["--world-size", "2", "--per-device-batch", "4", "--num-generations", "8"]
 
 
 def preflight(*args, env=None):
-    return CliRunner().invoke(main, ["preflight", *args], env=env or {})
+    return invoke("preflight", *args, env=env)
 
 
 def test_grpo_on_two_ranks_holds_each_process_rows_open():

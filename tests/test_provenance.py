@@ -8,13 +8,12 @@ from __future__ import annotations
 import logging
 
 import pytest
-from click.testing import CliRunner
 from orlgen import snapshot as snapshot_mod
-from orlgen.cli import main
 from orlgen.runtime import provenance
 from orlgen.serve import ServerProcess
 
-from tests.conftest import REPO, load_module
+from tests.support.cli import invoke
+from tests.support.modules import REPO, load_module
 
 
 @pytest.fixture
@@ -24,22 +23,24 @@ def redeployed(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENREWARD_BUILD_SHA", "aaa111")
     with ServerProcess("examples.echo:Echo") as first:
         url, port = first.url, first.port
-        result = CliRunner().invoke(main, ["snapshot", url, "--out", str(tmp_path), "--tasks", "none"])
+        result = invoke("snapshot", url, "--out", str(tmp_path), "--tasks", "none")
         assert result.exit_code == 0, result.output
     monkeypatch.setenv("OPENREWARD_BUILD_SHA", "bbb222")
     with ServerProcess("examples.echo:Echo", port=port):
         yield url, tmp_path
 
 
+@pytest.mark.slow
 def test_a_url_capture_records_the_deployment_and_check_notes_a_new_one(redeployed):
     url, out = redeployed
     recorded = snapshot_mod.load(out / "echo.snapshot.json").deployment
     assert recorded.build_sha == "aaa111" and recorded.sdk_version  # the SDK version the server runs
-    result = CliRunner().invoke(main, ["snapshot", url, "--out", str(out), "--tasks", "none", "--check"])
+    result = invoke("snapshot", url, "--out", str(out), "--tasks", "none", "--check")
     assert result.exit_code == 0, result.output
     assert f"{out / 'echo.snapshot.json'}: same schema, new deployment (build aaa111 → bbb222)" in result.output
 
 
+@pytest.mark.slow
 def test_the_drift_guard_logs_a_new_deployment_of_the_same_tools(redeployed, caplog, monkeypatch):
     url, out = redeployed
     monkeypatch.setattr("orlgen.runtime.adapter._drift_checked", set())

@@ -1,6 +1,6 @@
 """Two ranks, one env, one budget: a real `torchrun --nproc_per_node 2` GRPO step on CPU (gloo),
-`tests/two_ranks.py`, against an echo server behind the capacity middleware
-(`tests/capacity_server.py`) with as many sessions as the budget allows.
+`tests/support/two_ranks.py`, against an echo server behind the capacity middleware
+(`tests/support/servers/capacity.py`) with as many sessions as the budget allows.
 
 What must hold: TRL slices a group of 8 generations into 4 rows per rank (measured here, the
 fact rank-aware prefetch rests on); each rank takes half the budget, opens exactly its rows'
@@ -19,7 +19,9 @@ import time
 import pytest
 from orlgen.serve import ServerProcess
 
-from tests.capacity_server import post, stats
+from tests.support.servers.capacity import post, stats
+
+pytestmark = pytest.mark.slow  # a two-process torchrun GRPO step
 
 BUDGET = 8
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
@@ -27,7 +29,7 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 
 @pytest.fixture(scope="module")
 def limited_url():
-    with ServerProcess("examples.echo:Echo", entry="tests.capacity_server") as server:
+    with ServerProcess("examples.echo:Echo", entry="tests.support.servers.capacity") as server:
         post(server.url, f"/_fault/capacity?n={BUDGET}")
         yield server.url
 
@@ -35,7 +37,7 @@ def limited_url():
 def test_one_grpo_step_on_two_ranks_under_one_budget(limited_url, tmp_path):
     env = {**os.environ, "ORLGEN_MAX_SESSIONS": str(BUDGET), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        [*TORCHRUN, "tests/two_ranks.py", limited_url, str(tmp_path)],
+        [*TORCHRUN, "tests/support/two_ranks.py", limited_url, str(tmp_path)],
         cwd=os.path.dirname(os.path.dirname(__file__)),
         env=env,
         capture_output=True,

@@ -8,13 +8,13 @@ import json
 import sys
 
 import pytest
-from click.testing import CliRunner
-from conftest import REPO
-from orlgen.cli import main
 from orlgen.serve import ServerProcess
 from orlgen.snapshot import load
 
-STEPPED = "tests.stepped_env:Stepped"
+from tests.support.cli import invoke
+from tests.support.modules import REPO
+
+STEPPED = "tests.support.envs.stepped:Stepped"
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def stepped_url():
 
 
 def snapshot_cli(*args: str) -> None:
-    result = CliRunner().invoke(main, ["snapshot", *args])
+    result = invoke("snapshot", *args)
     assert result.exit_code == 0, result.output
 
 
@@ -46,6 +46,7 @@ def scripted_score(module, url: str) -> float | None:
     return env.get_reward()
 
 
+@pytest.mark.slow
 def test_snapshot_records_the_summed_rule_and_the_adapter_defaults_to_it(tmp_path, stepped_url):
     snapshot_cli(STEPPED, "--reward", "summed", "--name", "stepped_sum", "--out", str(tmp_path))
     data = json.loads((tmp_path / "stepped_sum.snapshot.json").read_text())
@@ -73,13 +74,13 @@ def test_config_reward_is_recorded_by_sync(tmp_path, monkeypatch):
     )
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(REPO))
-    result = CliRunner().invoke(main, ["sync"])
+    result = invoke("sync")
     assert result.exit_code == 0, result.output
     assert load(tmp_path / "gen" / "stepped.snapshot.json").reward == "summed"
     (tmp_path / "pyproject.toml").write_text(
         f"[project]\nname = 'p'\n\n[tool.orlgen]\n\n[[tool.orlgen.envs]]\ntarget = '{STEPPED}'\nreward = 'mean'\n"
     )
-    bad = CliRunner().invoke(main, ["sync"])
+    bad = invoke("sync")
     assert bad.exit_code == 2 and "envs.0.reward" in bad.stderr
 
 
@@ -87,9 +88,9 @@ def test_diff_reports_a_change_of_rule(tmp_path, stepped_url):
     snapshot_cli(STEPPED, "--name", "stepped", "--out", str(tmp_path / "old"), "--no-generate")
     snapshot_cli(STEPPED, "--name", "stepped", "--out", str(tmp_path / "new"), "--no-generate", "--reward", "summed")
     old, new = tmp_path / "old" / "stepped.snapshot.json", tmp_path / "new" / "stepped.snapshot.json"
-    result = CliRunner().invoke(main, ["diff", str(old), "--against", str(new)])
+    result = invoke("diff", str(old), "--against", str(new))
     assert result.exit_code == 0  # a prompt-level change: calls still work
     assert result.stdout.split() == ["REWARD_RULE_CHANGED", "PROMPT", "reward:", "outcome", "→", "summed"]
     # Against the live server, the rule is the snapshot's own declaration: no change reported.
-    live = CliRunner().invoke(main, ["diff", str(new), "--against", stepped_url])
+    live = invoke("diff", str(new), "--against", stepped_url)
     assert live.exit_code == 0 and "REWARD_RULE" not in live.stdout

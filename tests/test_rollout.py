@@ -110,6 +110,7 @@ def test_crashing_tool_ends_the_rollout_unscored(recording_module, recording_url
     assert env.outcome == "running" and env.record(query="y") == "[('query', 'y')]"
 
 
+@pytest.mark.slow
 def test_dead_server_at_reset_is_a_string_not_an_exception(echo_module):
     server = ServerProcess("examples.echo:Echo").start()
     url = server.url

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
 
-from tests.cli import run_orlgen
-from tests.tiny_model import tiny_qwen3_dir
+from tests.support.cli import run_orlgen
+from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
+from tests.support.modules import REPO
 
 # Installed by datamodel-code-generator, black and the other pins of `orlgen[generate]`.
 GENERATOR = ("datamodel-code-generator", "black", "isort", "genson", "inflect")
@@ -82,7 +82,7 @@ def _workdir(tmp: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in ("generated", "examples"):
         shutil.copytree(REPO / name, work / name, ignore=ignore)
-    shutil.copy2(Path(__file__).with_name("runtime_only_step.py"), work / "runtime_only_step.py")
+    shutil.copy2(REPO / "tests" / "support" / "runtime_only_step.py", work / "runtime_only_step.py")
     return work
 
 

@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from orlgen.serve import ServerProcess
 from orlgen.snapshot import Snapshot
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, orlgen_process, problems
 
-from tests.cli import ORLGEN
+from tests.support.cli import start_orlgen
 
 
 @pytest.fixture
@@ -148,6 +147,7 @@ def snapshot_replaced_by_a_link(gen: Path) -> Path:
         pytest.param(snapshot_replaced_by_a_link, "hand-edited: not a regular file", id="snapshot-symlink"),
     ],
 )
+@pytest.mark.slow
 def test_check_catches_every_tampering(gen: Path, tamper: Callable[[Path], Path], cause: str):
     tampered = tamper(gen)
     result = orlgen("check", gen)
@@ -164,6 +164,7 @@ def test_check_never_prints_a_file_a_link_points_to(gen: Path):
     assert "TOP-SECRET" not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_tampered_file_fails_check_with_a_warm_cache_too(gen: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert orlgen("check", "--cache", gen).returncode == 0
@@ -237,10 +238,11 @@ def test_a_snapshot_cannot_aim_its_module_at_another_file(gen: Path):
     assert "echo.snapshot.json: invalid snapshot" in orlgen("check", gen).stdout
 
 
+@pytest.mark.slow
 def test_a_capture_never_clobbers_the_environments_own_module(tmp_path: Path):
     """`orlgen snapshot greeter:Greeter --out .` names the module after the env: greeter.py,
     which is the environment's own hand-written file."""
-    source = (REPO / "tests" / "stalling_env.py").read_text()
+    source = (REPO / "tests" / "support" / "envs" / "stalling.py").read_text()
     own = source.replace("class Stalling(", "class Greeter(").replace(
         '        Path(os.environ["ORLGEN_STALL_FILE"]).touch()\n        time.sleep(600)\n', ""
     )
@@ -263,6 +265,7 @@ def test_a_capture_never_replaces_another_envs_snapshot(tmp_path: Path, echo_url
     assert files_under(out) == before
 
 
+@pytest.mark.slow
 def test_generate_from_another_directory_keeps_the_mixture_module(tmp_path: Path):
     """The config belongs to the directory being generated, not to the working directory."""
     project = write_project(tmp_path / "project", (REPO / "pyproject.toml").read_text())
@@ -281,18 +284,13 @@ def test_generate_from_another_directory_keeps_the_mixture_module(tmp_path: Path
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_capture_exits_130_and_writes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     stalled = tmp_path / "stalled"
     monkeypatch.setenv("ORLGEN_STALL_FILE", str(stalled))
     out = tmp_path / "out"
-    with ServerProcess("tests.stalling_env:Stalling") as server:
-        process = subprocess.Popen(
-            [*ORLGEN, "snapshot", server.url, "--out", str(out)],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    with ServerProcess("tests.support.envs.stalling:Stalling") as server:
+        process = start_orlgen("snapshot", server.url, "--out", out)
         deadline = time.monotonic() + 60
         while not stalled.exists() and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -27,7 +27,7 @@ from orlgen import cache, lookalike
 from orlgen.snapshot import load
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, problems
 
-from tests.cli import ORLGEN
+from tests.support.cli import run_orlgen
 
 ROOT_CONFIG = '[tool.orlgen]\nout = "generated"\n{extra}\n[[tool.orlgen.mixtures]]\nname = "support_mix"\nenvs = ["echo", "helpdesk"]\n'
 CANARY_NAME = "CANARY-written-by-a-template"
@@ -48,14 +48,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60) -> Result:
-    done = subprocess.run(
-        [*ORLGEN, *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
+    done = run_orlgen(*args, cwd=cwd, env={**os.environ, **(env or {})}, timeout=timeout)
     return Result(done.returncode, done.stdout, done.stderr)
 
 
@@ -143,6 +136,7 @@ def test_a_template_linked_to_dev_zero_is_one_line_with_or_without_the_cache(pro
         assert_one_line(run(*args, cwd=project, timeout=30), "module.py.jinja", "symbolic link")
 
 
+@pytest.mark.slow
 def test_rendering_has_a_deadline(project: Path):
     """A template (or snapshot) that makes rendering take forever ends in one line, in time."""
     poison(project, '{% for a in "x" * 1000000 %}{% for b in "x" * 1000000 %}{% endfor %}{% endfor %}')
@@ -250,6 +244,7 @@ DIRECTORY_TABLE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("plant", "cause"), DIRECTORY_TABLE)
 def test_check_fails_on_anything_that_changes_the_import(project: Path, plant: Callable[[Path], Path], cause: str):
     gen = project / "generated"
@@ -259,6 +254,7 @@ def test_check_fails_on_anything_that_changes_the_import(project: Path, plant: C
     assert any(line.startswith(f"{planted}: {cause}") for line in result.stdout.splitlines()), result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("plant", "cause"), DIRECTORY_TABLE[:-1])
 def test_generate_refuses_what_check_fails_on(project: Path, plant: Callable[[Path], Path], cause: str):
     """generate cannot repair a file it does not own: it refuses, naming the same file and cause."""
@@ -269,6 +265,7 @@ def test_generate_refuses_what_check_fails_on(project: Path, plant: Callable[[Pa
     assert files_of(gen) == before
 
 
+@pytest.mark.slow
 def test_a_mixture_missing_a_member_gets_one_verdict_from_every_command(project: Path, echo_url: str):
     """generate refuses, check fails with the same cause (not "an orphan generate removes"), and
     a capture into the directory writes its env but warns with the same cause."""
@@ -370,6 +367,7 @@ CACHE_TABLE: dict[str, Callable[[Path], object]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tamper", list(CACHE_TABLE.values()), ids=list(CACHE_TABLE))
 def test_check_with_a_warm_cache_gives_the_same_verdict(project: Path, tamper: Callable[[Path], object]):
     assert orlgen("check", "--cache", project / "generated").returncode == 0  # warm
@@ -395,6 +393,7 @@ def forge_verdicts(project: Path, directory: Path) -> None:
     (directory / "key").chmod(0o644)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["relative-xdg-cache-home", "absolute-into-the-project"])
 def test_a_verdict_committed_to_the_repository_is_not_trusted(
     project: Path, monkeypatch: pytest.MonkeyPatch, where: str

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-from conftest import load_module
 from orlgen import lookalike, names
-from orlgen.cli import main
 from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
 from transformers.utils import get_json_schema
+
+from tests.support.cli import invoke
+from tests.support.modules import load_module
 
 SECRET_TEXT = "SECRET-FILE-CONTENT-7f3a"
 TASK_SCHEMA = {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}
@@ -81,7 +81,7 @@ def workdir(tmp_path, monkeypatch) -> Path:
 def generate(workdir: Path, snapshot_text: str) -> Outcome:
     snapshot = workdir / "generated" / "attacked.snapshot.json"
     snapshot.write_text(snapshot_text, encoding="utf-8")
-    result = CliRunner().invoke(main, ["generate", str(snapshot)])
+    result = invoke("generate", str(snapshot))
     escaped = result.exception if not isinstance(result.exception, (SystemExit, type(None))) else None
     modules = sorted((workdir / "generated").glob("*.py"))
     return Outcome(result.exit_code, result.stderr, modules[0] if modules else None, escaped)
@@ -154,6 +154,7 @@ def canary(tmp_path, monkeypatch) -> tuple[str, Path]:
     return name, written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["tool", "task"])
 def test_generator_extensions_import_nothing(workdir, canary, where):
     name, written = canary
@@ -185,13 +186,13 @@ def server_capture(tmp_path_factory) -> tuple[Any, Path]:
     out = tmp_path_factory.mktemp("server-capture")
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(out)
-        result = CliRunner().invoke(main, ["snapshot", "tests.schema_envs:Extensions", "--out", "generated"])
+        result = invoke("snapshot", "tests.support.envs.schemas:Extensions", "--out", "generated")
     return result, out / "generated"
 
 
 def test_snapshot_keeps_what_the_server_said(server_capture):
     """Sanitising is part of rendering: the snapshot records the hostile keys, so `diff` sees them."""
-    from tests.schema_envs import SERVER_CANARY
+    from tests.support.envs.schemas import SERVER_CANARY
 
     _, out = server_capture
     (snapshot,) = out.glob("*.snapshot.json")
@@ -201,7 +202,7 @@ def test_snapshot_keeps_what_the_server_said(server_capture):
 
 def test_hostile_server_extensions_import_nothing(server_capture, tmp_path, monkeypatch):
     """The attack through the front door: the module generated from the hostile server's capture."""
-    from tests.schema_envs import SERVER_CANARY
+    from tests.support.envs.schemas import SERVER_CANARY
 
     result, out = server_capture
     assert result.exit_code in (0, 2), result.output
@@ -271,6 +272,7 @@ def _leaks(secret: Path) -> dict[str, tuple[list[Tool], dict | None]]:
     return leaks
 
 
+@pytest.mark.slow
 def test_no_local_file_content_reaches_the_module(workdir):
     secret = workdir / "secret.json"
     leak = {
@@ -294,6 +296,7 @@ def test_no_local_file_content_reaches_the_module(workdir):
 # ── formats and impossible constraints ───────────────────────────────────────
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["email", "idn-email", "ulid"])
 def test_formats_need_no_extra_package(workdir, fmt):
     outcome = generate(workdir, sealed([tool("t", params(a={"type": "string", "format": fmt}))]))
@@ -354,6 +357,7 @@ def test_a_300_level_schema_is_refused_in_one_line(workdir, kind):
     assert outcome.exit_code == 2 and "nested deeper than" in outcome.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(HOSTILE_SCHEMAS))
 def test_hostile_schema_gives_a_working_module_or_one_line(workdir, label):
     outcome = generate(workdir, sealed([tool("attack_tool", HOSTILE_SCHEMAS[label])]))
@@ -379,6 +383,7 @@ def test_deep_task_schema_gives_a_working_module_or_one_line(workdir):
     assert outcome.exit_code == 2 and "nested deeper than" in outcome.stderr
 
 
+@pytest.mark.slow
 def test_a_failed_generate_keeps_the_previous_module(workdir):
     good = generate(workdir, sealed([tool("t", params(a={"type": "string"}))]))
     assert good.exit_code == 0 and good.module_path is not None
@@ -395,7 +400,7 @@ def test_a_failed_generate_keeps_the_previous_module(workdir):
 def recorder_url():
     from orlgen.serve import ServerProcess
 
-    with ServerProcess("tests.schema_envs:RawRecorder") as server:
+    with ServerProcess("tests.support.envs.schemas:RawRecorder") as server:
         yield server.url
 
 
@@ -414,6 +419,7 @@ def _sent(output: str) -> Any:
     return json.loads(output)
 
 
+@pytest.mark.slow
 def test_password_reaches_the_server_unmasked(workdir, recorder_url):
     env, found = _episode(
         workdir,
@@ -494,6 +500,7 @@ def test_each_look_alike_rename_is_reported(workdir):
     assert "'раth' mixes scripts" in outcome.stderr and "'path\\u115f' holds an invisible character" in outcome.stderr
 
 
+@pytest.mark.slow
 def test_look_alike_fields_of_one_model_get_distinct_names(workdir):
     outcome = generate(workdir, sealed([tool("record", params(where={"type": "object", "properties": LOOK_ALIKES}))]))
     assert_sound(outcome, ["record"])
@@ -504,6 +511,7 @@ def test_look_alike_fields_of_one_model_get_distinct_names(workdir):
             assert len({lookalike.skeleton(name) for name in fields}) == len(fields), (node.name, fields)
 
 
+@pytest.mark.slow
 def test_no_invisible_character_anywhere_in_a_module(workdir):
     """Descriptions of nested models become pydantic class docstrings (by datamodel-code-generator),
     once with bidi controls, zero-width characters and line separators raw."""
@@ -531,7 +539,7 @@ def _diff_output(tmp_path: Path, style: str) -> str:
     new = tmp_path / "new.snapshot.json"
     old.write_text(sealed([tool("record", params(a={"type": "string"}))]))
     new.write_text(sealed([tool("record", params(a={"type": "integer"}, **{"b\u202ec\u115f": {"type": "string"}}))]))
-    return CliRunner().invoke(main, ["diff", str(old), "--against", str(new), "--format", style]).stdout
+    return invoke("diff", str(old), "--against", str(new), "--format", style).stdout
 
 
 @pytest.mark.parametrize("style", ["text", "github"])
@@ -541,6 +549,7 @@ def test_diff_output_shows_invisible_characters_as_escapes(tmp_path, style):
     assert not [char for char in output if char != "\n" and lookalike.invisible(char)], output
 
 
+@pytest.mark.slow
 def test_name_munging_is_linear_on_megabyte_inputs():
     """20 000 wire names that all want `unnamed` once took a quadratic search for a free number;
     one name of a megabyte is munged in one pass."""

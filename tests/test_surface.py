@@ -21,10 +21,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import REPO, load_module
 from transformers.utils import get_json_schema
 
-from tests.tiny_model import build_tokenizer
+from tests.support.models.tiny_qwen3 import build_tokenizer
+from tests.support.modules import REPO, load_module
 
 ENVS = {
     "wordgrid": "examples.wordgrid:WordGrid",
@@ -172,7 +172,7 @@ def _function(generated: dict[str, Generated], key: tuple[str, str]) -> dict:
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    """An offline tokenizer carrying TRL's Qwen3 chat template (tests/tiny_model.py)."""
+    """An offline tokenizer carrying TRL's Qwen3 chat template (tests/support/models/tiny_qwen3.py)."""
     return build_tokenizer()
 
 
@@ -358,6 +358,7 @@ def test_generated_modules_pass_ruff(generated):
     assert result.returncode == 0, result.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_generated_modules_pass_mypy(generated, tmp_path):
     paths = [str(g.path) for g in generated.values()]
     result = _run(
@@ -366,6 +367,7 @@ def test_generated_modules_pass_mypy(generated, tmp_path):
     assert result.returncode == 0, result.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_checked_in_modules_pass_ruff_and_mypy(tmp_path):
     """Every module in generated/, the mixture included, as a reviewer's CI would lint them."""
     paths = [str(p) for p in sorted((REPO / "generated").glob("*.py"))]
@@ -391,7 +393,7 @@ def test_checked_in_modules_pass_ruff_and_mypy(tmp_path):
 
 
 def test_diff_reports_a_parameter_reorder_as_a_prompt_change(generated, tmp_path):
-    reordered = _capture("tests.schema_envs:ReorderedWordGrid", tmp_path, name="wordgrid_reordered")
+    reordered = _capture("tests.support.envs.schemas:ReorderedWordGrid", tmp_path, name="wordgrid_reordered")
     result = _run(
         sys.executable,
         "-m",

@@ -1,17 +1,18 @@
 """Task-only tools are found by the default probes (parity and modulo patterns), and a call to
 one on a task that does not offer it is refused with one line and never sent (an ORS server would
-run it). A real loopback server (`tests/parity_env.py`) through the real SDK."""
+run it). A real loopback server (`tests/support/envs/parity.py`) through the real SDK."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import load_module
 from orlgen.capture import capture, probe_indices
 from orlgen.files import write_files
 from orlgen.render import generate
 from orlgen.serve import ServerProcess
 
-PARITY = "tests.parity_env:Parity"
+from tests.support.modules import load_module
+
+PARITY = "tests.support.envs.parity:Parity"
 
 
 @pytest.fixture(scope="module")

@@ -13,16 +13,9 @@ import pytest
 from orlgen.runtime import final_message, submit_final_message, summed_reward
 from orlgen.serve import ServerProcess
 
-from tests.test_env_reward import generated
-from tests.test_trl import EOS_TOKEN, make_trainer, quiet_and_single_threaded, teach  # noqa: F401 - an autouse fixture
-from tests.tiny_model import tiny_qwen3_dir
-
-pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
-
-
-@pytest.fixture(scope="module")
-def tiny_model_path():
-    return str(tiny_qwen3_dir())
+from tests.support.models.tiny_qwen3 import teach
+from tests.support.modules import generated
+from tests.support.training import answer_ids, first_turn_ids, make_trainer
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +89,8 @@ def test_without_environments_the_limit_is_logged_once(caplog, monkeypatch):
     assert len([r for r in caplog.records if "terminal tool cannot see the final message" in r.message]) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_grpo_step_scores_the_final_message(quiz, quiz_url, tiny_model_path, tmp_path):
     """One GRPO step on quiz tasks 0 (Paris) and 3 (42), 2 generations each. The tiny model is
     taught (supervised steps on the exact prompt tokens TRL builds) to answer every question
@@ -104,21 +99,10 @@ def test_grpo_step_scores_the_final_message(quiz, quiz_url, tiny_model_path, tmp
     can only come from the server's terminal tool."""
     rows = quiz.build_dataset(indices=[0, 3])
     trainer, factory = make_trainer(tiny_model_path, quiz, quiz_url, rows, tmp_path, temperature=0.5)
-    tokenizer = trainer.processing_class
-    eos = [tokenizer.convert_tokens_to_ids(EOS_TOKEN)]
     examples = []
     for row in rows:
-        prompt = quiz.QuizEnv(base_url=quiz_url).reset(**row)
-        user = {**row["prompt"][-1], "content": row["prompt"][-1]["content"] + prompt}
-        prompt_ids = tokenizer.apply_chat_template(
-            [*row["prompt"][:-1], user],
-            tools=trainer.tools,
-            chat_template=trainer.chat_template,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )["input_ids"]
-        examples.append((prompt_ids, tokenizer("paris", add_special_tokens=False)["input_ids"] + eos))
+        prompt_ids = first_turn_ids(trainer, row, quiz.QuizEnv(base_url=quiz_url).reset(**row))
+        examples.append((prompt_ids, answer_ids(trainer.processing_class, "paris")))
     assert teach(trainer.model, examples) < 0.05
 
     trainer.train()

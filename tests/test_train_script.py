@@ -9,7 +9,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+
+from tests.support.modules import REPO
+
+pytestmark = pytest.mark.slow  # examples/train_grpo.py run in a child process
 
 SCRIPT = REPO / "examples" / "train_grpo.py"
 

@@ -1,6 +1,6 @@
 """End to end with TRL: a real `GRPOTrainer` drives generated adapters against real ORS servers.
 
-The model is the tiny random Qwen3 of `tests/tiny_model.py` (built offline, TRL's own Qwen3 chat
+The model is the tiny random Qwen3 of `tests/support/models/tiny_qwen3.py` (built offline, TRL's own Qwen3 chat
 template, so TRL parses its tool calls). Nothing is mocked: the trainer discovers the tools on the
 generated class, renders them through the chat template, parses the model's tool calls, calls the
 adapter's methods, which open sessions on the echo server, and scores the rollouts through the
@@ -9,93 +9,19 @@ adapter's own `get_reward()` (TRL's env-owned reward), alone or next to explicit
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 
 import pytest
 
-from tests.tiny_model import EOS_TOKEN, qwen3_chat_template, teach, tiny_qwen3_dir
+from tests.support.models.tiny_qwen3 import qwen3_chat_template, teach
+from tests.support.training import answer_ids, first_turn_ids, make_trainer
 
-pytestmark = pytest.mark.filterwarnings(
-    # trl 1.16 still calls `model.is_gradient_checkpointing`, which transformers 5.24 deprecates.
-    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
-)
+pytestmark = pytest.mark.usefixtures("quiet_and_single_threaded")
 
 # The call the tiny model is taught to make, exactly as a Qwen3 model writes one.
 ECHO_HELLO_CALL = '<tool_call>\n{"name": "echo", "arguments": {"text": "hello"}}\n</tool_call>'
 FINAL_ANSWER = "done"
-
-
-def tiny_model_path_value() -> str:
-    return str(tiny_qwen3_dir())
-
-
-@pytest.fixture(scope="module")
-def tiny_model_path():
-    return tiny_model_path_value()
-
-
-@pytest.fixture(autouse=True)
-def quiet_and_single_threaded(monkeypatch):
-    """No experimental-feature warning, no progress bars; and one torch thread: a model this small
-    runs faster on one, several times faster when other work shares the CPU."""
-    import torch
-    from transformers.utils import logging as hf_logging
-
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    threads, bars = torch.get_num_threads(), hf_logging.is_progress_bar_enabled()
-    torch.set_num_threads(1)
-    hf_logging.disable_progress_bar()
-    yield
-    torch.set_num_threads(threads)
-    if bars:
-        hf_logging.enable_progress_bar()
-
-
-class Recorder:
-    """A zero-argument `environment_factory` that keeps every adapter TRL makes from it."""
-
-    def __init__(self, factory):
-        self.factory = factory
-        self.created = []
-
-    def __call__(self):
-        env = self.factory()
-        self.created.append(env)
-        return env
-
-
-def make_trainer(model_path, module, base_url, dataset, output_dir, reward_funcs=None, **overrides):
-    from trl import GRPOConfig, GRPOTrainer
-
-    args = dict(
-        output_dir=str(output_dir),
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
-        max_steps=1,
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=64,
-        max_tool_calling_iterations=3,
-        learning_rate=1e-5,
-        logging_steps=1,
-        report_to=[],
-        save_strategy="no",
-        disable_tqdm=True,
-        seed=0,
-    )
-    args.update(overrides)
-    factory = Recorder(functools.partial(module.environment_factory, base_url=base_url))
-    trainer = GRPOTrainer(
-        model=model_path,
-        args=GRPOConfig(**args),
-        train_dataset=dataset,
-        environment_factory=factory,
-        reward_funcs=module.reward_funcs if reward_funcs is None else reward_funcs,
-    )
-    return trainer, factory
 
 
 def rendered_tools(trainer, messages):
@@ -137,36 +63,23 @@ def teach_echo_hello(trainer, module, base_url, rows) -> float:
     """Supervised steps on the trainer's model: for each row's real prompt (from the server, via the
     adapter), emit ECHO_HELLO_CALL; after the tool's answer, say FINAL_ANSWER and stop."""
     tokenizer = trainer.processing_class
-    eos = [tokenizer.convert_tokens_to_ids(EOS_TOKEN)]
-
-    def ids(text):
-        return tokenizer(text, add_special_tokens=False)["input_ids"]
-
     examples = []
     for row in rows:
         env = module.EchoEnv(base_url=base_url)
         prompt = env.reset(**row)
         answer = env.echo(text="hello")  # what the server will answer to the taught call
         assert env._session_slot == []
-        user = {**row["prompt"][-1], "content": row["prompt"][-1]["content"] + prompt}
-        # The same rendering call TRL makes for the first turn.
-        prompt_ids = tokenizer.apply_chat_template(
-            [*row["prompt"][:-1], user],
-            tools=trainer.tools,
-            chat_template=trainer.chat_template,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )["input_ids"]
-        call_ids = ids(ECHO_HELLO_CALL) + eos
+        prompt_ids = first_turn_ids(trainer, row, prompt)
+        call_ids = answer_ids(tokenizer, ECHO_HELLO_CALL)
         examples.append((prompt_ids, call_ids))
         # The second turn: TRL appends the tool message's tokens to prompt + completion (with this
         # private helper of trl 1.16; the test needs the exact tokens, not an approximation).
         suffix = trainer._get_tool_suffix_ids([{"role": "tool", "name": "echo", "content": answer}])
-        examples.append((prompt_ids + call_ids + suffix, ids(FINAL_ANSWER) + eos))
+        examples.append((prompt_ids + call_ids + suffix, answer_ids(tokenizer, FINAL_ANSWER)))
     return teach(trainer.model, examples)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("explicit", [False, True], ids=["get_reward", "get_reward+reward_funcs"])
 def test_grpo_training_runs_tool_calls_through_the_generated_adapter(
     explicit, echo_module, echo_url, tiny_model_path, tmp_path

@@ -9,11 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
-from conftest import REPO
-from orlgen.cli import main
 from orlgen.snapshot import load
 from orlgen.verify import samples
+
+from tests.support.cli import invoke
+from tests.support.modules import REPO
 
 ECHO = REPO / "generated" / "echo.snapshot.json"
 METHOD = (REPO / "templates" / "tool_method.py.jinja").read_text()
@@ -28,6 +28,7 @@ def project(tmp_path: Path, tool_method: str) -> Path:
     return tmp_path / "gen"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("broken", "cause"),
     [
@@ -42,16 +43,17 @@ def project(tmp_path: Path, tool_method: str) -> Path:
 )
 def test_a_module_that_does_not_work_is_not_written(tmp_path, broken, cause):
     gen = project(tmp_path, broken)
-    result = CliRunner().invoke(main, ["generate", str(gen)])
+    result = invoke("generate", str(gen))
     assert result.exit_code == 2, result.output
     assert len(result.stderr.strip().splitlines()) == 1 and cause in result.stderr
     assert "echo.py" in result.stderr
     assert not (gen / "echo.py").exists()
 
 
+@pytest.mark.slow
 def test_a_working_override_is_written(tmp_path):
     gen = project(tmp_path, METHOD)
-    result = CliRunner().invoke(main, ["generate", str(gen)])
+    result = invoke("generate", str(gen))
     assert result.exit_code == 0, result.stderr
     assert (gen / "echo.py").read_bytes() == (REPO / "generated" / "echo.py").read_bytes()
 

@@ -1,4 +1,4 @@
-"""A real GRPOTrainer step with a tiny vision-language model (built offline, `tests/tiny_vlm.py`)
+"""A real GRPOTrainer step with a tiny vision-language model (built offline, `tests/support/models/tiny_vlm.py`)
 on the canvas environment (examples.canvas, a real loopback server): the image blocks the
 environment sends reach the model's processor as images, not as text and not dropped: the prompt's
 image through the processor, the `screenshot` tool's image through TRL's tool loop (the model is
@@ -11,9 +11,12 @@ import importlib
 import pytest
 from orlgen.serve import ServerProcess
 
-from tests.test_trl import Recorder
+from tests.support.training import Recorder, answer_ids, grpo_trainer
 
-pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning"),
+]  # slow: a GRPO step of a vision-language model
 
 
 @pytest.fixture(scope="module")
@@ -22,38 +25,25 @@ def canvas_url():
         yield server.url
 
 
-def test_grpo_step_hands_the_environments_images_to_the_processor(canvas_url, tmp_path, monkeypatch):
+@pytest.mark.usefixtures("quiet_and_single_threaded")
+def test_grpo_step_hands_the_environments_images_to_the_processor(canvas_url, tmp_path):
     import functools
 
-    import torch
-    from trl import GRPOConfig, GRPOTrainer
+    from tests.support.models.tiny_vlm import build_processor, build_vlm
 
-    from tests.tiny_vlm import build_processor, build_vlm
-
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    torch.set_num_threads(1)
     canvas = importlib.import_module("generated.canvas")
     processor = build_processor()
     factory = Recorder(functools.partial(canvas.CanvasEnv, base_url=canvas_url))
-    trainer = GRPOTrainer(
+    trainer = grpo_trainer(
+        tmp_path,
         model=build_vlm(processor),
         processing_class=processor,
-        args=GRPOConfig(
-            output_dir=str(tmp_path),
-            use_cpu=True,
-            max_steps=1,
-            per_device_train_batch_size=2,
-            num_generations=2,
-            max_completion_length=32,
-            max_tool_calling_iterations=1,
-            temperature=0.3,
-            report_to=[],
-            save_strategy="no",
-            disable_tqdm=True,
-            seed=0,
-        ),
-        train_dataset=canvas.build_dataset(indices=[2]),
         environment_factory=factory,
+        train_dataset=canvas.build_dataset(indices=[2]),
+        per_device_train_batch_size=2,
+        max_completion_length=32,
+        max_tool_calling_iterations=1,
+        temperature=0.3,
     )
     loss = teach_screenshot(trainer, canvas, canvas_url)
     assert loss < 0.05, f"the tiny model did not learn the tool call (loss {loss:.3f})"
@@ -72,7 +62,7 @@ def test_grpo_step_hands_the_environments_images_to_the_processor(canvas_url, tm
 
 def record_calls(image_processor):
     """The images TRL hands the image processor directly (its tool loop does, for tool images)."""
-    from tests.tiny_vlm import flatten_images
+    from tests.support.models.tiny_vlm import flatten_images
 
     seen = []
     original = image_processor.__call__
@@ -93,8 +83,6 @@ def teach_screenshot(trainer, canvas, url) -> float:
     import torch
     from trl.data_utils import prepare_multimodal_messages
 
-    from tests.tiny_model import EOS_TOKEN
-
     processor = trainer.processing_class
     row = canvas.build_dataset(indices=[2])[0]
     prompt = canvas.CanvasEnv(base_url=url).reset(**row)
@@ -111,7 +99,7 @@ def teach_screenshot(trainer, canvas, url) -> float:
     )
     tokenizer = processor.tokenizer
     call = '<tool_call>\n{"name": "screenshot", "arguments": {}}\n</tool_call>'
-    call_ids = tokenizer(call, add_special_tokens=False)["input_ids"] + [tokenizer.convert_tokens_to_ids(EOS_TOKEN)]
+    call_ids = answer_ids(tokenizer, call)
     input_ids = torch.cat([first["input_ids"], torch.tensor([call_ids])], dim=1)
     # Which tokens are image tokens (the rope positions of Qwen2.5-VL depend on it), as at generation.
     mm_token_type_ids = torch.cat([first["mm_token_type_ids"], torch.zeros((1, len(call_ids)), dtype=torch.long)], 1)

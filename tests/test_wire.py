@@ -1,6 +1,6 @@
 """A hostile runtime server: every value a server sends is validated before the adapter records it.
 
-`tests/wire_env.py:Wire` is served by the real SDK server under `tests/wire_server.py`, whose ASGI
+`tests/support/envs/wire.py:Wire` is served by the real SDK server under `tests/support/servers/wire.py`, whose ASGI
 middleware (FAULT INJECTION) rewrites its answers into the malformed values the SDK's own
 pydantic models refuse to build server-side: a reward `[1.0]`, `{...}`, `"abc"`, `"inf"`, NaN, a
 bool; `finished: "false"`; a text block holding an int; and so on (`CASES`). A reward beyond
@@ -18,13 +18,11 @@ import time
 import pytest
 from orlgen.serve import ServerProcess
 
-from tests.test_env_reward import generated
-from tests.test_trl import EOS_TOKEN, make_trainer, quiet_and_single_threaded, teach  # noqa: F401 - an autouse fixture
-from tests.tiny_model import tiny_qwen3_dir
-from tests.wire_env import LONG_OUTPUT
-from tests.wire_server import CASES
-
-pytestmark = pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+from tests.support.envs.wire import LONG_OUTPUT
+from tests.support.models.tiny_qwen3 import teach
+from tests.support.modules import generated
+from tests.support.servers.wire import CASES
+from tests.support.training import answer_ids, first_turn_ids, make_trainer
 
 # case → how the log line quotes the value
 QUOTED = {
@@ -49,7 +47,7 @@ assert set(QUOTED) == {*CASES, "huge"}
 
 @pytest.fixture(scope="module")
 def wire(tmp_path_factory):
-    return generated("tests.wire_env:Wire", tmp_path_factory.mktemp("wire"))
+    return generated("tests.support.envs.wire:Wire", tmp_path_factory.mktemp("wire"))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +55,7 @@ def server(tmp_path_factory):
     count_file = tmp_path_factory.mktemp("counts") / "counts.json"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ORLGEN_COUNT_FILE", str(count_file))
-        process = ServerProcess("tests.wire_env:Wire", entry="tests.wire_server").start()
+        process = ServerProcess("tests.support.envs.wire:Wire", entry="tests.support.servers.wire").start()
     process.counts = lambda: json.loads(count_file.read_text()) if count_file.exists() else {"opened": 0, "closed": 0}
     yield process
     process.stop()
@@ -145,29 +143,21 @@ def test_a_tool_output_is_cut_to_its_bound_with_a_marker(wire, server, monkeypat
         wire.WireEnv(base_url=server.url, max_output_chars=0)
 
 
-def test_grpo_training_survives_a_malformed_terminal_reward(wire, server, tmp_path, caplog):
+@pytest.mark.slow
+@pytest.mark.usefixtures("quiet_and_single_threaded")
+def test_grpo_training_survives_a_malformed_terminal_reward(wire, server, tiny_model_path, tmp_path, caplog):
     """One GRPO step on tasks 0 and 1, 2 generations each. The tiny model is taught to answer task 0
     with `reward-list` (the terminal tool's reward then arrives as `[1.0]`, which used to raise a
     TypeError out of `reward_funcs` and end training) and task 1 with `ok` (graded 1.0). Training
     completes; task 0's rollouts are unscored environment errors, task 1's score 1.0."""
     rows = wire.build_dataset(indices=[0, 1])
-    trainer, factory = make_trainer(str(tiny_qwen3_dir()), wire, server.url, rows, tmp_path, temperature=0.5)
-    tokenizer = trainer.processing_class
-    eos = [tokenizer.convert_tokens_to_ids(EOS_TOKEN)]
+    trainer, factory = make_trainer(tiny_model_path, wire, server.url, rows, tmp_path, temperature=0.5)
     examples = []
     for row, answer in zip(rows, ["reward-list", "ok"], strict=True):
         env = wire.WireEnv(base_url=server.url)
-        user = {**row["prompt"][-1], "content": row["prompt"][-1]["content"] + env.reset(**row)}
+        prompt_ids = first_turn_ids(trainer, row, env.reset(**row))
         env.get_reward()
-        prompt_ids = tokenizer.apply_chat_template(
-            [*row["prompt"][:-1], user],
-            tools=trainer.tools,
-            chat_template=trainer.chat_template,
-            add_generation_prompt=True,
-            tokenize=True,
-            return_dict=True,
-        )["input_ids"]
-        examples.append((prompt_ids, tokenizer(answer, add_special_tokens=False)["input_ids"] + eos))
+        examples.append((prompt_ids, answer_ids(trainer.processing_class, answer)))
     assert teach(trainer.model, examples) < 0.05
 
     with caplog.at_level(logging.WARNING, logger="orlgen"):

@@ -5,7 +5,7 @@ faults on purpose (said so in their docstrings): a refused endpoint or inconsist
 come from the environment class itself, so the real SDK server turns them into real HTTP errors.
 No SDK code is mocked or patched.
 
-Serve one with `orlgen.serve.ServerProcess("tests.support_envs:ClassName")`.
+Serve one with `orlgen.serve.ServerProcess("tests.support.envs.capture_shapes:ClassName")`.
 """
 
 from __future__ import annotations

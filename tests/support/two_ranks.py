@@ -1,6 +1,6 @@
-"""One GRPO step on two ranks: `torchrun --nproc_per_node 2 tests/two_ranks.py URL OUT_DIR`.
+"""One GRPO step on two ranks: `torchrun --nproc_per_node 2 tests/support/two_ranks.py URL OUT_DIR`.
 
-Each rank trains the tiny random Qwen3 of `tests/tiny_model.py` (built by rank 0, loaded by
+Each rank trains the tiny random Qwen3 of `tests/support/models/tiny_qwen3.py` (built by rank 0, loaded by
 both) with the checked-in echo module against the ORS server at URL, `num_generations=8` and 4
 rows per device, under the session budget of its environment (`ORLGEN_MAX_SESSIONS`) and with
 rank-aware prefetch. It writes `OUT_DIR/rank<N>.json`: the task of each `reset` it made (TRL's
@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -29,10 +29,10 @@ def main(url: str, out: Path) -> None:
     import torch.distributed as dist
     from orlgen.runtime import admission, budget, prefetch, scoring_callback
     from transformers.utils import logging as hf_logging
-    from trl import GRPOConfig, GRPOTrainer
 
-    from tests.conftest import load_module
-    from tests.tiny_model import build_tiny_qwen3
+    from tests.support.models.tiny_qwen3 import build_tiny_qwen3
+    from tests.support.modules import load_module
+    from tests.support.training import grpo_trainer
 
     torch.set_num_threads(1)
     hf_logging.disable_progress_bar()
@@ -58,27 +58,16 @@ def main(url: str, out: Path) -> None:
         adapters.append(CountedEchoEnv(base_url=url, prefetch=rows))
         return adapters[-1]
 
-    trainer = GRPOTrainer(
+    trainer = grpo_trainer(
+        out / f"trainer{rank}",
         model=str(model_dir),
-        args=GRPOConfig(
-            output_dir=str(out / f"trainer{rank}"),
-            use_cpu=True,
-            bf16=False,
-            activation_checkpointing=False,
-            max_steps=1,
-            per_device_train_batch_size=PER_DEVICE,
-            num_generations=GENERATIONS,
-            max_completion_length=8,
-            max_tool_calling_iterations=1,
-            logging_steps=1,
-            report_to=[],
-            save_strategy="no",
-            disable_tqdm=True,
-            seed=0,
-        ),
-        train_dataset=echo.build_dataset(num_tasks=8),
         environment_factory=factory,
+        train_dataset=echo.build_dataset(num_tasks=8),
         reward_funcs=echo.reward_funcs,
+        per_device_train_batch_size=PER_DEVICE,
+        num_generations=GENERATIONS,
+        max_completion_length=8,
+        max_tool_calling_iterations=1,
     )
     trainer.add_callback(scoring_callback(trainer))
     trainer.train()

@@ -1,4 +1,4 @@
-"""An ORS environment whose answers a test can make malformed (see `tests/wire_server.py`).
+"""An ORS environment whose answers a test can make malformed (see `tests/support/servers/wire.py`).
 
 Every answer is well formed here: the SDK's own pydantic models refuse to build most malformed
 values (a list as a reward, a string `finished`, an int as a text block's text). Each answer

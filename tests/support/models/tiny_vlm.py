@@ -1,6 +1,6 @@
 """A tiny, random Qwen2.5-VL vision-language model and its processor, built fully offline.
 
-Made the way `tests/tiny_model.py` makes the text model: the same in-process tokenizer (it already
+Made the way `tests/support/models/tiny_qwen3.py` makes the text model: the same in-process tokenizer (it already
 has Qwen's vision tokens), TRL's shipped `qwen2_5_vl` chat template byte for byte (so TRL sets up
 tool calling for it), Pillow's image processor, and a random `Qwen2_5_VLForConditionalGeneration`
 (hidden size 64, 2 layers; a vision tower of depth 1). `Qwen2_5_VLProcessor` insists on a video
@@ -11,7 +11,7 @@ a test can see what reached it.
 
 from __future__ import annotations
 
-from tests.tiny_model import EOS_TOKEN, PAD_TOKEN, build_tokenizer
+from tests.support.models.tiny_qwen3 import EOS_TOKEN, PAD_TOKEN, build_tokenizer
 
 
 def build_processor():

@@ -1,4 +1,4 @@
-"""`python -m tests.wire_server tests.wire_env:Wire PORT`: the wire env served by the real SDK
+"""`python -m tests.support.servers.wire tests.support.envs.wire:Wire PORT`: the wire env served by the real SDK
 server, with FAULT INJECTION: an ASGI middleware rewrites answers into values the SDK's models
 would never build. A tool answer (an SSE stream) whose metadata names a case in `CASES` has
 those fields replaced (case `long-refusal`: the answer becomes a refusal whose
@@ -11,7 +11,7 @@ import sys
 
 import openreward.environments
 
-from tests.wire_env import LONG_OUTPUT, MALFORMED_PROMPT
+from tests.support.envs.wire import LONG_OUTPUT, MALFORMED_PROMPT
 
 # case → the fields of the tool output replaced on the wire
 CASES = {

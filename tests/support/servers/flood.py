@@ -1,4 +1,4 @@
-"""`python -m tests.flood_server module:Env PORT`: a real ORS server whose `/create_session`
+"""`python -m tests.support.servers.flood module:Env PORT`: a real ORS server whose `/create_session`
 stream is FAULT INJECTION: an ASGI middleware answers it with `ORLGEN_FLOOD_EVENTS` session
 events of 400 KB each (four 100 KB data lines: every line within aiohttp's per-line limit),
 then the end event. Every other request reaches the SDK's own app. The SDK's client keeps each

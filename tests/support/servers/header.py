@@ -1,4 +1,4 @@
-"""`python -m tests.header_server module:Env PORT`: a real ORS server that records, for every
+"""`python -m tests.support.servers.header module:Env PORT`: a real ORS server that records, for every
 request, the credentials it carried: the `X-API-Key` and `Authorization` headers and the names
 (and API-key values) of the `X-Secrets` header. FAULT INJECTION's harmless cousin: an ASGI
 middleware on the SDK's own app observes, and changes nothing. Records are JSON lines appended to

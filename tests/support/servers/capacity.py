@@ -1,4 +1,4 @@
-"""`python -m tests.capacity_server module:Env PORT`: an ORS server with the faults of a hosted
+"""`python -m tests.support.servers.capacity module:Env PORT`: an ORS server with the faults of a hosted
 env, for the budget, back-off and breaker tests. Fault injection: a small ASGI middleware on the
 SDK server's app; the env and the SDK's server are untouched.
 

@@ -3,7 +3,7 @@
 `AsyncGRPOTrainer`'s rollout worker generates through a vLLM server's OpenAI-style
 `POST /v1/completions` (token ids in, `choices[0].token_ids` and `choices[0].logprobs.token_logprobs`
 out; `trl/experimental/async_grpo/async_rollout_worker.py`, `_generate_one_turn`). vLLM cannot run
-on this CPU-only machine, so this serves `tests/tiny_model.py`'s model with transformers'
+on this CPU-only machine, so this serves `tests/support/models/tiny_qwen3.py`'s model with transformers'
 `generate` on a loopback port: sampling with the request's temperature and seed, stopping at EOS
 or `max_tokens`. Weight sync and the other vLLM routes are the trainer's, not the worker's, and
 are not served.

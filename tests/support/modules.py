@@ -1,0 +1,42 @@
+"""Generated modules for tests: the checked-in ones loaded from their files, and test envs
+captured and generated on the spot."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from orlgen.capture import capture
+from orlgen.files import write_files
+from orlgen.render import generate
+
+REPO = Path(__file__).resolve().parents[2]
+
+_counter = itertools.count()
+
+
+def load_module(path: Path) -> ModuleType:
+    """Import a generated module from its file, under a fresh name each time."""
+    name = f"orlgen_test_module_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def generated(spec: str, out) -> object:
+    """Capture `spec`, generate its module into `out` and import it by name (so it pickles)."""
+    snapshot = capture(spec)
+    path = out / snapshot.file_name
+    path.write_text(snapshot.to_json())
+    write_files(generate([(path, snapshot)]))
+    sys.path.insert(0, str(out))
+    try:
+        return importlib.import_module(path.name.removesuffix(".snapshot.json"))
+    finally:
+        sys.path.remove(str(out))
