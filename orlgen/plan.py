@@ -30,7 +30,7 @@ _HINT_NAMES = ("Any", "Literal")
 # Module names a parameter default may use: a parameter of that name would shadow it.
 _DEFAULT_NAMES = ("UNSET",)
 # Module-level names a generated model class may not take.
-RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel", "TaskSpec"})
+RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel"})
 
 
 class Source(str):
@@ -89,9 +89,8 @@ class ModulePlan:
     description: Source  # the module docstring
     tools: tuple[ToolPlan, ...]
     num_tasks: Source  # {split: count}
-    default_split: Source
     columns: tuple[ColumnPlan, ...]
-    models_schema: JSON  # one JSON Schema bundle: every params model and TaskSpec, for dcg
+    models_schema: JSON  # one JSON Schema bundle: every params model, for dcg
     models_aliases: dict[str, str]  # property name Python would misread → model field name, for dcg
     terminal_tool: Source  # literal wire name or None
     has_terminal_tool: bool
@@ -144,9 +143,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     methods = names.Taken(RESERVED_METHODS)  # linear renaming, however many tools share a name
     probed = tuple((ref.split, ref.index) for ref in snapshot.probed_tasks)
     tools = tuple(_plan_tool(parsed, bundle, methods, probed) for parsed in _parsed_tools(snapshot))
-    bundle.add(ClassName("TaskSpec"), task_schema)
     definitions = bundle.definitions()
-    split_names = [split.name for split in snapshot.splits]
     return ModulePlan(
         snapshot_file=literal(snapshot.file_name),
         sha256=literal(snapshot.sha256),
@@ -157,7 +154,6 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         description=_docstring(_module_summary(snapshot), indent=""),
         tools=tools,
         num_tasks=literal({split.name: split.num_tasks for split in snapshot.splits}),
-        default_split=literal("train" if "train" in split_names else (split_names or ["train"])[0]),
         columns=_columns(task_schema),
         models_schema={"$defs": definitions},
         models_aliases=_aliases(definitions),
@@ -177,10 +173,10 @@ def plan(snapshot: Snapshot) -> ModulePlan:
 # What every module exports beside its adapter class and params models.
 _EXPORTS = (
     "SNAPSHOT_SHA256",
+    "SPEC",
     "SPLITS",
     "TARGET",
     "TOOLS",
-    "TaskSpec",
     "build_dataset",
     "environment_factory",
     "outcome_reward",

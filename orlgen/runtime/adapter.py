@@ -36,9 +36,10 @@ from . import draw as _draw
 from . import offers as _offers
 from . import prefetch as _prefetch
 from . import wire as _wire
-from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
+from .connection import Connection, choose_api_key, on_exit, secrets_from_env, session_secrets
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
+from .spec import Aggregate, EnvSpec
 
 logger = logging.getLogger("orlgen")
 
@@ -56,7 +57,6 @@ STATE_ATTRIBUTES = (
     "tool_errors",
 )
 DriftPolicy = Literal["warn", "raise", "ignore"]
-Aggregate = Literal["outcome", "summed"]
 # What `copy.copy` carries over: the episode, never the session.
 _EPISODE = (*STATE_ATTRIBUTES, "_scored_by")
 
@@ -124,11 +124,11 @@ class EnvAdapter:
     """One rollout at a time against one ORS environment.
 
     Keyword options, all optional:
-        base_url: the server's URL (default: `_env_var`, then the snapshot's target).
+        base_url: the server's URL (default: `spec.env_var`, then the snapshot's target).
         api_key: OpenReward API key: authenticates requests and reaches every session as the
             `api_key` and `OPENREWARD_API_KEY` secrets (it wins over those names in `secrets`).
         secrets: per-session secrets, forwarded to the server; never logged or shown. Default:
-            the environment variables named by the snapshot's secret names (`_secret_names`),
+            the environment variables named by the snapshot's secret names (`spec.secret_names`),
             read at each `reset`. A key given here as `api_key` is used when `api_key=` is not.
         split: the split used when a dataset row names none.
         timeout: seconds any one request may take (opening a session includes waiting for the
@@ -138,7 +138,7 @@ class EnvAdapter:
             the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
         reward: what `get_reward()` returns: "outcome" (the last non-null step reward) or
             "summed" (the sum of the non-null step rewards), None when nothing scored the rollout.
-            Default: the rule the snapshot records (`_reward_rule`; "outcome" unless declared).
+            Default: the rule the snapshot records (`spec.reward_rule`; "outcome" unless declared).
         prefetch: for GRPOTrainer on slow-setup envs, `num_generations`: the first `reset` of a
             task opens that many sessions together for the group's next resets (see
             `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
@@ -162,16 +162,19 @@ class EnvAdapter:
     the copy never calls, closes or reuses the original's. Pickling keeps only the options.
     """
 
-    _target: ClassVar[Target]
-    _env_var: ClassVar[str]
-    _secret_names: ClassVar[tuple[str, ...]] = ()
-    _terminal_tool: ClassVar[str | None] = None  # wire name of the env's @terminal tool, if any
-    _conversation: ClassVar[bool] = False  # the env serves its prompt as messages (get_messages)
-    _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {}  # wire name → (shared, fingerprint)
-    _reward_rule: ClassVar[Aggregate] = "outcome"  # the env's rule, from the snapshot: `reward=`'s default
-    _probed_tasks: ClassVar[tuple[tuple[str, int], ...]] = ()  # the (split, index) tasks capture probed
-    _offered_on: ClassVar[dict[str, tuple[tuple[str, int], ...]]] = {}  # task-only tool → probed tasks offering it
-    _deployment: ClassVar[dict[str, str] | None] = None  # the captured deployment (`runtime.provenance`)
+    spec: ClassVar[EnvSpec]  # the environment as captured: set by `class XEnv(EnvAdapter, spec=SPEC)`
+
+    def __init_subclass__(cls, spec: EnvSpec | None = None, **kwargs: Any) -> None:
+        """Take the generated module's `SPEC`; a subclass of a generated class inherits it. A
+        class with none is a module of contract 1 (class attributes), which this runtime cannot run."""
+        super().__init_subclass__(**kwargs)
+        if spec is not None:
+            cls.spec = spec
+        elif not hasattr(cls, "spec"):
+            raise ImportError(
+                f"{cls.__module__}.{cls.__qualname__} has no EnvSpec: it was generated for orlgen's runtime "
+                "contract 1, which this orlgen does not speak: pip install 'orlgen<0.2' or regenerate it"
+            )
 
     def __init__(
         self,
@@ -188,7 +191,7 @@ class EnvAdapter:
         num_generations: int = 1,
         seed: int = 0,
     ) -> None:
-        reward = self._reward_rule if reward is None else reward
+        reward = self.spec.reward_rule if reward is None else reward
         if reward not in ("outcome", "summed"):
             raise ValueError(f"reward must be 'outcome' or 'summed', not {reward!r}")
         self._options = {
@@ -209,7 +212,9 @@ class EnvAdapter:
         self._prefetch = prefetch
         self._num_generations = num_generations
         self._seed = seed
-        self._connection = Connection.resolve(self._target, self._env_var, base_url, choose_api_key(api_key, secrets))
+        self._connection = Connection.resolve(
+            self.spec.target, self.spec.env_var, base_url, choose_api_key(api_key, secrets)
+        )
         self._secrets = dict(secrets) if secrets is not None else None
         self._split = split
         self._timeout = timeout
@@ -268,7 +273,7 @@ class EnvAdapter:
     def _submit_final_message(self, message: str) -> None:
         """Give the model's final plain message to the env's @terminal tool, which grades it, and
         end the rollout. Only for a running episode of an env that declares one."""
-        if self._terminal_tool is None or self._session is None or self.finished:
+        if self.spec.terminal_tool is None or self._session is None or self.finished:
             return
         from openreward.api.errors import ToolCallError
 
@@ -276,12 +281,12 @@ class EnvAdapter:
         try:
             output = self._connection.run(lambda env: session.call_terminal_tool(message), self._timeout)
         except ToolCallError as exc:
-            self._env_failed(f"terminal tool {self._terminal_tool} was not run ({exc.reason})", exc)
+            self._env_failed(f"terminal tool {self.spec.terminal_tool} was not run ({exc.reason})", exc)
             return
         except Exception as exc:  # transport, dead session, crashed tool, timeout
-            self._env_failed(f"terminal tool {self._terminal_tool} failed", exc)
+            self._env_failed(f"terminal tool {self.spec.terminal_tool} failed", exc)
             return
-        self._record(self._terminal_tool, output)
+        self._record(self.spec.terminal_tool, output)
         if self.outcome == "env_error":
             return  # the answer was malformed: the rollout ended there
         self.finished, self.outcome = True, "finished"  # the terminal tool ends the rollout
@@ -298,7 +303,7 @@ class EnvAdapter:
         self._end_session()
         self._clear_state()
         split = row.get("split") or self._split
-        given = self._secrets if self._secrets is not None else secrets_from_env(self._secret_names)
+        given = self._secrets if self._secrets is not None else secrets_from_env(self.spec.secret_names)
         secrets = session_secrets(given, self._connection)
         spec = _task_spec(row.get("task_spec"))
         index = None if spec is not None or row.get("task_index") is None else int(row["task_index"])
@@ -334,7 +339,7 @@ class EnvAdapter:
         environment is read as messages: those the row's `prompt` already carries with their
         roles are not repeated, the rest keep their roles as labelled text (TRL cannot insert a
         message from `reset`)."""
-        if self._conversation:
+        if self.spec.conversation:
             messages = self._connection.run(lambda env: session.get_messages(), self._timeout)
             return _content.conversation(messages, carried)
         blocks = _wire.blocks(self._connection.run(lambda env: session.get_prompt(), self._timeout))
@@ -383,7 +388,7 @@ class EnvAdapter:
                 if self.finished
                 else f"{name} was not run: no episode is running (call reset first)"
             )
-        refused = _offers.refusal(name, self._task, self._offered_on, self._probed_tasks, self._session_tools)
+        refused = _offers.refusal(name, self._task, self.spec.offered_on, self.spec.probed_tasks, self._session_tools)
         if refused is not None:
             return self._model_error(refused)  # a task-only tool this task does not offer: nothing is sent
         given = {key: value for key, value in arguments.items() if value is not UNSET}
@@ -481,7 +486,7 @@ class EnvAdapter:
                 return
             _drift_checked.add(cls)
         live = self._connection.run(lambda env: session.list_tools(), self._timeout)
-        problems = tool_drift(cls._tool_fingerprints, {spec.name: spec for spec in live})
+        problems = tool_drift(cls.spec.tool_fingerprints, {spec.name: spec for spec in live})
         if not problems:
             self._check_deployment()
             return
@@ -496,7 +501,7 @@ class EnvAdapter:
     def _check_deployment(self) -> None:
         """Log "same schema, new deployment" when the env's /version differs from the capture's."""
         cls = type(self)
-        if cls._deployment is None:
+        if cls.spec.deployment is None:
             return
         from . import provenance
 
@@ -504,7 +509,7 @@ class EnvAdapter:
             now = self._connection.run(provenance.live, self._timeout)
         except Exception:  # best effort: the tools matched, which is what training needs
             return
-        if change := provenance.changed(cls._deployment, now):
+        if change := provenance.changed(cls.spec.deployment, now):
             logger.warning(
                 f"{cls.__name__}: same schema, new deployment of the environment ({change}); "
                 "the tools match the snapshot: `orlgen snapshot` records the new deployment"
