@@ -27,7 +27,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
 from . import admission, budget
@@ -111,9 +111,18 @@ def tool_method(method: Callable[..., str] | None = None, *, aliases: dict[str, 
 
 
 _live: weakref.WeakSet[EnvAdapter] = weakref.WeakSet()
-# At exit, sessions are deleted concurrently, in the background; the SDK loop waits for them (bounded).
-on_exit(lambda: [adapter._end_session(wait=False) for adapter in list(_live)])
-on_exit(lambda: [_close_slot([session], connection, wait=False) for connection, session in _prefetch.drain()])
+
+
+def _end_all_sessions() -> None:
+    """At exit, sessions are deleted concurrently, in the background; the SDK loop waits for
+    them (bounded): the prefetched spares first, then every live adapter's."""
+    for connection, session in _prefetch.drain():
+        _close_slot([session], connection, wait=False)
+    for adapter in list(_live):
+        adapter._end_session(wait=False)
+
+
+on_exit(_end_all_sessions)
 _drift_checked: set[type] = set()
 _drift_lock = threading.Lock()
 _scoring_lock = threading.Lock()
@@ -163,6 +172,20 @@ class EnvAdapter:
     """
 
     spec: ClassVar[EnvSpec]  # the environment as captured: set by `class XEnv(EnvAdapter, spec=SPEC)`
+    # The rollout's state (see above), set anew by `_clear_state` at every `reset`.
+    reward: float | None
+    rewards: list[float | None]
+    metadata: list[dict[str, Any] | None]
+    finished: bool
+    last_output: str
+    outcome: Outcome
+    error: str | None
+    tool_calls: int
+    tool_errors: int
+    _session: Any  # the open SDK session, or None
+    _task: tuple[str, int] | None  # the rollout's (split, index)
+    _listed: frozenset[str] | None  # the session's tool names, once read
+    _scored_by: str | None  # the scorer that owns this rollout's reward
 
     def __init_subclass__(cls, spec: EnvSpec | None = None, **kwargs: Any) -> None:
         """Take the generated module's `SPEC`; a subclass of a generated class inherits it. A
@@ -232,7 +255,7 @@ class EnvAdapter:
         return dict(self._options)
 
     def __setstate__(self, options: dict[str, Any]) -> None:
-        self.__init__(**options)
+        type(self).__init__(self, **options)
 
     def __copy__(self) -> EnvAdapter:
         """A new adapter with the same options and this rollout's state, and no session."""
@@ -363,19 +386,19 @@ class EnvAdapter:
         return session
 
     def _clear_state(self) -> None:
-        self._session: Any = None
-        self._task: tuple[str, int] | None = None  # the rollout's (split, index)
-        self._listed: frozenset[str] | None = None  # the session's tool names, once read
-        self.reward: float | None = None
-        self.rewards: list[float | None] = []
-        self.metadata: list[dict[str, Any] | None] = []
+        self._session = None
+        self._task = None
+        self._listed = None
+        self.reward = None
+        self.rewards = []
+        self.metadata = []
         self.finished = False
         self.last_output = ""
-        self.outcome: Outcome = "running"
-        self.error: str | None = None
+        self.outcome = "running"
+        self.error = None
         self.tool_calls = 0
         self.tool_errors = 0
-        self._scored_by: str | None = None  # the scorer that owns this rollout's reward
+        self._scored_by = None
 
     def _call_tool(self, name: str, params_model: Any, arguments: dict[str, Any]) -> Any:
         """Validate the arguments with the tool's model, send only those given, record the result.
@@ -516,7 +539,7 @@ class EnvAdapter:
             )
 
 
-def tool_drift(expected: dict[str, tuple[bool, str]], live: dict[str, Any]) -> list[str]:
+def tool_drift(expected: Mapping[str, tuple[bool, str]], live: dict[str, Any]) -> list[str]:
     """What differs between the snapshot's tools and a live session's tool list."""
     from .fingerprint import fingerprint
 

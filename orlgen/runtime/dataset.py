@@ -65,7 +65,8 @@ class DatasetSpec:
 @functools.lru_cache(maxsize=4)
 def _read_json(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
     """The parsed snapshot, read once per version of the file (a big one takes a second)."""
-    return json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 def build(
