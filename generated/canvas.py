@@ -29,6 +29,7 @@ from orlgen.runtime import (
     EnvAdapter,
     EnvSpec,
     Target,
+    ToolOutput,
     dataset_builder,
     outcome_reward,
     reward_funcs_getattr,
@@ -87,7 +88,7 @@ class CanvasEnv(EnvAdapter, spec=SPEC):
     """
 
     @tool_method
-    def answer(self, *, colour: str) -> str:
+    def answer(self, *, colour: str) -> ToolOutput:
         """Name the canvas's colour. Ends the episode.
 
         Args:
@@ -96,7 +97,7 @@ class CanvasEnv(EnvAdapter, spec=SPEC):
         return self._call_tool("answer", AnswerParams, {"colour": colour})
 
     @tool_method
-    def screenshot(self) -> str:
+    def screenshot(self) -> ToolOutput:
         """Take a screenshot of the canvas.
 
         Returns:

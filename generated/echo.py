@@ -29,6 +29,7 @@ from orlgen.runtime import (
     EnvAdapter,
     EnvSpec,
     Target,
+    ToolOutput,
     dataset_builder,
     outcome_reward,
     reward_funcs_getattr,
@@ -94,7 +95,7 @@ class EchoEnv(EnvAdapter, spec=SPEC):
     """
 
     @tool_method
-    def echo(self, *, text: str) -> str:
+    def echo(self, *, text: str) -> ToolOutput:
         """Echo a text back to the environment. Wins when it equals the target string.
 
         The episode ends after the first echo.
@@ -105,7 +106,7 @@ class EchoEnv(EnvAdapter, spec=SPEC):
         return self._call_tool("echo", EchoParams, {"text": text})
 
     @tool_method
-    def hint(self) -> str:
+    def hint(self) -> ToolOutput:
         """Reveal the first letter of the target.
 
         Offered on some tasks only: train[0], train[2] of the tasks probed (train[0], train[1], train[2]).

@@ -28,7 +28,9 @@ from orlgen.runtime import (
     DatasetSpec,
     EnvAdapter,
     EnvSpec,
+    JSONObject,
     Target,
+    ToolOutput,
     dataset_builder,
     outcome_reward,
     reward_funcs_getattr,
@@ -234,7 +236,7 @@ class HelpdeskEnv(EnvAdapter, spec=SPEC):
         *,
         order_id: str,
         reason: Literal["customer_request", "duplicate_order", "payment_issue"],
-    ) -> str:
+    ) -> ToolOutput:
         """Cancel an order that has not shipped yet (the payment is released automatically).
 
         Args:
@@ -246,7 +248,7 @@ class HelpdeskEnv(EnvAdapter, spec=SPEC):
         )
 
     @tool_method
-    def escalate(self, *, priority: int, reason: str) -> str:
+    def escalate(self, *, priority: int, reason: str) -> ToolOutput:
         """Escalate the ticket to a senior agent (VIP tickets only).
 
         Offered on some tasks only: train[1] of the tasks probed (test[0], test[1], test[35], train[0], train[1], train[155]).
@@ -258,7 +260,7 @@ class HelpdeskEnv(EnvAdapter, spec=SPEC):
         return self._call_tool("escalate", EscalateParams, {"priority": priority, "reason": reason})
 
     @tool_method
-    def get_order(self, *, order_id: str) -> str:
+    def get_order(self, *, order_id: str) -> ToolOutput:
         """Fetch one order in full: lines, refunds, status, age, shipping address and tracking.
 
         Args:
@@ -271,10 +273,10 @@ class HelpdeskEnv(EnvAdapter, spec=SPEC):
         self,
         *,
         order_id: str,
-        items: list[dict],
+        items: list[JSONObject],
         reason: Literal["damaged", "wrong_item", "changed_mind", "not_delivered"],
         note: str | None = None,
-    ) -> str:
+    ) -> ToolOutput:
         """Refund some lines of a delivered order to the customer's original payment method.
 
         Each item names an order line by SKU and how many of its units to refund; a line can
@@ -297,7 +299,7 @@ class HelpdeskEnv(EnvAdapter, spec=SPEC):
         )
 
     @tool_method
-    def list_policies(self) -> str:
+    def list_policies(self) -> ToolOutput:
         """Return the shop's support policies: refunds, address changes, cancellations, replies, escalation."""
         return self._call_tool("list_policies", None, {})
 
@@ -308,7 +310,7 @@ class HelpdeskEnv(EnvAdapter, spec=SPEC):
         query: str,
         status: Literal["processing", "shipped", "delivered", "cancelled"] | None = None,
         limit: int = 10,
-    ) -> str:
+    ) -> ToolOutput:
         """Search the customer's orders.
 
         Args:
@@ -337,7 +339,7 @@ class HelpdeskEnv(EnvAdapter, spec=SPEC):
         ],
         tracking_number: str | None = None,
         body: str | None = None,
-    ) -> str:
+    ) -> ToolOutput:
         """Email the customer a templated reply about one of their orders.
 
         Args:
@@ -358,7 +360,7 @@ class HelpdeskEnv(EnvAdapter, spec=SPEC):
         )
 
     @tool_method
-    def submit_resolution(self, *, summary: str, resolved: bool) -> str:
+    def submit_resolution(self, *, summary: str, resolved: bool) -> ToolOutput:
         """Close the ticket and grade the session. Ends the episode.
 
         Args:
@@ -373,7 +375,7 @@ class HelpdeskEnv(EnvAdapter, spec=SPEC):
         )
 
     @tool_method
-    def update_shipping(self, *, order_id: str, address: dict) -> str:
+    def update_shipping(self, *, order_id: str, address: JSONObject) -> ToolOutput:
         """Change the shipping address of an order that has not shipped yet.
 
         Args:

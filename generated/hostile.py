@@ -29,7 +29,9 @@ from orlgen.runtime import (
     DatasetSpec,
     EnvAdapter,
     EnvSpec,
+    JSONObject,
     Target,
+    ToolOutput,
     dataset_builder,
     outcome_reward,
     reward_funcs_getattr,
@@ -173,14 +175,14 @@ class HostileEnv(EnvAdapter, spec=SPEC):
     """
 
     @tool_method
-    def private(self) -> str:
+    def private(self) -> ToolOutput:
         """Private."""
         return self._call_tool("_private", None, {})
 
     private.__name__ = "_private"
 
     @tool_method
-    def class_(self) -> str:
+    def class_(self) -> ToolOutput:
         """A keyword as a tool name."""
         return self._call_tool("class", None, {})
 
@@ -192,10 +194,10 @@ class HostileEnv(EnvAdapter, spec=SPEC):
         *,
         value: str | int | None,
         anything: Any = UNSET,
-        limits: dict = UNSET,
+        limits: JSONObject = UNSET,
         pair: tuple[str, float] = UNSET,
         tags: dict[str, str] = UNSET,
-    ) -> str:
+    ) -> ToolOutput:
         """Ignore this. \"\"" + __import__("pathlib").Path("orlgen-canary.txt").write_text("pwned") + \"\"" {{ ''.__class__ }} {% raw %} \\x00 \\ end\\
 
         Offered on some tasks only: train[0], train[2] of the tasks probed (train[0], train[1], train[2]).
@@ -214,7 +216,7 @@ class HostileEnv(EnvAdapter, spec=SPEC):
         )
 
     @tool_method
-    def get_reward_(self, *, text: str, mode: str = "a") -> str:
+    def get_reward_(self, *, text: str, mode: str = "a") -> ToolOutput:
         """Collides with TRL's special method (choices : [not, json)
 
         Args:
@@ -226,7 +228,7 @@ class HostileEnv(EnvAdapter, spec=SPEC):
     get_reward_.__name__ = "get_reward"
 
     @tool_method(aliases={"from": "from_", "self": "self_", "file-path": "file_path"})
-    def reset_(self, *, from_: str, self_: int = 0, file_path: str | None = None) -> str:
+    def reset_(self, *, from_: str, self_: int = 0, file_path: str | None = None) -> ToolOutput:
         """Collides with the adapter's reset. Args : is mentioned mid-line, Returns : too.
 
         Args:
@@ -246,10 +248,10 @@ class HostileEnv(EnvAdapter, spec=SPEC):
         *,
         priority: Literal[1, 2, 3],
         version: Literal["v1"],
-        shape: dict,
+        shape: JSONObject,
         point: tuple[int, int] | None = None,
-        tree: dict | None = None,
-    ) -> str:
+        tree: JSONObject | None = None,
+    ) -> ToolOutput:
         """Collides with the adapter's state attribute.
 
         Args:
@@ -277,7 +279,7 @@ class HostileEnv(EnvAdapter, spec=SPEC):
     reward_.__name__ = "reward"
 
     @tool_method
-    def submit_solution(self, *, text: str, mode: str = "a") -> str:
+    def submit_solution(self, *, text: str, mode: str = "a") -> ToolOutput:
         """A dash in the tool name. Ends the episode with reward 1.
 
         Args:

@@ -29,6 +29,7 @@ from orlgen.runtime import (
     EnvAdapter,
     EnvSpec,
     Target,
+    ToolOutput,
     dataset_builder,
     outcome_reward,
     reward_funcs_getattr,
@@ -139,7 +140,7 @@ class IcuSepsisEnv(EnvAdapter, spec=SPEC):
         drug: Literal["saline", "noradrenaline", "piperacillin", "meropenem"],
         dose: float,
         route: Literal["iv", "oral"] = "iv",
-    ) -> str:
+    ) -> ToolOutput:
         """Give the patient one dose of a drug.
 
         Fluids and vasopressors raise the pressure; antibiotics treat the infection.
@@ -157,7 +158,7 @@ class IcuSepsisEnv(EnvAdapter, spec=SPEC):
         )
 
     @tool_method
-    def discharge(self) -> str:
+    def discharge(self) -> ToolOutput:
         """End the episode; scores 1 when fluids, a vasopressor and a safe antibiotic were given.
 
         Returns:
@@ -166,7 +167,7 @@ class IcuSepsisEnv(EnvAdapter, spec=SPEC):
         return self._call_tool("discharge", None, {})
 
     @tool_method
-    def edit(self, *, file_path: str, old_string: str, new_string: str) -> str:
+    def edit(self, *, file_path: str, old_string: str, new_string: str) -> ToolOutput:
         """Replace text in one of the patient's chart notes.
 
         Args:
@@ -189,7 +190,7 @@ class IcuSepsisEnv(EnvAdapter, spec=SPEC):
         *,
         tests: list[Literal["lactate", "blood_culture", "creatinine"]],
         note: str | None = None,
-    ) -> str:
+    ) -> ToolOutput:
         """Order laboratory tests.
 
         Args:
@@ -202,7 +203,7 @@ class IcuSepsisEnv(EnvAdapter, spec=SPEC):
         return self._call_tool("order_labs", OrderLabsParams, {"tests": tests, "note": note})
 
     @tool_method
-    def register_patient(self, *, 名前: str, age: int) -> str:
+    def register_patient(self, *, 名前: str, age: int) -> ToolOutput:
         """Register the patient under the name on their wristband.
 
         Args:
@@ -217,7 +218,7 @@ class IcuSepsisEnv(EnvAdapter, spec=SPEC):
         )
 
     @tool_method
-    def set_pump(self, *, pump_id: int, rate: float) -> str:
+    def set_pump(self, *, pump_id: int, rate: float) -> ToolOutput:
         """Set the rate of one infusion pump.
 
         Note: a pump keeps its rate until it is set again.
@@ -229,7 +230,7 @@ class IcuSepsisEnv(EnvAdapter, spec=SPEC):
         return self._call_tool("set_pump", SetPumpParams, {"pump_id": pump_id, "rate": rate})
 
     @tool_method(aliases={"from": "from_"})
-    def transfer(self, *, from_: str, to: str, urgent: bool = False) -> str:
+    def transfer(self, *, from_: str, to: str, urgent: bool = False) -> ToolOutput:
         """Move the patient between wards.
 
         Args:

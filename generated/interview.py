@@ -29,6 +29,7 @@ from orlgen.runtime import (
     EnvAdapter,
     EnvSpec,
     Target,
+    ToolOutput,
     dataset_builder,
     outcome_reward,
     reward_funcs_getattr,
@@ -92,7 +93,7 @@ class InterviewEnv(EnvAdapter, spec=SPEC):
     """
 
     @tool_method
-    def decide(self, *, hire: bool) -> str:
+    def decide(self, *, hire: bool) -> ToolOutput:
         """Record the hiring decision. Ends the episode.
 
         Args:

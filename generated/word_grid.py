@@ -29,7 +29,9 @@ from orlgen.runtime import (
     DatasetSpec,
     EnvAdapter,
     EnvSpec,
+    JSONObject,
     Target,
+    ToolOutput,
     dataset_builder,
     outcome_reward,
     reward_funcs_getattr,
@@ -114,8 +116,8 @@ class WordGridEnv(EnvAdapter, spec=SPEC):
         prefix: str,
         limit: int = 10,
         start: tuple[int, int] | None = None,
-        options: dict = UNSET,
-    ) -> str:
+        options: JSONObject = UNSET,
+    ) -> ToolOutput:
         """List the words of the dictionary that start with a prefix.
 
         Args:
@@ -134,7 +136,7 @@ class WordGridEnv(EnvAdapter, spec=SPEC):
         )
 
     @tool_method
-    def place_letter(self, *, row: int, column: int, letter: str) -> str:
+    def place_letter(self, *, row: int, column: int, letter: str) -> ToolOutput:
         """Write one letter into a cell of the grid, replacing what was there.
 
         Rows and columns count from zero at the top-left corner.
@@ -152,7 +154,7 @@ class WordGridEnv(EnvAdapter, spec=SPEC):
         )
 
     @tool_method
-    def submit(self) -> str:
+    def submit(self) -> ToolOutput:
         """Submit the grid; the episode ends and scores 1 when the word can be read in it.
 
         Returns:

@@ -26,7 +26,7 @@ from .sorting import dunder_all_order
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
 RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
 # Names method signatures use in their hints: a parameter named like one would shadow it.
-_HINT_NAMES = ("Any", "Literal")
+_HINT_NAMES = ("Any", "Literal", "JSONObject", "JSONArray", "ToolOutput")
 # Module names a parameter default may use: a parameter of that name would shadow it.
 _DEFAULT_NAMES = ("UNSET",)
 # Module-level names a generated model class may not take.

@@ -19,6 +19,7 @@ from .scoring import (
 )
 from .spec import EnvSpec
 from .surface import dataset_builder, reward_funcs_getattr
+from .types import JSONArray, JSONObject, ToolOutput
 
 __all__ = [
     "COVERAGE",
@@ -32,7 +33,10 @@ __all__ = [
     "DriftError",
     "EnvAdapter",
     "EnvSpec",
+    "JSONArray",
+    "JSONObject",
     "Target",
+    "ToolOutput",
     "dataset_builder",
     "final_message",
     "mix",

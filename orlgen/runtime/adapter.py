@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
 
 from . import admission, budget
 from . import content as _content
@@ -40,6 +40,10 @@ from .connection import Connection, choose_api_key, on_exit, secrets_from_env, s
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
 from .spec import Aggregate, EnvSpec
+from .types import ToolOutput
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 logger = logging.getLogger("orlgen")
 
@@ -85,19 +89,29 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-def tool_method(method: Callable[..., str] | None = None, *, aliases: dict[str, str] | None = None) -> Any:
+_Tool = TypeVar("_Tool", bound=Callable[..., ToolOutput])
+
+
+@overload
+def tool_method(method: _Tool, *, aliases: dict[str, str] | None = None) -> _Tool: ...
+@overload
+def tool_method(method: None = None, *, aliases: dict[str, str] | None = None) -> Callable[[_Tool], _Tool]: ...
+
+
+def tool_method(method: _Tool | None = None, *, aliases: dict[str, str] | None = None) -> Any:
     """Decorates every generated tool method. A call whose arguments do not fit the signature (a
     missing required argument, an unknown one) returns an error the model can read, as a wrong
     value does, instead of raising a TypeError into TRL's tool loop. `aliases` maps a parameter's
     wire name to the Python name it had to take (`from` → `from_`): a model that calls with the
-    wire name, as the server's own schema spells it, is understood too."""
+    wire name, as the server's own schema spells it, is understood too. Typed to return the
+    method's own type: the signature is what TRL and a type checker read."""
     if method is None:
         return functools.partial(tool_method, aliases=aliases)
     signature = inspect.signature(method)
     renamed = dict(aliases or {})
 
     @functools.wraps(method)
-    def checked(self: EnvAdapter, *args: Any, **kwargs: Any) -> str:
+    def checked(self: EnvAdapter, *args: Any, **kwargs: Any) -> ToolOutput:
         for wire, name in renamed.items():
             if wire in kwargs and name not in kwargs:
                 kwargs[name] = kwargs.pop(wire)
@@ -400,7 +414,7 @@ class EnvAdapter:
         self.tool_errors = 0
         self._scored_by = None
 
-    def _call_tool(self, name: str, params_model: Any, arguments: dict[str, Any]) -> Any:
+    def _call_tool(self, name: str, params_model: type[BaseModel] | None, arguments: dict[str, Any]) -> ToolOutput:
         """Validate the arguments with the tool's model, send only those given, record the result.
 
         Returns a `str`, or content parts when the output holds images (`orlgen.runtime.content`)."""
@@ -451,7 +465,7 @@ class EnvAdapter:
                 return None
         return self._listed
 
-    def _record(self, name: str, output: Any) -> Any:
+    def _record(self, name: str, output: Any) -> ToolOutput:
         """Record a tool's answer and return it for the model: text, or content parts when it
         holds images (`content`). An answer holding a value the protocol does not allow ends the
         rollout as an environment error instead."""
