@@ -90,7 +90,7 @@ def test_helpdesk_full_episode(helpdesk_module, helpdesk_url, index):
     tools = by_wire_name(env)
     row = helpdesk_module.build_dataset("train", indices=[index])[0]
     assert row["ticket_id"] in env.reset(**row)
-    spec = helpdesk_module._DATASET.captured("train")[index]
+    spec = helpdesk_module.SPEC.dataset.captured("train")[index]
     for name, arguments in scripted_solution(spec):
         output = tools[name](**arguments)
         assert not output.startswith("Error:"), (name, output)
