@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import pytest
@@ -11,8 +12,11 @@ from examples.helpdesk import scripted_solution
 
 
 def by_wire_name(env) -> dict:
+    """The tool methods by wire name, found as TRL finds them: the class's public functions."""
     return {
-        getattr(type(env), name).__name__: getattr(env, name) for name in dir(type(env)) if not name.startswith("_")
+        func.__name__: getattr(env, name)
+        for name, func in inspect.getmembers(type(env), predicate=inspect.isfunction)
+        if not name.startswith("_")
     }
 
 
