@@ -29,7 +29,10 @@ _TEMPLATE_NAMES = {
 
 
 def models(module_plan: ModulePlan) -> tuple[list[ast.stmt], str]:
-    """The pydantic classes for every params model, and the imports they need."""
+    """The pydantic classes for every params model, and the imports they need (none without one:
+    datamodel-code-generator refuses an empty bundle)."""
+    if not module_plan.models_schema["$defs"]:
+        return [], ""
     from datamodel_code_generator import DataModelType, InputFileType, PythonVersion
     from datamodel_code_generator import generate as dcg_generate
     from datamodel_code_generator.enums import NamingStrategy

@@ -101,3 +101,25 @@ def test_build_dataset_keeps_a_reviewable_signature_and_pickles_by_name(echo_mod
     assert signature.parameters["split"].default == "train"
     assert "`datasets.Dataset` of tasks" in echo_module.build_dataset.__doc__
     assert pickle.loads(pickle.dumps(echo_module.build_dataset)) is echo_module.build_dataset
+
+
+def test_a_module_whose_tools_take_no_parameters_has_no_models_and_imports(tmp_path):
+    """Before TaskSpec was dropped every module had one model; now a module may have none."""
+    from orlgen.render import render_module
+    from orlgen.snapshot import Snapshot, Split, Target, Tool
+
+    snapshot = Snapshot(
+        name="bare",
+        target=Target(kind="url", value="http://127.0.0.1:9", env="bare"),
+        splits=[Split(name="train", num_tasks=0)],
+        tools=[Tool(name="ping", description="Ping.", input_schema=None, shared=True)],
+        terminal_tool=None,
+        probed_tasks=[],
+        tasks={},
+        task_schema={"type": "object", "properties": {"prompt": {"type": "string"}}},
+    ).canonical()
+    path = tmp_path / "bare.py"
+    path.write_text(render_module(snapshot))
+    module = load_module(path)
+    assert "BaseModel" not in path.read_text() and module.TOOLS == ("ping",)
+    assert inspect.signature(module.BareEnv.ping).return_annotation == "ToolOutput"
