@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo lint test fuzz generate check bench clean
+.PHONY: install demo lint types test fuzz generate check bench clean
 
 install: $(STAMP)
 
@@ -30,7 +30,12 @@ lint: install
 	@$(PY) -m black --check --quiet orlgen tests bench examples
 	@$(PY) -m mypy orlgen > $(VENV)/mypy.log 2>&1 || { cat $(VENV)/mypy.log; exit 1; }
 
-test: lint
+# The runtime and the checked-in generated modules, as strictly as a user's CI may check them
+# (config: pyproject's [tool.mypy]); silent on success.
+types: install
+	@$(PY) -m mypy --strict --no-error-summary orlgen/runtime generated
+
+test: lint types
 	@$(PY) -m pytest
 
 # `make test` fuzzes from a fixed seed; this from a random one, printed first (replay a run with

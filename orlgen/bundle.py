@@ -24,7 +24,7 @@ class Bundle:
     def __init__(self, taken: frozenset[str]) -> None:
         self.taken: set[str] = names.Taken(taken)  # linear renaming of many look-alike models
         self.entries: dict[str, JSON] = {}
-        self.roots: set[str] = set()  # classes the module names (params models, TaskSpec)
+        self.roots: set[str] = set()  # classes the module names (params models)
 
     def add(self, class_name: ClassName, schema: Schema) -> None:
         """`schema` as the model `class_name`, its definitions beside it."""

@@ -3,8 +3,10 @@
 TRL shows the model the JSON schema that `get_json_schema` derives from each method's hints, and
 (trl 1.16 with transformers >= 5.15) uses it to type the model's arguments, so a hint must be
 both accurate and readable by that function: builtins, `Literal`, `Any`, `list[T]`,
-`tuple[A, B]`, `dict[str, V]` and unions of them. Objects with named properties become `dict`:
-no hint it accepts can say more; their structure goes into the parameter's prose instead.
+`tuple[A, B]`, `dict[str, V]` and unions of them. Objects with named properties become
+`JSONObject` (`dict` to that function, `dict[str, Any]` to a type checker: see
+`orlgen.runtime.types`): no hint it accepts can say more; their structure goes into the
+parameter's prose instead. An array with open items is `JSONArray` (`list`) likewise.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 from .schema import Node, Schema
 
 _SCALARS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+OBJECT = "JSONObject"  # names from orlgen.runtime.types, imported by the module that uses them
+ARRAY = "JSONArray"
 
 
 def python_hint(node: Node, schema: Schema) -> str:
@@ -55,7 +59,7 @@ def _members(node: Node, schema: Schema, seen: frozenset[str]) -> list[str | _Li
     """The union members of the hint for `node` (one member for a non-union)."""
     if node.ref is not None:
         if node.ref in seen:  # a recursive model: the cycle ends in a plain container
-            return ["dict"] if schema.json_types(node) == {"object"} else ["Any"]
+            return [OBJECT] if schema.json_types(node) == {"object"} else ["Any"]
         seen = seen | {node.ref}
         node = schema.resolve(node)
         if node.ref is not None:
@@ -97,10 +101,10 @@ def _array(node: Node, schema: Schema, seen: frozenset[str]) -> str:
         return f"tuple[{', '.join(_join(_members(item, schema, seen)) for item in fixed)}]"
     if node.items is not None:
         return f"list[{_join(_members(node.items, schema, seen))}]"
-    return "list"
+    return ARRAY
 
 
 def _object(node: Node, schema: Schema, seen: frozenset[str]) -> str:
     if not node.properties and isinstance(node.additional, Node) and node.additional != Node():
         return f"dict[str, {_join(_members(node.additional, schema, seen))}]"
-    return "dict"
+    return OBJECT

@@ -29,7 +29,10 @@ _TEMPLATE_NAMES = {
 
 
 def models(module_plan: ModulePlan) -> tuple[list[ast.stmt], str]:
-    """The pydantic classes for every params model and TaskSpec, and the imports they need."""
+    """The pydantic classes for every params model, and the imports they need (none without one:
+    datamodel-code-generator refuses an empty bundle)."""
+    if not module_plan.models_schema["$defs"]:
+        return [], ""
     from datamodel_code_generator import DataModelType, InputFileType, LiteralType, PythonVersion
     from datamodel_code_generator import generate as dcg_generate
     from datamodel_code_generator.enums import NamingStrategy
@@ -101,9 +104,7 @@ def _candidates(dcg_imports: Iterable[ast.stmt]) -> dict[str, set[str]]:
     from . import runtime
 
     found = {module: set(members) for module, members in _TEMPLATE_NAMES.items()}
-    found["orlgen.runtime"] = {
-        name if name != "build_dataset" else "build_dataset as _build_dataset" for name in runtime.__all__
-    }
+    found["orlgen.runtime"] = set(runtime.__all__)
     for node in dcg_imports:
         if isinstance(node, ast.ImportFrom) and node.module not in (None, "__future__"):
             found.setdefault(node.module, set()).update(_alias(alias) for alias in node.names)

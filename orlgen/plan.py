@@ -28,11 +28,11 @@ from .source import Source, docstring_literal, literal
 # Names a tool method may not take: TRL's special methods, the adapter's state and API.
 RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
 # Names method signatures use in their hints: a parameter named like one would shadow it.
-_HINT_NAMES = ("Any", "Literal")
+_HINT_NAMES = ("Any", "Literal", "JSONObject", "JSONArray", "ToolOutput")
 # Module names a parameter default may use: a parameter of that name would shadow it.
 _DEFAULT_NAMES = ("UNSET",)
 # Module-level names a generated model class may not take.
-RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel", "TaskSpec"})
+RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel"})
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,8 @@ class ModulePlan:
     description: Source  # the module docstring
     tools: tuple[ToolPlan, ...]
     num_tasks: Source  # {split: count}
-    default_split: Source
     columns: tuple[ColumnPlan, ...]
-    models_schema: JSON  # one JSON Schema bundle: every params model and TaskSpec, for dcg
+    models_schema: JSON  # one JSON Schema bundle: every params model, for dcg
     models_aliases: dict[str, str]  # property name Python would misread → model field name, for dcg
     terminal_tool: Source  # literal wire name or None
     has_terminal_tool: bool
@@ -130,9 +129,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     methods = names.Taken(RESERVED_METHODS)  # linear renaming, however many tools share a name
     probed = tuple((ref.split, ref.index) for ref in snapshot.probed_tasks)
     tools = tuple(_plan_tool(parsed, bundle, methods, probed) for parsed in _parsed_tools(snapshot))
-    bundle.add(ClassName("TaskSpec"), task_schema)
     definitions = bundle.definitions()
-    split_names = [split.name for split in snapshot.splits]
     return ModulePlan(
         snapshot_file=literal(snapshot.file_name),
         sha256=literal(snapshot.sha256),
@@ -143,7 +140,6 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         description=docstring_literal(_module_summary(snapshot), indent=""),
         tools=tools,
         num_tasks=literal({split.name: split.num_tasks for split in snapshot.splits}),
-        default_split=literal("train" if "train" in split_names else (split_names or ["train"])[0]),
         columns=dataset_columns(task_schema),
         models_schema={"$defs": definitions},
         models_aliases=field_aliases(definitions),
@@ -163,10 +159,10 @@ def plan(snapshot: Snapshot) -> ModulePlan:
 # What every module exports beside its adapter class and params models.
 _EXPORTS = (
     "SNAPSHOT_SHA256",
+    "SPEC",
     "SPLITS",
     "TARGET",
     "TOOLS",
-    "TaskSpec",
     "build_dataset",
     "environment_factory",
     "outcome_reward",

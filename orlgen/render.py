@@ -13,18 +13,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import header, lookalike, sandbox
+from . import __version__, header, lookalike, sandbox
 from .errors import OrlgenError
 from .files import FileMap, RefusedWrite, check_name
 from .models import IMPORT_MARKER, models, with_imports
 from .numeric import allow_numeric_unions
 from .plan import plan, plan_mixture
+from .runtime.contract import CONTRACT
 from .schema import SchemaError
 from .snapshot import Snapshot
 
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
-TEMPLATE_CONTEXT_VERSION = 1
+TEMPLATE_CONTEXT_VERSION = 2
 
 
 class RenderError(OrlgenError):
@@ -144,4 +145,5 @@ def template_dirs(overrides: Path | None) -> tuple[Path, ...]:
 
 def _render(overrides: Path | None, name: str, context: dict[str, object]) -> str:
     """A template rendered in the sandbox (`orlgen.sandbox`): the context becomes plain values."""
-    return sandbox.render(template_dirs(overrides), name, {"context_version": TEMPLATE_CONTEXT_VERSION, **context})
+    common = {"context_version": TEMPLATE_CONTEXT_VERSION, "contract": CONTRACT, "generated_by": __version__}
+    return sandbox.render(template_dirs(overrides), name, {**common, **context})

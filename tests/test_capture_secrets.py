@@ -8,6 +8,7 @@ ASGI middleware records the credentials each request carried (`X-API-Key`, `Auth
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -128,7 +129,7 @@ def test_sync_reads_secret_names_from_the_config(judged_url, tmp_path, monkeypat
     result = invoke("sync")
     assert result.exit_code == 0, result.output
     assert "whoami" in (tmp_path / "gen" / "judged.snapshot.json").read_text()
-    assert '_secret_names = ("JUDGE_API_KEY",)' in (tmp_path / "gen" / "judged.py").read_text()
+    assert '    secret_names=("JUDGE_API_KEY",),\n' in (tmp_path / "gen" / "judged.py").read_text()
     assert KEY not in _files_text(tmp_path / "gen")
 
 
@@ -224,7 +225,8 @@ def test_api_key_precedence(
 
 def _catalog_class(env_class: type) -> type:
     """The judged adapter as if captured from the catalog name `Acme/judged`."""
-    return type("JudgedEnv", (env_class,), {"_target": Target(kind="catalog", value="Acme/judged", env="judged")})
+    catalog = Target(kind="catalog", value="Acme/judged", env="judged")
+    return type("JudgedEnv", (env_class,), {}, spec=dataclasses.replace(env_class.spec, target=catalog))
 
 
 @pytest.mark.slow

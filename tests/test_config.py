@@ -107,5 +107,5 @@ def test_a_project_template_overrides_one_packaged_template(tmp_path, monkeypatc
     assert invoke("generate").exit_code == 0
     text = (tmp_path / "generated" / "echo.py").read_text()
     assert "        # reviewed tool 'echo'\n" in text and "# reviewed tool 'hint'" in text
-    assert "class EchoEnv(EnvAdapter):" in text  # the rest still comes from the packaged module template
+    assert "class EchoEnv(EnvAdapter, spec=SPEC):" in text  # the rest still comes from the packaged module template
     assert invoke("check").exit_code == 0

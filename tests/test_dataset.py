@@ -83,7 +83,7 @@ def test_bad_requests_name_the_problem(recording_module):
 
 
 def test_stale_snapshot_next_to_module_is_refused(recording_module, tmp_path):
-    spec = recording_module._DATASET
+    spec = recording_module.SPEC.dataset
     other = tmp_path / "recording.snapshot.json"
     other.write_text(spec.snapshot_file.read_text().replace(spec.snapshot_sha256, "0" * 64))
     stale = type(spec)(**{**spec.__dict__, "snapshot_file": other})
@@ -93,7 +93,7 @@ def test_stale_snapshot_next_to_module_is_refused(recording_module, tmp_path):
 
 def test_live_tasks_that_break_the_columns_say_to_resnapshot(uncaptured_module):
     """Fault injection: a fetch returning a field whose type now varies (`nested`: object, then text)."""
-    spec = uncaptured_module._DATASET
+    spec = uncaptured_module.SPEC.dataset
 
     def drifted(split, start, stop):
         return [

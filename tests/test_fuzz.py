@@ -454,6 +454,15 @@ def test_fuzzed_modules_pass_ruff_and_mypy(tmp_path):
     ruff = [sys.executable, "-m", "ruff", "check", "--isolated", "--extend-select", "I", "--no-cache", *files]
     linted = subprocess.run(ruff, capture_output=True, text=True, cwd=tmp_path)
     assert linted.returncode == 0, linted.stdout
-    mypy = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / ".mypy"), "--follow-imports=silent", *files]
+    mypy = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--strict",
+        "--cache-dir",
+        str(tmp_path / ".mypy"),
+        "--follow-imports=silent",
+        *files,
+    ]
     typed = subprocess.run(mypy, capture_output=True, text=True, cwd=tmp_path)  # orlgen found as installed
     assert typed.returncode == 0, typed.stdout

@@ -30,7 +30,7 @@ def test_a_mixture_loaded_from_its_file_finds_its_members(helpdesk_module):
 
     mixture = load_module(REPO / "generated" / "support_mix.py")
     assert mixture.environments["helpdesk"].__name__ == "HelpdeskEnv"
-    assert mixture.environments["helpdesk"]._target == helpdesk_module.TARGET
+    assert mixture.environments["helpdesk"].spec.target == helpdesk_module.TARGET
 
 
 def test_an_int_or_float_parameter_keeps_int_and_passes_pyi041(tmp_path):

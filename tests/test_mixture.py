@@ -81,8 +81,8 @@ def test_same_seed_same_dataset_other_seed_other_order():
 def test_task_fields_of_both_environments_coexist_in_prefixed_columns():
     data = support_mix.build_dataset(counts={"echo": 3, "helpdesk": 3}, seed=1)
     assert set(data["environment"]) == {"echo", "helpdesk"}
-    echo_columns = {f"echo__{column.name}" for column in echo._DATASET.columns}
-    helpdesk_columns = {f"helpdesk__{column.name}" for column in helpdesk._DATASET.columns}
+    echo_columns = {f"echo__{column.name}" for column in echo.SPEC.dataset.columns}
+    helpdesk_columns = {f"helpdesk__{column.name}" for column in helpdesk.SPEC.dataset.columns}
     assert set(data.column_names) == {"environment", "prompt", "split", "task_index"} | echo_columns | helpdesk_columns
     for row in data:
         own = echo_columns if row["environment"] == "echo" else helpdesk_columns

@@ -228,10 +228,18 @@ def test_no_filler_for_a_parameter_without_words():
 
 def test_identical_shapes_become_one_model():
     address = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-    task = {"type": "object", "properties": {"home": address, "work": {**address, "description": "Office."}}}
-    defs = plan(snapshot(task_schema=task)).models_schema["$defs"]
-    assert sorted(defs) == ["TaskSpec", "TaskSpecHome"]
-    assert defs["TaskSpec"]["properties"]["work"] == {"$ref": "#/$defs/TaskSpecHome", "description": "Office."}
+    params = {"type": "object", "properties": {"home": address, "work": {**address, "description": "Office."}}}
+    defs = plan(snapshot(tool(params, name="move"))).models_schema["$defs"]
+    assert sorted(defs) == ["MoveParams", "MoveParamsHome"]
+    assert defs["MoveParams"]["properties"]["work"] == {"$ref": "#/$defs/MoveParamsHome", "description": "Office."}
+
+
+def test_the_task_schema_makes_columns_and_no_model():
+    """Nothing reads a model of the task spec (rows carry its fields as columns): none is generated."""
+    task = {"type": "object", "properties": {"home": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+    planned = plan(snapshot(task_schema=task))
+    assert planned.models_schema == {"$defs": {}}
+    assert [column.name for column in planned.columns] == ["'home'"]
 
 
 def test_definition_names_of_two_tools_cannot_collide():

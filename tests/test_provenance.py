@@ -45,7 +45,7 @@ def test_the_drift_guard_logs_a_new_deployment_of_the_same_tools(redeployed, cap
     url, out = redeployed
     monkeypatch.setattr("orlgen.runtime.adapter._drift_checked", set())
     module = load_module(out / "echo.py")
-    assert module.EchoEnv._deployment["build_sha"] == "aaa111"
+    assert module.EchoEnv.spec.deployment["build_sha"] == "aaa111"
     env = module.EchoEnv(base_url=url)
     with caplog.at_level(logging.WARNING, logger="orlgen"):
         env.reset(task_index=0)

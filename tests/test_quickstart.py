@@ -55,4 +55,4 @@ def test_readme_quickstart_trains_one_step(tmp_path, monkeypatch):
     trainer = scope["trainer"]
     assert trainer.state.global_step == 1
     assert trainer.state.log_history[0]["num_tokens"] > 0
-    assert scope["HelpdeskEnv"]._target.kind == "module"
+    assert scope["HelpdeskEnv"].spec.target.kind == "module"

@@ -52,7 +52,7 @@ def test_snapshot_records_the_summed_rule_and_the_adapter_defaults_to_it(tmp_pat
     data = json.loads((tmp_path / "stepped_sum.snapshot.json").read_text())
     assert data["reward"] == "summed"
     module = import_generated(tmp_path, "stepped_sum")
-    assert module.environment_factory._reward_rule == "summed"
+    assert module.environment_factory.spec.reward_rule == "summed"
     assert 'the sum of the non-null step rewards (reward="summed"' in module.environment_factory.__doc__
     # Step rewards [None, None, 0.005, 0.0]: the author's score is their sum, not the last one.
     assert scripted_score(module, stepped_url) == pytest.approx(0.005)

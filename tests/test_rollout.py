@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 
 import pytest
@@ -11,8 +12,11 @@ from examples.helpdesk import scripted_solution
 
 
 def by_wire_name(env) -> dict:
+    """The tool methods by wire name, found as TRL finds them: the class's public functions."""
     return {
-        getattr(type(env), name).__name__: getattr(env, name) for name in dir(type(env)) if not name.startswith("_")
+        func.__name__: getattr(env, name)
+        for name, func in inspect.getmembers(type(env), predicate=inspect.isfunction)
+        if not name.startswith("_")
     }
 
 
@@ -90,7 +94,7 @@ def test_helpdesk_full_episode(helpdesk_module, helpdesk_url, index):
     tools = by_wire_name(env)
     row = helpdesk_module.build_dataset("train", indices=[index])[0]
     assert row["ticket_id"] in env.reset(**row)
-    spec = helpdesk_module._DATASET.captured("train")[index]
+    spec = helpdesk_module.SPEC.dataset.captured("train")[index]
     for name, arguments in scripted_solution(spec):
         output = tools[name](**arguments)
         assert not output.startswith("Error:"), (name, output)

@@ -52,7 +52,7 @@ def hint(sub, defs=None):
         ({"const": 3}, "Literal[3]"),
         ({"enum": [{"x": 1}]}, "Any"),
         ({"type": "array", "items": {"type": "string"}}, "list[str]"),
-        ({"type": "array"}, "list"),
+        ({"type": "array"}, "JSONArray"),
         (
             {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
             "tuple[int, str]",
@@ -62,12 +62,12 @@ def hint(sub, defs=None):
             {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "integer"}], "maxItems": 2},
             "tuple[int, int]",
         ),
-        ({"type": "object", "properties": {"a": {"type": "string"}}}, "dict"),
+        ({"type": "object", "properties": {"a": {"type": "string"}}}, "JSONObject"),
         ({"type": "object", "additionalProperties": {"type": "integer"}}, "dict[str, int]"),
-        ({"type": "object"}, "dict"),
+        ({"type": "object"}, "JSONObject"),
         ({"$ref": "#/$defs/A"}, "str"),
         ({"$ref": "#/definitions/B"}, "int"),
-        ({"$ref": "#/$defs/Tree"}, "dict"),
+        ({"$ref": "#/$defs/Tree"}, "JSONObject"),
     ],
 )
 def test_hints(sub, expected):

@@ -381,13 +381,13 @@ def test_checked_in_modules_pass_ruff_and_mypy(tmp_path):
         *paths,
         cwd=tmp_path,
     )
-    # Plain `mypy generated/` in a project of the user's: no package around the directory (the
+    # `mypy --strict generated/` in a project of the user's: no package around the directory (the
     # mixture finds its members itself), and orlgen found as installed (an editable install is a
     # path mypy reads), with no MYPYPATH or PYTHONPATH to help.
     project = tmp_path / "project"
     shutil.copytree(REPO / "generated", project / "generated", ignore=shutil.ignore_patterns("__pycache__"))
     env = {"PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
-    command = [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache"), "generated/"]
+    command = [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), "generated/"]
     mypy = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert (ruff.returncode, mypy.returncode) == (0, 0), ruff.stdout[-2000:] + mypy.stdout[-2000:]
 

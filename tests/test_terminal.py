@@ -40,7 +40,7 @@ def started(quiz, url, index):
 
 
 def test_the_module_knows_its_terminal_tool_and_the_model_never_sees_it(quiz):
-    assert quiz.QuizEnv._terminal_tool == "submit"
+    assert quiz.QuizEnv.spec.terminal_tool == "submit"
     assert quiz.TOOLS == ("lookup",) and not hasattr(quiz.QuizEnv, "submit")
     assert quiz.reward_funcs == [submit_final_message]
 

@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .adapter import UNSET, DriftError, EnvAdapter, tool_method
 from .budget import set_max_sessions
 from .connection import CallTimeout, ConfigError, Connection, Target
-from .dataset import Column, DatasetError, DatasetSpec, build
-from .mixture import mix
+from .dataset import Column, DatasetError, DatasetSpec
+from .mixture import mix, mixture_builder
 from .scoring import (
     COVERAGE,
     final_message,
@@ -19,6 +17,9 @@ from .scoring import (
     submit_final_message,
     summed_reward,
 )
+from .spec import EnvSpec
+from .surface import dataset_builder, reward_funcs_getattr
+from .types import JSONArray, JSONObject, ToolOutput
 
 __all__ = [
     "COVERAGE",
@@ -31,37 +32,21 @@ __all__ = [
     "DatasetSpec",
     "DriftError",
     "EnvAdapter",
+    "EnvSpec",
+    "JSONArray",
+    "JSONObject",
     "Target",
-    "build_dataset",
+    "ToolOutput",
+    "dataset_builder",
     "final_message",
     "mix",
+    "mixture_builder",
     "outcome_reward",
     "outcome_reward_with",
+    "reward_funcs_getattr",
     "scoring_callback",
     "set_max_sessions",
     "submit_final_message",
     "summed_reward",
     "tool_method",
 ]
-
-
-FETCH_TIMEOUT = 120.0  # seconds for one batch of tasks
-
-
-def build_dataset(
-    spec: DatasetSpec,
-    split: str,
-    *,
-    num_tasks: int | None = None,
-    indices: Any = None,
-    base_url: str | None = None,
-    api_key: str | None = None,
-) -> Any:
-    """A `datasets.Dataset` of task rows; tasks missing from the snapshot come from the server."""
-
-    def fetch(split: str, start: int, stop: int) -> list[dict[str, Any]]:
-        connection = Connection.resolve(spec.target, spec.env_var, base_url, api_key)
-        tasks = connection.run(lambda env: env.get_task_range(split, start, stop), timeout=FETCH_TIMEOUT)
-        return [task.task_spec for task in tasks]
-
-    return build(spec, fetch, split, num_tasks, indices)

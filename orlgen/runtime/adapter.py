@@ -27,8 +27,8 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
 
 from . import admission, budget
 from . import content as _content
@@ -36,9 +36,14 @@ from . import draw as _draw
 from . import offers as _offers
 from . import prefetch as _prefetch
 from . import wire as _wire
-from .connection import Connection, Target, choose_api_key, on_exit, secrets_from_env, session_secrets
+from .connection import Connection, choose_api_key, on_exit, secrets_from_env, session_secrets
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
+from .spec import Aggregate, EnvSpec
+from .types import ToolOutput
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 logger = logging.getLogger("orlgen")
 
@@ -56,7 +61,6 @@ STATE_ATTRIBUTES = (
     "tool_errors",
 )
 DriftPolicy = Literal["warn", "raise", "ignore"]
-Aggregate = Literal["outcome", "summed"]
 # What `copy.copy` carries over: the episode, never the session.
 _EPISODE = (*STATE_ATTRIBUTES, "_scored_by")
 
@@ -85,19 +89,29 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-def tool_method(method: Callable[..., str] | None = None, *, aliases: dict[str, str] | None = None) -> Any:
+_Tool = TypeVar("_Tool", bound=Callable[..., ToolOutput])
+
+
+@overload
+def tool_method(method: _Tool, *, aliases: dict[str, str] | None = None) -> _Tool: ...
+@overload
+def tool_method(method: None = None, *, aliases: dict[str, str] | None = None) -> Callable[[_Tool], _Tool]: ...
+
+
+def tool_method(method: _Tool | None = None, *, aliases: dict[str, str] | None = None) -> Any:
     """Decorates every generated tool method. A call whose arguments do not fit the signature (a
     missing required argument, an unknown one) returns an error the model can read, as a wrong
     value does, instead of raising a TypeError into TRL's tool loop. `aliases` maps a parameter's
     wire name to the Python name it had to take (`from` → `from_`): a model that calls with the
-    wire name, as the server's own schema spells it, is understood too."""
+    wire name, as the server's own schema spells it, is understood too. Typed to return the
+    method's own type: the signature is what TRL and a type checker read."""
     if method is None:
         return functools.partial(tool_method, aliases=aliases)
     signature = inspect.signature(method)
     renamed = dict(aliases or {})
 
     @functools.wraps(method)
-    def checked(self: EnvAdapter, *args: Any, **kwargs: Any) -> str:
+    def checked(self: EnvAdapter, *args: Any, **kwargs: Any) -> ToolOutput:
         for wire, name in renamed.items():
             if wire in kwargs and name not in kwargs:
                 kwargs[name] = kwargs.pop(wire)
@@ -111,9 +125,18 @@ def tool_method(method: Callable[..., str] | None = None, *, aliases: dict[str, 
 
 
 _live: weakref.WeakSet[EnvAdapter] = weakref.WeakSet()
-# At exit, sessions are deleted concurrently, in the background; the SDK loop waits for them (bounded).
-on_exit(lambda: [adapter._end_session(wait=False) for adapter in list(_live)])
-on_exit(lambda: [_close_slot([session], connection, wait=False) for connection, session in _prefetch.drain()])
+
+
+def _end_all_sessions() -> None:
+    """At exit, sessions are deleted concurrently, in the background; the SDK loop waits for
+    them (bounded): the prefetched spares first, then every live adapter's."""
+    for connection, session in _prefetch.drain():
+        _close_slot([session], connection, wait=False)
+    for adapter in list(_live):
+        adapter._end_session(wait=False)
+
+
+on_exit(_end_all_sessions)
 _drift_checked: set[type] = set()
 _drift_lock = threading.Lock()
 _scoring_lock = threading.Lock()
@@ -124,11 +147,11 @@ class EnvAdapter:
     """One rollout at a time against one ORS environment.
 
     Keyword options, all optional:
-        base_url: the server's URL (default: `_env_var`, then the snapshot's target).
+        base_url: the server's URL (default: `spec.env_var`, then the snapshot's target).
         api_key: OpenReward API key: authenticates requests and reaches every session as the
             `api_key` and `OPENREWARD_API_KEY` secrets (it wins over those names in `secrets`).
         secrets: per-session secrets, forwarded to the server; never logged or shown. Default:
-            the environment variables named by the snapshot's secret names (`_secret_names`),
+            the environment variables named by the snapshot's secret names (`spec.secret_names`),
             read at each `reset`. A key given here as `api_key` is used when `api_key=` is not.
         split: the split used when a dataset row names none.
         timeout: seconds any one request may take (opening a session includes waiting for the
@@ -138,7 +161,7 @@ class EnvAdapter:
             the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
         reward: what `get_reward()` returns: "outcome" (the last non-null step reward) or
             "summed" (the sum of the non-null step rewards), None when nothing scored the rollout.
-            Default: the rule the snapshot records (`_reward_rule`; "outcome" unless declared).
+            Default: the rule the snapshot records (`spec.reward_rule`; "outcome" unless declared).
         prefetch: for GRPOTrainer on slow-setup envs, `num_generations`: the first `reset` of a
             task opens that many sessions together for the group's next resets (see
             `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
@@ -162,16 +185,33 @@ class EnvAdapter:
     the copy never calls, closes or reuses the original's. Pickling keeps only the options.
     """
 
-    _target: ClassVar[Target]
-    _env_var: ClassVar[str]
-    _secret_names: ClassVar[tuple[str, ...]] = ()
-    _terminal_tool: ClassVar[str | None] = None  # wire name of the env's @terminal tool, if any
-    _conversation: ClassVar[bool] = False  # the env serves its prompt as messages (get_messages)
-    _tool_fingerprints: ClassVar[dict[str, tuple[bool, str]]] = {}  # wire name → (shared, fingerprint)
-    _reward_rule: ClassVar[Aggregate] = "outcome"  # the env's rule, from the snapshot: `reward=`'s default
-    _probed_tasks: ClassVar[tuple[tuple[str, int], ...]] = ()  # the (split, index) tasks capture probed
-    _offered_on: ClassVar[dict[str, tuple[tuple[str, int], ...]]] = {}  # task-only tool → probed tasks offering it
-    _deployment: ClassVar[dict[str, str] | None] = None  # the captured deployment (`runtime.provenance`)
+    spec: ClassVar[EnvSpec]  # the environment as captured: set by `class XEnv(EnvAdapter, spec=SPEC)`
+    # The rollout's state (see above), set anew by `_clear_state` at every `reset`.
+    reward: float | None
+    rewards: list[float | None]
+    metadata: list[dict[str, Any] | None]
+    finished: bool
+    last_output: str
+    outcome: Outcome
+    error: str | None
+    tool_calls: int
+    tool_errors: int
+    _session: Any  # the open SDK session, or None
+    _task: tuple[str, int] | None  # the rollout's (split, index)
+    _listed: frozenset[str] | None  # the session's tool names, once read
+    _scored_by: str | None  # the scorer that owns this rollout's reward
+
+    def __init_subclass__(cls, spec: EnvSpec | None = None, **kwargs: Any) -> None:
+        """Take the generated module's `SPEC`; a subclass of a generated class inherits it. A
+        class with none is a module of contract 1 (class attributes), which this runtime cannot run."""
+        super().__init_subclass__(**kwargs)
+        if spec is not None:
+            cls.spec = spec
+        elif not hasattr(cls, "spec"):
+            raise ImportError(
+                f"{cls.__module__}.{cls.__qualname__} has no EnvSpec: it was generated for orlgen's runtime "
+                "contract 1, which this orlgen does not speak: pip install 'orlgen<0.2' or regenerate it"
+            )
 
     def __init__(
         self,
@@ -188,7 +228,7 @@ class EnvAdapter:
         num_generations: int = 1,
         seed: int = 0,
     ) -> None:
-        reward = self._reward_rule if reward is None else reward
+        reward = self.spec.reward_rule if reward is None else reward
         if reward not in ("outcome", "summed"):
             raise ValueError(f"reward must be 'outcome' or 'summed', not {reward!r}")
         self._options = {
@@ -209,7 +249,9 @@ class EnvAdapter:
         self._prefetch = prefetch
         self._num_generations = num_generations
         self._seed = seed
-        self._connection = Connection.resolve(self._target, self._env_var, base_url, choose_api_key(api_key, secrets))
+        self._connection = Connection.resolve(
+            self.spec.target, self.spec.env_var, base_url, choose_api_key(api_key, secrets)
+        )
         self._secrets = dict(secrets) if secrets is not None else None
         self._split = split
         self._timeout = timeout
@@ -227,7 +269,7 @@ class EnvAdapter:
         return dict(self._options)
 
     def __setstate__(self, options: dict[str, Any]) -> None:
-        self.__init__(**options)
+        type(self).__init__(self, **options)
 
     def __copy__(self) -> EnvAdapter:
         """A new adapter with the same options and this rollout's state, and no session."""
@@ -268,7 +310,7 @@ class EnvAdapter:
     def _submit_final_message(self, message: str) -> None:
         """Give the model's final plain message to the env's @terminal tool, which grades it, and
         end the rollout. Only for a running episode of an env that declares one."""
-        if self._terminal_tool is None or self._session is None or self.finished:
+        if self.spec.terminal_tool is None or self._session is None or self.finished:
             return
         from openreward.api.errors import ToolCallError
 
@@ -276,12 +318,12 @@ class EnvAdapter:
         try:
             output = self._connection.run(lambda env: session.call_terminal_tool(message), self._timeout)
         except ToolCallError as exc:
-            self._env_failed(f"terminal tool {self._terminal_tool} was not run ({exc.reason})", exc)
+            self._env_failed(f"terminal tool {self.spec.terminal_tool} was not run ({exc.reason})", exc)
             return
         except Exception as exc:  # transport, dead session, crashed tool, timeout
-            self._env_failed(f"terminal tool {self._terminal_tool} failed", exc)
+            self._env_failed(f"terminal tool {self.spec.terminal_tool} failed", exc)
             return
-        self._record(self._terminal_tool, output)
+        self._record(self.spec.terminal_tool, output)
         if self.outcome == "env_error":
             return  # the answer was malformed: the rollout ended there
         self.finished, self.outcome = True, "finished"  # the terminal tool ends the rollout
@@ -298,7 +340,7 @@ class EnvAdapter:
         self._end_session()
         self._clear_state()
         split = row.get("split") or self._split
-        given = self._secrets if self._secrets is not None else secrets_from_env(self._secret_names)
+        given = self._secrets if self._secrets is not None else secrets_from_env(self.spec.secret_names)
         secrets = session_secrets(given, self._connection)
         spec = _task_spec(row.get("task_spec"))
         index = None if spec is not None or row.get("task_index") is None else int(row["task_index"])
@@ -334,7 +376,7 @@ class EnvAdapter:
         environment is read as messages: those the row's `prompt` already carries with their
         roles are not repeated, the rest keep their roles as labelled text (TRL cannot insert a
         message from `reset`)."""
-        if self._conversation:
+        if self.spec.conversation:
             messages = self._connection.run(lambda env: session.get_messages(), self._timeout)
             return _content.conversation(messages, carried)
         blocks = _wire.blocks(self._connection.run(lambda env: session.get_prompt(), self._timeout))
@@ -358,21 +400,21 @@ class EnvAdapter:
         return session
 
     def _clear_state(self) -> None:
-        self._session: Any = None
-        self._task: tuple[str, int] | None = None  # the rollout's (split, index)
-        self._listed: frozenset[str] | None = None  # the session's tool names, once read
-        self.reward: float | None = None
-        self.rewards: list[float | None] = []
-        self.metadata: list[dict[str, Any] | None] = []
+        self._session = None
+        self._task = None
+        self._listed = None
+        self.reward = None
+        self.rewards = []
+        self.metadata = []
         self.finished = False
         self.last_output = ""
-        self.outcome: Outcome = "running"
-        self.error: str | None = None
+        self.outcome = "running"
+        self.error = None
         self.tool_calls = 0
         self.tool_errors = 0
-        self._scored_by: str | None = None  # the scorer that owns this rollout's reward
+        self._scored_by = None
 
-    def _call_tool(self, name: str, params_model: Any, arguments: dict[str, Any]) -> Any:
+    def _call_tool(self, name: str, params_model: type[BaseModel] | None, arguments: dict[str, Any]) -> ToolOutput:
         """Validate the arguments with the tool's model, send only those given, record the result.
 
         Returns a `str`, or content parts when the output holds images (`orlgen.runtime.content`)."""
@@ -383,7 +425,7 @@ class EnvAdapter:
                 if self.finished
                 else f"{name} was not run: no episode is running (call reset first)"
             )
-        refused = _offers.refusal(name, self._task, self._offered_on, self._probed_tasks, self._session_tools)
+        refused = _offers.refusal(name, self._task, self.spec.offered_on, self.spec.probed_tasks, self._session_tools)
         if refused is not None:
             return self._model_error(refused)  # a task-only tool this task does not offer: nothing is sent
         given = {key: value for key, value in arguments.items() if value is not UNSET}
@@ -423,7 +465,7 @@ class EnvAdapter:
                 return None
         return self._listed
 
-    def _record(self, name: str, output: Any) -> Any:
+    def _record(self, name: str, output: Any) -> ToolOutput:
         """Record a tool's answer and return it for the model: text, or content parts when it
         holds images (`content`). An answer holding a value the protocol does not allow ends the
         rollout as an environment error instead."""
@@ -481,7 +523,7 @@ class EnvAdapter:
                 return
             _drift_checked.add(cls)
         live = self._connection.run(lambda env: session.list_tools(), self._timeout)
-        problems = tool_drift(cls._tool_fingerprints, {spec.name: spec for spec in live})
+        problems = tool_drift(cls.spec.tool_fingerprints, {spec.name: spec for spec in live})
         if not problems:
             self._check_deployment()
             return
@@ -496,7 +538,7 @@ class EnvAdapter:
     def _check_deployment(self) -> None:
         """Log "same schema, new deployment" when the env's /version differs from the capture's."""
         cls = type(self)
-        if cls._deployment is None:
+        if cls.spec.deployment is None:
             return
         from . import provenance
 
@@ -504,14 +546,14 @@ class EnvAdapter:
             now = self._connection.run(provenance.live, self._timeout)
         except Exception:  # best effort: the tools matched, which is what training needs
             return
-        if change := provenance.changed(cls._deployment, now):
+        if change := provenance.changed(cls.spec.deployment, now):
             logger.warning(
                 f"{cls.__name__}: same schema, new deployment of the environment ({change}); "
                 "the tools match the snapshot: `orlgen snapshot` records the new deployment"
             )
 
 
-def tool_drift(expected: dict[str, tuple[bool, str]], live: dict[str, Any]) -> list[str]:
+def tool_drift(expected: Mapping[str, tuple[bool, str]], live: dict[str, Any]) -> list[str]:
     """What differs between the snapshot's tools and a live session's tool list."""
     from .fingerprint import fingerprint
 

@@ -56,7 +56,7 @@ def open_sessions(
         taken += _take_free(slots, count - 1)
         left = max(0.001, deadline - time.monotonic())
         holding = lambda: slots.held  # noqa: E731
-        opened = connection.run(lambda env: _open_together(env, open_once, taken, left, holding), left + 5.0)
+        opened: list[Any] = connection.run(lambda env: _open_together(env, open_once, taken, left, holding), left + 5.0)
     except BaseException as exc:
         for _ in range(taken):
             slots.release()

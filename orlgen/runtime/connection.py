@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import urllib.parse
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -201,7 +201,7 @@ def _serve_locally(target: Target, env_var: str) -> str:
         ) from exc
 
 
-def run_on_loop(coro: Awaitable[T], timeout: float | None) -> T:
+def run_on_loop(coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
     """`await coro` on the SDK's loop, waiting at most `timeout` seconds: for the few requests
     orlgen makes without an environment handle, under the same bounds."""
     return _sdk_loop().run(coro, timeout)
@@ -218,7 +218,7 @@ class _Loop:
         self.clients: list[Any] = []  # SDK clients, closed at exit
         self.pending: set[concurrent.futures.Future[Any]] = set()  # background work, awaited at exit
 
-    def run(self, coro: Awaitable[T], timeout: float | None) -> T:
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
         if threading.current_thread() is self.thread:
             raise RuntimeError("orlgen cannot wait for the SDK from the SDK's own thread")
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
@@ -228,7 +228,7 @@ class _Loop:
             future.cancel()
             raise CallTimeout(f"no answer within {timeout:g} s") from None
 
-    def submit(self, coro: Awaitable[Any]) -> None:
+    def submit(self, coro: Coroutine[Any, Any, Any]) -> None:
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         self.pending.add(future)
         future.add_done_callback(self.pending.discard)

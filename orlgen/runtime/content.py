@@ -184,7 +184,8 @@ def _field(block: Any, name: str) -> Any:
 
 
 def _kind(block: Any) -> str | None:
-    return _field(block, "type")
+    kind = _field(block, "type")
+    return kind if isinstance(kind, str) else None
 
 
 def _block_text(block: Any) -> str:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .connection import Target
 from .errors import OrlgenRuntimeError
 
 RESERVED_COLUMNS = ("prompt", "split", "task_index", "environment")
@@ -46,8 +45,6 @@ class DatasetSpec:
     snapshot_sha256: str
     num_tasks: dict[str, int]
     columns: tuple[Column, ...]
-    target: Target  # where tasks the snapshot lacks are fetched from
-    env_var: str  # the environment variable that overrides the target's address
     system_prompt: str | None = None  # a conversation-shaped env's system message, kept as a role
 
     def captured(self, split: str) -> dict[int, dict[str, Any]]:
@@ -68,7 +65,8 @@ class DatasetSpec:
 @functools.lru_cache(maxsize=4)
 def _read_json(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
     """The parsed snapshot, read once per version of the file (a big one takes a second)."""
-    return json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 def build(

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 from .errors import OrlgenRuntimeError
 
@@ -84,7 +85,7 @@ def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0, lo
 
 
 @contextmanager
-def _uvicorn(app: object, port: int, startup_timeout: float, configure_logging: bool) -> Iterator[str]:
+def _uvicorn(app: Any, port: int, startup_timeout: float, configure_logging: bool) -> Iterator[str]:
     import uvicorn
     from uvicorn.config import LOGGING_CONFIG
 

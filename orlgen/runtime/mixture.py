@@ -9,12 +9,61 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from .dataset import DatasetError
+from .spec import EnvSpec
+from .surface import dataset_builder
 
 SHARED_COLUMNS = ("prompt", "split", "task_index")
 PREFIX_SEPARATOR = "__"
+
+
+class BuildMixture(Protocol):
+    """The signature of a mixture module's `build_dataset` (documented on `mixture_builder`)."""
+
+    def __call__(
+        self,
+        split: str = "train",
+        *,
+        counts: Mapping[str, int] | None = None,
+        weights: Mapping[str, float] | None = None,
+        num_tasks: int | None = None,
+        seed: int = 0,
+    ) -> Any: ...
+
+
+def mixture_builder(members: Mapping[str, EnvSpec], module: str) -> BuildMixture:
+    """The `build_dataset` of the mixture module named `module`, over its members' specs by name."""
+    builders = {name: dataset_builder(spec, module) for name, spec in members.items()}
+    splits = {name: spec.dataset.num_tasks for name, spec in members.items()}
+
+    def build_dataset(
+        split: str = "train",
+        *,
+        counts: Mapping[str, int] | None = None,
+        weights: Mapping[str, float] | None = None,
+        num_tasks: int | None = None,
+        seed: int = 0,
+    ) -> Any:
+        """A `datasets.Dataset` mixing tasks of every environment, for GRPOTrainer's `train_dataset`.
+
+        Each row has an `environment` column (TRL picks the adapter class by it), `prompt`, `split`,
+        `task_index`, and its environment's task fields prefixed with the environment's name
+        (`<name>__<field>`). Tasks are drawn at random with `seed`, then shuffled together.
+
+        Args:
+            split: The split to draw from, in every environment.
+            counts: Tasks to draw per environment, e.g. {"echo": 8}; environments not named get none.
+            weights: Relative shares per environment, with `num_tasks` as the total.
+            num_tasks: The mixture's size when `weights` is given.
+            seed: Seed of the draw and of the shuffle.
+        """
+        return mix(builders, splits, split, counts=counts, weights=weights, total=num_tasks, seed=seed)
+
+    build_dataset.__module__ = module
+    build_dataset.__qualname__ = "build_dataset"
+    return build_dataset
 
 
 def mix(

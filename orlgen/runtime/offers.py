@@ -10,7 +10,7 @@ the first time a task-only tool is called.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 TaskKey = tuple[str, int]  # (split, index)
 
@@ -18,7 +18,7 @@ TaskKey = tuple[str, int]  # (split, index)
 def refusal(
     tool: str,
     task: TaskKey | None,
-    offered_on: dict[str, tuple[TaskKey, ...]],
+    offered_on: Mapping[str, tuple[TaskKey, ...]],
     probed: tuple[TaskKey, ...],
     listed: Callable[[], Collection[str] | None],
 ) -> str | None:

@@ -172,7 +172,7 @@ def _submit_all(environments: Sequence[Any], completions: Sequence[Any] | None) 
     pending = [
         (env, message)
         for env, completion in zip(environments, completions, strict=False)
-        if getattr(env, "_terminal_tool", None) is not None
+        if getattr(getattr(env, "spec", None), "terminal_tool", None) is not None
         and not env.finished
         and (message := final_message(completion)) is not None
     ]

@@ -1,0 +1,81 @@
+"""The module-level names every generated module has, built from its `EnvSpec` here instead of
+repeated in each module: `build_dataset` and the `__getattr__` that makes `reward_funcs`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from .connection import Connection
+from .dataset import build
+from .spec import EnvSpec
+
+FETCH_TIMEOUT = 120.0  # seconds for one batch of tasks
+
+
+class BuildDataset(Protocol):
+    """The signature of a generated module's `build_dataset` (documented on `dataset_builder`)."""
+
+    def __call__(
+        self,
+        split: str = ...,
+        *,
+        num_tasks: int | None = None,
+        indices: Sequence[int] | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+    ) -> Any: ...
+
+
+def dataset_builder(spec: EnvSpec, module: str) -> BuildDataset:
+    """The `build_dataset` of the generated module named `module`, whose spec is `spec` (named
+    after it, so it pickles by reference like a function written in the module)."""
+
+    def build_dataset(
+        split: str = spec.default_split,
+        *,
+        num_tasks: int | None = None,
+        indices: Sequence[int] | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+    ) -> Any:
+        """A `datasets.Dataset` of tasks for GRPOTrainer's `train_dataset`.
+
+        Tasks come from the snapshot when it holds them (no network), else from the server
+        in batched `task_range` requests. Columns: `prompt`, `split`, `task_index`, and one
+        per task-spec field (see `SPEC.dataset.columns`; `as_json` ones hold JSON text).
+
+        Args:
+            split: The split to draw tasks from (default: `train`, else the first split).
+            num_tasks: Take the first `num_tasks` tasks (default: all of them).
+            indices: Take exactly these task indices instead.
+            base_url: Server to fetch tasks the snapshot lacks from.
+            api_key: OpenReward API key, for catalog targets.
+        """
+
+        def fetch(split: str, start: int, stop: int) -> list[dict[str, Any]]:
+            connection = Connection.resolve(spec.target, spec.env_var, base_url, api_key)
+            tasks = connection.run(lambda env: env.get_task_range(split, start, stop), timeout=FETCH_TIMEOUT)
+            return [task.task_spec for task in tasks]
+
+        return build(spec.dataset, fetch, split, num_tasks, indices)
+
+    build_dataset.__module__ = module
+    build_dataset.__qualname__ = "build_dataset"
+    return build_dataset
+
+
+def reward_funcs_getattr(module: str, funcs: Iterable[Callable[..., Any]]) -> Callable[[str], list[Any]]:
+    """The module's `__getattr__`: `reward_funcs` is a new list on every access, because
+    GRPOTrainer appends its get_reward wrapper to the list it is given, and a shared list would
+    hand that wrapper to the next trainer (the reward counted twice). Each adapter class scores
+    its own rollouts through get_reward() (the column named after the class), so the list holds
+    no scorer, only `submit_final_message` when an env has a terminal tool (once, in a mixture)."""
+    chosen = tuple(dict.fromkeys(funcs))
+
+    def __getattr__(name: str) -> list[Any]:
+        if name == "reward_funcs":
+            return list(chosen)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
