@@ -156,25 +156,27 @@ def sync() -> None:
             _capture_one(project, env.target, env.capture_options(), project.out, generate=True)
 
 
+_CACHE_HELP = (
+    "Keep files already verified with the same bytes and inputs instead of rendering them again "
+    "(the cache is kept outside the repository, in $XDG_CACHE_HOME/orlgen; default: on)."
+)
+
+
 @main.command()
 @click.argument("snapshots", nargs=-1, type=click.Path(path_type=Path))
-def generate(snapshots: tuple[Path, ...]) -> None:
+@click.option("--cache/--no-cache", default=True, help=_CACHE_HELP)
+def generate(snapshots: tuple[Path, ...], cache: bool) -> None:
     """Re-render modules from SNAPSHOTS (default: every snapshot in the output directory), offline.
 
     In a directory, generated modules whose snapshot is gone are removed."""
     with failures():
         project = _project(snapshots)
-        _report(project.write(project.generation(snapshots)))
+        _report(project.write(project.generation(snapshots, cache=cache)))
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--cache",
-    is_flag=True,
-    help="Skip re-rendering files already verified with the same bytes and inputs "
-    "(cache kept outside the repository, in $XDG_CACHE_HOME/orlgen).",
-)
+@click.option("--cache/--no-cache", default=True, help=_CACHE_HELP)
 def check(paths: tuple[Path, ...], cache: bool) -> None:
     """Exit 1 if a generated file is missing, stale, hand-edited or orphaned, or a snapshot is invalid."""
     with failures():
