@@ -77,7 +77,8 @@ def _synthetic_directory(directory: Path, modules: int, tools: int) -> list[Path
 def write_snapshot(snapshot: Any, directory: Path) -> Path:
     """Write a snapshot's file(s) into `directory`; its interface file's path."""
     path = directory / snapshot.file_name
-    path.write_text(snapshot.to_json(), encoding="utf-8")
+    for file, data in snapshot.files(path).items():
+        file.write_bytes(data)
     return path
 
 

@@ -397,7 +397,7 @@ def test_tasks_10_of_a_large_split_stores_exactly_10_and_the_first_5_build_offli
     assert [task.index for task in captured.tasks["test"].tasks] == [0, 1, 2, 3, 4, 14, 15, 26, 27, 39]
 
     path = tmp_path / captured.file_name
-    path.write_text(captured.to_json())
+    write_files(captured.files(path))
     write_files(generate([(path, captured)]))
     module = load_module(tmp_path / "largeindexed.py")
     dataset = module.build_dataset("train", num_tasks=5)  # the server is stopped: no request possible

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from conftest import REPO
 from orlgen.cli import main
 from orlgen.config import ConfigFileError, load_config
+from orlgen.files import write_files
 from orlgen.snapshot import load
 
 
@@ -69,7 +70,7 @@ def test_snapshot_check_reports_live_drift(tmp_path, echo_url):
     path = tmp_path / "echo.snapshot.json"
     snapshot = load(path)
     edited = snapshot.model_copy(update={"tools": [t for t in snapshot.tools if t.name != "hint"]})
-    path.write_text(edited.canonical().to_json())
+    write_files(edited.canonical().files(path))
     before = path.read_bytes()
     drift = runner.invoke(main, ["snapshot", echo_url, "--out", out, "--check"])
     assert drift.exit_code == 1 and drift.stdout.startswith("TOOL_ADDED")

@@ -44,7 +44,7 @@ def uncaptured_module(tmp_path_factory):
     out = tmp_path_factory.mktemp("uncaptured")
     snapshot = capture("tests.recording_env:Recording", CaptureOptions(tasks="none"))
     path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     return load_module(out / "recording.py")
 

@@ -25,6 +25,7 @@ def project(tmp_path: Path, tool_method: str) -> Path:
     (tmp_path / "tpl" / "tool_method.py.jinja").write_text(tool_method)
     (tmp_path / "gen").mkdir()
     shutil.copy(ECHO, tmp_path / "gen" / ECHO.name)
+    shutil.copy(ECHO.with_name("echo.tasks.jsonl"), tmp_path / "gen")
     return tmp_path / "gen"
 
 
