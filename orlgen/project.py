@@ -9,6 +9,7 @@ modules for an orphan.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from .files import FileMap, RefusedWrite, check_name, is_regular, remove_files, 
 from .identity import same_env, settle_name
 from .plan import dropped_keywords, lookalike_warnings
 from .schema import Dropped
-from .snapshot import SUFFIX, Snapshot, SnapshotError, load, recorded_target, tasks_path
+from .snapshot import SUFFIX, Snapshot, SnapshotError, load, recorded_target, tasks_path, tasks_text
 from .verify import Verifier
 
 # `progress(label, total)` → a context whose value advances a progress display by n tasks.
@@ -111,7 +112,7 @@ class Project:
         calls a problem (`orlgen.layout`) is refused before anything is rendered. With `cache`,
         a file the speed cache holds current is neither rendered nor verified again."""
         paths = list(paths) or [self.out]
-        snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
+        snapshots = {path: load(_regular(path), rows=False) for path in self.snapshot_paths(paths)}
         jobs = self._jobs(snapshots)  # refuses a name that would write elsewhere, first
         found = self._layout(paths, snapshots, [job.path for job in jobs])
         _refuse(found.partial + found.problems)
@@ -171,6 +172,7 @@ class Project:
         """Every generated file under `paths` that `generate` would change, and every snapshot
         that cannot be read (a tampered snapshot is a finding of `check`, not a crash)."""
         paths = list(paths) or [self.out]
+        verdicts = self._verdicts(cache)
         snapshots: dict[Path, Snapshot] = {}
         broken: list[Drift] = []
         for path in self.snapshot_paths(paths):
@@ -178,13 +180,13 @@ class Project:
                 broken.append(Drift(path, NOT_REGULAR))
                 continue
             try:
-                snapshots[path] = load(path)
+                snapshots[path] = load(path, rows=False)
                 render.module_path(path, snapshots[path])
+                _verify_tasks(path, snapshots[path], verdicts)
             except (SnapshotError, RefusedWrite) as exc:
                 snapshots.pop(path, None)
                 broken.append(Drift(path, "invalid snapshot: " + str(exc).removeprefix(f"{path}: ")))
         expected = self._jobs(snapshots)
-        verdicts = self._verdicts(cache)
         found = self._layout(paths, snapshots, [job.path for job in expected], [drift.path for drift in broken])
         orphaned = [Drift(path, _ORPHANED) for path in found.orphans]
         problems = [Drift(problem.path, problem.cause) for problem in found.partial + found.problems]
@@ -237,7 +239,7 @@ class Project:
         if generate:
             others = [other for other in snapshots_in(out) if other != path]
             members = self._mixed_with(captured.name, others)
-            snapshots |= {other: load(_regular(other)) for other in members}
+            snapshots |= {other: load(_regular(other), rows=False) for other in members}
             jobs = [
                 job
                 for job in render.jobs(snapshots.items(), self.config.templates, self.mixtures())
@@ -279,11 +281,8 @@ class Project:
                 raise UsageError(f"{path}: no checked-in snapshot to compare with")
             return path
         for path in snapshots_in(out) if out.is_dir() else []:
-            try:
-                recorded = load(path).target.value
-            except SnapshotError:
-                continue
-            if recorded in (target, target.rstrip("/")):
+            recorded = recorded_target(path)  # the interface alone: its tasks are not needed here
+            if recorded is not None and recorded.value in (target, target.rstrip("/")):
                 return path
         raise UsageError(f"{out}: no checked-in snapshot of {target!r} to compare with (name it with --name)")
 
@@ -300,12 +299,33 @@ def snapshots_in(directory: Path) -> list[Path]:
 
 
 def _tasks_jobs(snapshots: dict[Path, Snapshot]) -> list[render.Job]:
-    """The tasks file of each snapshot that stores tasks (`load` has read and verified it)."""
+    """The tasks file of each snapshot that stores tasks: its own text once verified (hash and
+    canonical lines), or, for a snapshot whose rows were read (format 1), the rows written out."""
     return [
-        render.Job(tasks_path(path), ("tasks", snapshot.tasks_sha256), snapshot.rows_text)
+        render.Job(
+            tasks_path(path),
+            ("tasks", snapshot.tasks_sha256),
+            snapshot.rows_text if snapshot.rows_read else functools.partial(tasks_text, path, snapshot.tasks_sha256),
+        )
         for path, snapshot in snapshots.items()
         if snapshot.tasks_sha256 is not None
     ]
+
+
+def _verify_tasks(path: Path, snapshot: Snapshot, verdicts: Verdicts | None) -> None:
+    """`check`: a snapshot's tasks file must be its verified text (a `SnapshotError` naming it
+    if not), unless the verdict cache already holds these bytes current; a verified file is
+    remembered, so comparing it next costs a hash."""
+    jobs = _tasks_jobs({path: snapshot})
+    if not jobs or snapshot.rows_read:
+        return
+    job = jobs[0]
+    actual = job.path.read_bytes() if is_regular(job.path) else None
+    if actual is not None and verdicts is not None and verdicts.current(job, actual):
+        return
+    verified = job.render().encode()
+    if verdicts is not None and verified == actual:
+        verdicts.remember(job, verified)
 
 
 def _owned_by_name(paths: Sequence[Path]) -> list[Path]:

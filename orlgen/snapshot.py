@@ -121,6 +121,14 @@ class SplitTasks(_Model):
 
     coverage: Literal["all", "sample", "none"]
     tasks: list[Task]
+    # The count the interface records, on a snapshot loaded without its rows (`load(rows=False)`,
+    # for `check` and `generate`, which read the tasks file as bytes); None when `tasks` holds them.
+    stored: int | None = Field(default=None, exclude=True)
+
+    @property
+    def count(self) -> int:
+        """How many tasks of the split the snapshot stores."""
+        return len(self.tasks) if self.stored is None else self.stored
 
 
 _TOKEN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$"  # what `orlgen.runtime.provenance` keeps
@@ -215,6 +223,8 @@ class Snapshot(_Model):
 
     def sealed(self) -> tuple[Snapshot, bytes]:
         """The canonical snapshot and its tasks file's bytes, each serialised and hashed once."""
+        if not self.rows_read:
+            raise AssertionError("a snapshot loaded without its rows cannot be sealed again")
         ordered = self.ordered().model_copy(update={"format_version": FORMAT_VERSION})
         rows = ordered.rows_text().encode()
         digest = hashlib.sha256(rows).hexdigest() if rows else None
@@ -227,12 +237,15 @@ class Snapshot(_Model):
             (split, task.index, task.spec) for split, captured in self.tasks.items() for task in captured.tasks
         )
 
+    @property
+    def rows_read(self) -> bool:
+        return all(captured.stored is None for captured in self.tasks.values())
+
     def interface(self) -> dict[str, Any]:
         """The interface file's content: everything but the task rows, which it counts."""
         data = self.model_dump(exclude={"tasks"})
         data["tasks"] = {
-            split: {"coverage": captured.coverage, "stored": len(captured.tasks)}
-            for split, captured in self.tasks.items()
+            split: {"coverage": captured.coverage, "stored": captured.count} for split, captured in self.tasks.items()
         }
         return data
 
@@ -297,15 +310,19 @@ def _inline_hash(snapshot: Snapshot) -> str:
     return hashlib.sha256(_dumps(body).encode()).hexdigest()
 
 
-def load(path: Path) -> Snapshot:
+def load(path: Path, rows: bool = True) -> Snapshot:
     """Read and verify a snapshot (both files of format 2, or a format-1 file); any problem is a
-    `SnapshotError` naming the file. The result is canonical, in the current format."""
+    `SnapshotError` naming the file. The result is canonical, in the current format.
+
+    With `rows=False`, a format-2 snapshot's tasks file is not read (each split records its
+    count, `SplitTasks.stored`): `check` and `generate` verify it as bytes (`tasks_text`), and
+    not at all when the verdict cache holds it current."""
     data = _read_interface(path)
     if data.get("format_version") == 1:
         return _load_inline(path, data)
     recorded = data.get("tasks_sha256")
-    rows = _read_rows(path, recorded) if isinstance(recorded, str) else {}
-    snapshot = _validate(path, _with_rows(path, data, rows))
+    found = _read_rows(path, recorded) if rows and isinstance(recorded, str) else None
+    snapshot = _validate(path, _with_rows(path, data, found))
     canonical = snapshot.ordered().model_copy(update={"tasks_sha256": snapshot.tasks_sha256})
     if snapshot.format_version != FORMAT_VERSION or snapshot.sha256 != _interface_hash(canonical):
         raise SnapshotError(
@@ -372,13 +389,25 @@ def _read_rows(path: Path, recorded: str) -> dict[str, list[tuple[int, dict[str,
         raise SnapshotError(f"{rows_path}: not a valid tasks file: {exc}") from exc
 
 
-def _with_rows(path: Path, data: dict[str, Any], rows: dict[str, list[tuple[int, dict[str, Any]]]]) -> dict[str, Any]:
-    """The interface's data with each split's rows in place of its stored count."""
+def tasks_text(path: Path, recorded: str) -> str:
+    """The text of the tasks file of the snapshot at `path`, verified: its bytes hash to
+    `recorded` and every line is canonical (`SnapshotError` naming the file if not)."""
+    _read_rows(path, recorded)
+    return tasks_path(path).read_text(encoding="utf-8")
+
+
+def _with_rows(
+    path: Path, data: dict[str, Any], rows: dict[str, list[tuple[int, dict[str, Any]]]] | None
+) -> dict[str, Any]:
+    """The interface's data with each split's rows in place of its stored count (or, without
+    the rows, the count kept as `stored`)."""
     counted = data.get("tasks")
     if counted is None:
         return data  # the model names the missing field
     if not isinstance(counted, dict) or not all(isinstance(split, dict) for split in counted.values()):
         raise SnapshotError(f"{path}: not a valid snapshot: tasks: not an object of splits")
+    if rows is None:
+        return {**data, "tasks": {split: {**entry, "tasks": []} for split, entry in counted.items()}}
     if extra := sorted(rows.keys() - counted.keys()):
         raise SnapshotError(f"{tasks_path(path)}: holds tasks of the split {extra[0]!r}, which {path.name} lacks")
     tasks = {}
@@ -390,7 +419,8 @@ def _with_rows(path: Path, data: dict[str, Any], rows: dict[str, list[tuple[int,
                 f"{len(found)} task(s) of it"
             )
         rest = {key: value for key, value in entry.items() if key != "stored"}
-        tasks[split] = {**rest, "tasks": [{"index": index, "spec": spec} for index, spec in found]}
+        # `tasks_file.decode` has checked each row's types: built, not validated again, 20,000 at a time
+        tasks[split] = {**rest, "tasks": [Task.model_construct(index=index, spec=spec) for index, spec in found]}
     return {**data, "tasks": tasks}
 
 

@@ -20,6 +20,8 @@ from typing import Any
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _KEYS = ["index", "spec", "split"]
+# One encoder for every line: `json.dumps` with options builds a new one per call.
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=False)
 
 
 class TasksFileError(ValueError):
@@ -32,9 +34,10 @@ def encode(rows: Iterable[tuple[str, int, dict[str, Any]]]) -> str:
 
 
 def _line(split: str, index: int, spec: dict[str, Any]) -> str:
-    text = json.dumps(
-        {"index": index, "spec": spec, "split": split}, sort_keys=True, ensure_ascii=False, allow_nan=False
-    )
+    return _escaped(_ENCODER.encode({"index": index, "spec": spec, "split": split}))
+
+
+def _escaped(text: str) -> str:
     return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
@@ -46,10 +49,12 @@ def decode(data: bytes) -> dict[str, list[tuple[int, dict[str, Any]]]]:
         raise TasksFileError(f"not UTF-8 text (byte {exc.start})") from exc
     if text and not text.endswith("\n"):
         raise TasksFileError("the last line has no newline: the file was cut short")
+    lines = text.splitlines()
+    rows = _parsed(lines)
     found: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     last: tuple[str, int] | None = None
-    for number, line in enumerate(text.splitlines(), 1):
-        split, index, spec = _row(line, number)
+    for number, row in enumerate(rows, 1):
+        split, index, spec = _fields(row, number)
         if last is not None and (split, index) <= last:
             raise TasksFileError(f"line {number}: not in (split, index) order after {last[0]}[{last[1]}]")
         last = (split, index)
@@ -57,18 +62,28 @@ def decode(data: bytes) -> dict[str, list[tuple[int, dict[str, Any]]]]:
     return found
 
 
-def _row(line: str, number: int) -> tuple[str, int, dict[str, Any]]:
+def _parsed(lines: list[str]) -> list[Any]:
+    """Every line parsed and proven canonical: one C decode and one C encode of the whole file
+    when it is canonical (the common case), line by line only to name a bad line."""
+    try:
+        rows = json.loads("[" + ",".join(lines) + "]")
+        canonical = _escaped(_ENCODER.encode(rows)) == "[" + ", ".join(lines) + "]"
+    except (ValueError, RecursionError):
+        canonical = False
+    if not canonical:
+        for number, line in enumerate(lines, 1):
+            _row(line, number)
+    return rows
+
+
+def _row(line: str, number: int) -> None:
+    """Raise the `TasksFileError` that names what is wrong with this line, if anything."""
     try:
         row = json.loads(line)
     except (ValueError, RecursionError) as exc:
         raise TasksFileError(f"line {number}: not valid JSON ({str(exc).splitlines()[0][:200]})") from exc
-    if not isinstance(row, dict) or sorted(row) != _KEYS:
-        raise TasksFileError(f"line {number}: not an object of exactly {', '.join(_KEYS)}")
-    split, index, spec = row["split"], row["index"], row["spec"]
-    if not isinstance(split, str) or type(index) is not int or index < 0 or not isinstance(spec, dict):
-        raise TasksFileError(f"line {number}: split must be text, index a number ≥ 0, spec an object")
     try:
-        canonical = _line(split, index, spec) == line
+        canonical = _escaped(_ENCODER.encode(row)) == line
     except (ValueError, RecursionError):
         canonical = False
     if not canonical:
@@ -76,4 +91,12 @@ def _row(line: str, number: int) -> tuple[str, int, dict[str, Any]]:
             f"line {number}: not what orlgen writes (key order, spacing, escapes, a repeated key or a "
             "non-JSON number were edited)"
         )
+
+
+def _fields(row: Any, number: int) -> tuple[str, int, dict[str, Any]]:
+    if not isinstance(row, dict) or sorted(row) != _KEYS:
+        raise TasksFileError(f"line {number}: not an object of exactly {', '.join(_KEYS)}")
+    split, index, spec = row["split"], row["index"], row["spec"]
+    if not isinstance(split, str) or type(index) is not int or index < 0 or not isinstance(spec, dict):
+        raise TasksFileError(f"line {number}: split must be text, index a number ≥ 0, spec an object")
     return split, index, spec
