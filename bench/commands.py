@@ -12,8 +12,9 @@ of `--reps` runs. The cases:
   after one tool's description changed in one snapshot;
 - `snapshot URL --tasks all` of the 20,000-task env (the server's CPU is not counted).
 
-`--out FILE` writes the rows as JSON; `--docs BEFORE.json AFTER.json` prints the Markdown table
-of docs/benchmarks.md's "Command CPU seconds" section from two such files.
+`--out FILE` writes the rows as JSON; `--docs BEFORE.json AFTER.json` rewrites the table of
+docs/benchmarks.md's "Command CPU seconds" section from two such files (the checked-in
+`bench/commands-<commit>.json`), so the page shows only what a run printed.
 """
 
 from __future__ import annotations
@@ -33,21 +34,24 @@ from bench.common import REPO, Served, child_env, servers
 
 # `python -m orlgen`: the orlgen of this interpreter, or of the working directory's tree
 ORLGEN = [sys.executable, "-m", "orlgen"]
+DOCS = REPO / "docs" / "benchmarks.md"
+START, END = "<!-- bench.commands table: start -->", "<!-- bench.commands table: end -->"
 
 # case → (label, target CPU seconds or None)
 CASES: dict[str, tuple[str, float | None]] = {
     "check_20k": ("`orlgen check` of a 20,000-task snapshot", 0.6),
     "check_generated": ("`orlgen check` on `generated/`", 0.6),
+    "check_generated_no_cache": ("`orlgen check --no-cache` on `generated/`", None),
     "generate_one_changed": ("`orlgen generate`, 10 × 10 tools, one tool changed", 0.7),
     "snapshot_20k": ("`orlgen snapshot URL --tasks all`, 20,000 tasks", None),
 }
 
 
-def cpu_seconds(argv: Sequence[str], cwd: Path) -> float:
-    """User + system CPU seconds of `argv` and the children it waited for; raises if it failed."""
-    child = subprocess.Popen(
-        argv, cwd=cwd, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+def cpu_seconds(argv: Sequence[str], cwd: Path, cache: Path) -> float:
+    """User + system CPU seconds of `argv` and the children it waited for; raises if it failed.
+    The verdict cache lives in `cache` (the run's own, warmed by each case's first run)."""
+    env = child_env(XDG_CACHE_HOME=str(cache))
+    child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert child.stderr is not None
     err = child.stderr.read()
     _, status, usage = os.wait4(child.pid, 0)
@@ -96,20 +100,29 @@ def run(reps: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="orlgen-bench-commands-") as tmp:
         root = Path(tmp)
-        results["check_generated"] = median_of(reps, lambda: cpu_seconds([*ORLGEN, "check", "generated"], REPO))
+        cache = root / "cache"
+
+        def command(*args: str, cwd: Path = root) -> Callable[[], float]:
+            return lambda: cpu_seconds([*ORLGEN, *args], cwd, cache)
+
+        command("check", "generated", cwd=REPO)()  # warms the cache, as a first run does
+        results["check_generated"] = median_of(reps, command("check", "generated", cwd=REPO))
+        results["check_generated_no_cache"] = median_of(reps, command("check", "--no-cache", "generated", cwd=REPO))
         synthetic = _synthetic_directory(root / "synthetic", 10, 10)
-        cpu_seconds([*ORLGEN, "generate", "synthetic"], root)
+        command("generate", "synthetic")()
         rounds = iter(range(1, 1000))
 
         def one_changed() -> float:
             _retouch(synthetic[3], next(rounds))
-            return cpu_seconds([*ORLGEN, "generate", "synthetic"], root)
+            return command("generate", "synthetic")()
 
         results["generate_one_changed"] = median_of(reps, one_changed)
         with servers(Served("bench.served:Bulk")) as (bulk,):
-            capture = [*ORLGEN, "snapshot", bulk.url, "--name", "bulk", "--tasks", "all", "--out", "bulk"]
-            results["snapshot_20k"] = median_of(reps, lambda: cpu_seconds(capture, root))
-        results["check_20k"] = median_of(reps, lambda: cpu_seconds([*ORLGEN, "check", "bulk"], root))
+            results["snapshot_20k"] = median_of(
+                reps, command("snapshot", bulk.url, "--name", "bulk", "--tasks", "all", "--out", "bulk")
+            )
+        command("check", "bulk")()
+        results["check_20k"] = median_of(reps, command("check", "bulk"))
     return results
 
 
@@ -121,12 +134,20 @@ def rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def docs_section(text: str, before: dict[str, Any], after: dict[str, Any]) -> str:
+    """`text` (docs/benchmarks.md) with the table between the markers replaced."""
+    head, _, rest = text.partition(START)
+    _, _, tail = rest.partition(END)
+    return f"{head}{START}\n{docs_table(before, after)}\n{END}{tail}"
+
+
 def docs_table(before: dict[str, Any], after: dict[str, Any]) -> str:
     """docs/benchmarks.md's table: before and after, CPU seconds, with each target's verdict."""
     lines = [
         f"| case | before ({before['commit']}) | after ({after['commit']}) | target | |",
         "|---|---|---|---|---|",
     ]
+    medians = f"CPU seconds, median of {before['reps']} (before) and {after['reps']} (after) runs"
     old = {row["case"]: row for row in before["rows"]}
     for row in after["rows"]:
         target = row["target"]
@@ -136,7 +157,7 @@ def docs_table(before: dict[str, Any], after: dict[str, Any]) -> str:
             f"| {row['label']} | {_seconds(was['median']) if was else '—'} | {_seconds(row['median'])} | "
             f"{'—' if target is None else f'≤ {target:.1f} s'} | {verdict} |"
         )
-    return "\n".join(lines)
+    return "\n".join([*lines, "", f"{medians}; samples in the JSON files."])
 
 
 def _seconds(value: float) -> str:
@@ -156,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.docs:
         before, after = (json.loads(path.read_text(encoding="utf-8")) for path in args.docs)
+        DOCS.write_text(docs_section(DOCS.read_text(encoding="utf-8"), before, after), encoding="utf-8")
         print(docs_table(before, after))
         return 0
     found = {"commit": _commit(), "reps": args.reps, "loadavg": os.getloadavg(), "rows": rows(run(args.reps))}
