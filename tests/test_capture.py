@@ -299,7 +299,7 @@ def test_cli_snapshot_of_a_url_writes_snapshot_and_module(urls, tmp_path):
     out = tmp_path / "out"
     result = CliRunner().invoke(main, ["snapshot", urls["Echo"], "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["echo.py", "echo.snapshot.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["echo.py", "echo.snapshot.json", "echo.tasks.jsonl"]
 
     written = snapshot_mod.load(out / "echo.snapshot.json")
     assert (out / "echo.snapshot.json").read_text() == written.to_json()
@@ -369,7 +369,7 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["acme_echo.py", "acme_echo.snapshot.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["acme_echo.py", "acme_echo.snapshot.json", "acme_echo.tasks.jsonl"]
 
     captured = snapshot_mod.load(out / "acme_echo.snapshot.json")
     assert captured.name == "acme_echo"

@@ -53,8 +53,9 @@ def test_sync_snapshots_and_generates_every_listed_env(tmp_path, monkeypatch, ec
     assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == [
         "echo_live.py",
         "echo_live.snapshot.json",
+        "echo_live.tasks.jsonl",
         "recording.py",
-        "recording.snapshot.json",
+        "recording.snapshot.json",  # --tasks none: no tasks file
     ]
     assert load(tmp_path / "gen" / "recording.snapshot.json").tasks["train"].coverage == "none"
     assert len(load(tmp_path / "gen" / "echo_live.snapshot.json").probed_tasks) == 2
