@@ -98,9 +98,12 @@ def _retouch(path: Path, round_: int) -> None:
 
 def run(reps: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="orlgen-bench-commands-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="orlgen-bench-commands-") as tmp,
+        tempfile.TemporaryDirectory(prefix="orlgen-bench-cache-") as cache_home,
+    ):
         root = Path(tmp)
-        cache = root / "cache"
+        cache = Path(cache_home)  # outside the project: a cache inside it is never used
 
         def command(*args: str, cwd: Path = root) -> Callable[[], float]:
             return lambda: cpu_seconds([*ORLGEN, *args], cwd, cache)
@@ -157,7 +160,8 @@ def docs_table(before: dict[str, Any], after: dict[str, Any]) -> str:
             f"| {row['label']} | {_seconds(was['median']) if was else '—'} | {_seconds(row['median'])} | "
             f"{'—' if target is None else f'≤ {target:.1f} s'} | {verdict} |"
         )
-    return "\n".join([*lines, "", f"{medians}; samples in the JSON files."])
+    files = f"bench/commands-{before['commit']}.json and bench/commands-{after['commit']}.json"
+    return "\n".join([*lines, "", f"{medians}; every sample is in {files}."])
 
 
 def _seconds(value: float) -> str:

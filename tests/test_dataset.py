@@ -89,6 +89,20 @@ def test_stale_snapshot_next_to_module_is_refused(recording_module, tmp_path):
         build(stale, lambda *_: [], "train", None, None)
 
 
+def test_stored_tasks_come_from_the_tasks_file_checked_against_its_recorded_hash(recording_module, tmp_path):
+    """The rows are read from `recording.tasks.jsonl`; a tasks file edited since is refused."""
+    spec = recording_module._DATASET
+    moved = tmp_path / "recording.snapshot.json"
+    moved.write_bytes(spec.snapshot_file.read_bytes())
+    tasks = spec.snapshot_file.with_name("recording.tasks.jsonl").read_text()
+    (tmp_path / "recording.tasks.jsonl").write_text(tasks)
+    relocated = type(spec)(**{**spec.__dict__, "snapshot_file": moved})
+    assert build(relocated, lambda *_: pytest.fail("fetched a stored task"), "train", 2, None)["task_index"] == [0, 1]
+    (tmp_path / "recording.tasks.jsonl").write_text(tasks.replace('"index": 1,', '"index": 1, ', 1))
+    with pytest.raises(DatasetError, match=r"recording\.tasks\.jsonl: its sha256 does not match the one its snapshot"):
+        build(relocated, lambda *_: [], "train", 2, None)
+
+
 def test_live_tasks_that_break_the_columns_say_to_resnapshot(uncaptured_module):
     """Fault injection: a fetch returning a field whose type now varies (`nested`: object, then text)."""
     spec = uncaptured_module._DATASET
