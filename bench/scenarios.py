@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import logging
 import re
 import sys
@@ -641,8 +640,9 @@ def call_overhead(
 
 
 def _helpdesk_specs() -> list[dict[str, Any]]:
-    data = json.loads(HELPDESK_SNAPSHOT.read_text(encoding="utf-8"))
-    return [task["spec"] for task in data["tasks"]["train"]["tasks"]]
+    from orlgen.snapshot import load
+
+    return [task.spec for task in load(HELPDESK_SNAPSHOT).tasks["train"].tasks]
 
 
 # ── 4. episodes per second ──────────────────────────────────────────────────────────────
