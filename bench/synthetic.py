@@ -28,5 +28,6 @@ def write_synthetic(tools: int, directory: Path) -> Path:
     """The snapshot file `<directory>/synthetic_<tools>.snapshot.json`."""
     snapshot = synthetic_snapshot(tools)
     path = directory / snapshot.file_name
-    path.write_text(snapshot.to_json(), encoding="utf-8")
+    for file, data in snapshot.files(path).items():
+        file.write_bytes(data)
     return path

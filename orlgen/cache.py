@@ -1,4 +1,5 @@
-"""An optional speed cache for `orlgen check`, kept outside the repository.
+"""A speed cache for `orlgen check` and `generate` (on by default, `--no-cache`), kept outside
+the repository.
 
 An entry records one fact: "these exact bytes are what orlgen renders from these inputs". Its
 name is an HMAC, under a per-machine secret key, of the file's bytes on disk, its path name, its
@@ -33,8 +34,17 @@ from pathlib import Path
 from .render import Job, template_dir
 from .sandbox import MAX_BYTES
 
-# The installed packages a render runs through; their versions are part of every key.
-_RENDER_PACKAGES = ("datamodel-code-generator", "black", "jinja2", "pydantic", "pydantic-core", "genson")
+# The installed packages a render and its verification run through (`generate` skips both for a
+# file held current); their versions are part of every key.
+_RENDER_PACKAGES = (
+    "datamodel-code-generator",
+    "black",
+    "jinja2",
+    "pydantic",
+    "pydantic-core",
+    "genson",
+    "transformers",
+)
 
 
 def default_directory() -> Path:

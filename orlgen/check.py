@@ -49,7 +49,7 @@ def _compare(job: Job, cache: Verdicts | None) -> Drift | None:
             cache.remember(job, actual)
         return None
     if job.path.name.endswith(SUFFIX):
-        return Drift(job.path, _NOT_CANONICAL, actual, expected)
+        return Drift(job.path, _FORMAT_1 if actual.startswith(_FORMAT_1_START) else _NOT_CANONICAL, actual, expected)
     return Drift(job.path, cause(actual, expected), actual, expected)
 
 
@@ -57,6 +57,14 @@ def _compare(job: Job, cache: Verdicts | None) -> Drift | None:
 _NOT_CANONICAL = (
     "not canonical: its content matches its sha256, but its bytes are not what orlgen writes "
     "(key order, spacing or escapes were edited); `orlgen generate` rewrites it"
+)
+
+
+# How every format-1 snapshot orlgen wrote begins (canonical JSON: `format_version` sorts first).
+_FORMAT_1_START = b'{\n  "format_version": 1,\n'
+_FORMAT_1 = (
+    "format 1 (its tasks inline): run `orlgen generate`, which rewrites it as format 2, its tasks "
+    "in the .tasks.jsonl file beside it"
 )
 
 

@@ -156,25 +156,27 @@ def sync() -> None:
             _capture_one(project, env.target, env.capture_options(), project.out, generate=True)
 
 
+_CACHE_HELP = (
+    "Keep files already verified with the same bytes and inputs instead of rendering them again "
+    "(the cache is kept outside the repository, in $XDG_CACHE_HOME/orlgen; default: on)."
+)
+
+
 @main.command()
 @click.argument("snapshots", nargs=-1, type=click.Path(path_type=Path))
-def generate(snapshots: tuple[Path, ...]) -> None:
+@click.option("--cache/--no-cache", default=True, help=_CACHE_HELP)
+def generate(snapshots: tuple[Path, ...], cache: bool) -> None:
     """Re-render modules from SNAPSHOTS (default: every snapshot in the output directory), offline.
 
     In a directory, generated modules whose snapshot is gone are removed."""
     with failures():
         project = _project(snapshots)
-        _report(project.write(project.generation(snapshots)))
+        _report(project.write(project.generation(snapshots, cache=cache)))
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--cache",
-    is_flag=True,
-    help="Skip re-rendering files already verified with the same bytes and inputs "
-    "(cache kept outside the repository, in $XDG_CACHE_HOME/orlgen).",
-)
+@click.option("--cache/--no-cache", default=True, help=_CACHE_HELP)
 def check(paths: tuple[Path, ...], cache: bool) -> None:
     """Exit 1 if a generated file is missing, stale, hand-edited or orphaned, or a snapshot is invalid."""
     with failures():
@@ -294,6 +296,7 @@ def _capture_one(
     project: Project, target: str, options: CaptureOptions, out: Path, *, generate: bool, check_only: bool = False
 ) -> None:
     from .capture import summary
+    from .snapshot import tasks_path
 
     if check_only:
         live = project.live_check(target, out, options, progress=_progress)
@@ -302,7 +305,8 @@ def _capture_one(
     captured = project.capture(target, options, progress=_progress, out=out)
     path, written = project.save(captured, out, generate)
     click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path} ({summary(captured)})")
-    _report(written, skip=path, unchanged=False)  # one line per capture when nothing else changed
+    # one line per capture (its two files) when nothing else changed
+    _report(written, skip=(path, tasks_path(path)), unchanged=False)
 
 
 def _print_live_changes(path: Path, changes: list[Change], deployment: str | None) -> None:
@@ -334,11 +338,11 @@ def _new_deployment(recorded: Snapshot, live: Snapshot) -> str | None:
     return changed(recorded.deployment.model_dump(exclude_none=True), now)
 
 
-def _report(written: Written, skip: Path | None = None, unchanged: bool = True) -> None:
+def _report(written: Written, skip: Sequence[Path] = (), unchanged: bool = True) -> None:
     for found in [*written.dropped, *written.warnings]:  # nothing dropped, renamed or left goes unsaid
         click.echo(f"orlgen: warning: {found}", err=True)
     for path in sorted(written.written + (written.unchanged if unchanged else [])):
-        if path != skip:
+        if path not in skip:
             click.echo(f"{'wrote' if path in written.written else 'unchanged'} {path}")
     for path in written.removed:
         click.echo(f"removed {path} (its snapshot is gone)")

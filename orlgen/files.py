@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import header, names
 from .errors import OrlgenError
-from .snapshot import SUFFIX
+from .snapshot import SUFFIX, TASKS_SUFFIX
 
 FileMap = dict[Path, bytes]
 
@@ -45,12 +45,15 @@ def is_regular(path: Path) -> bool:
 
 def is_own(path: Path) -> bool:
     """Whether orlgen may replace the existing file at `path`: a module that starts with the
-    generated header, or a snapshot (a JSON object with a format version and a hash). Never a
-    symbolic link or special file: orlgen only writes regular files."""
+    generated header, a snapshot (a JSON object with a format version and a hash) or a
+    snapshot's tasks file (orlgen owns the name). Never a symbolic link or special file: orlgen
+    only writes regular files."""
     if not is_regular(path):
         return False
     if path.name.endswith(SUFFIX):
         return _is_snapshot(path)
+    if path.name.endswith(TASKS_SUFFIX):
+        return True
     return path.suffix == ".py" and header.is_generated(path)
 
 

@@ -7,8 +7,10 @@ extension module wins over the `.py`; an `__init__.py` runs first; an unchecked-
 run without looking at the source) or what a type checker sees (a `.pyi` stub). So each entry
 of the directory is one of:
 
-- owned: a snapshot, or a module one renders; `check` compares its bytes (`orlgen.check`);
-- an orphan: a module with orlgen's header that nothing renders any more; `generate` removes it;
+- owned: a snapshot (its interface file and its tasks file), or a module one renders; `check`
+  compares its bytes (`orlgen.check`);
+- an orphan: a module with orlgen's header that nothing renders any more, or a tasks file no
+  snapshot records; `generate` removes it;
 - a problem: anything that could change the import or its types, a partial mixture, a project
   config; no command fixes it, so `check` fails naming it and `generate`/`snapshot` refuse;
 - inert: anything else (a README, data files, Python's own timestamp-checked `__pycache__`).
@@ -26,7 +28,7 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 from . import header
-from .snapshot import SUFFIX
+from .snapshot import SUFFIX, TASKS_SUFFIX
 
 _BOM = b"\xef\xbb\xbf"
 _PYC_FLAGS = slice(4, 8)  # PEP 552: bit 0 hash-based, bit 1 check the source
@@ -113,7 +115,9 @@ def _scan(directory: Path, owned: set[Path], keep: set[Path]) -> tuple[list[Path
 
 
 def _is_orphan(entry: os.DirEntry[str]) -> bool:
-    return entry.name.endswith(".py") and entry.is_file(follow_symlinks=False) and header.is_generated(Path(entry.path))
+    if not entry.is_file(follow_symlinks=False):
+        return False
+    return entry.name.endswith(TASKS_SUFFIX) or (entry.name.endswith(".py") and header.is_generated(Path(entry.path)))
 
 
 def _entry_problem(entry: os.DirEntry[str]) -> str | None:

@@ -9,12 +9,13 @@ modules for an orphan.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import layout, recapture, render
+from . import incremental, layout, recapture, render
 from .cache import Verdicts
 from .capture import capture
 from .check import NOT_REGULAR, Drift, compare
@@ -27,7 +28,7 @@ from .identity import same_env, settle_name
 from .options import CaptureOptions
 from .plan import dropped_keywords, lookalike_warnings
 from .schema import Dropped
-from .snapshot import SUFFIX, Snapshot, SnapshotError, load
+from .snapshot import SUFFIX, Snapshot, SnapshotError, load, recorded_target, tasks_path, tasks_text
 from .verify import Verifier
 
 # `progress(label, total)` → a context whose value advances a progress display by n tasks.
@@ -105,21 +106,38 @@ class Project:
                 raise UsageError(f"{path}: no such file or directory")
         return found
 
-    def generation(self, paths: Sequence[Path] = ()) -> Generation:
+    def generation(self, paths: Sequence[Path] = (), cache: bool = True) -> Generation:
         """Render every file of the snapshots under `paths` (default: the output directory):
         their modules, and the snapshots themselves in canonical form. In a directory, generated
         modules that no snapshot renders any more are orphans; anything the directory plan
-        calls a problem (`orlgen.layout`) is refused before anything is rendered."""
+        calls a problem (`orlgen.layout`) is refused before anything is rendered. With `cache`,
+        a file the speed cache holds current is neither rendered nor verified again."""
         paths = list(paths) or [self.out]
-        with Verifier() as verifier:  # the child warms up while the parent renders
-            snapshots = {path: load(_regular(path)) for path in self.snapshot_paths(paths)}
-            jobs = self._jobs(snapshots)  # refuses a name that would write elsewhere, first
-            found = self._layout(paths, snapshots, [job.path for job in jobs])
-            _refuse(found.partial + found.problems)
-            with render_deadline("generate"):
-                files = {job.path: job.render().encode() for job in jobs}
-            _verify(verifier, files, snapshots)
+        snapshots = {path: load(_regular(path), rows=False) for path in self.snapshot_paths(paths)}
+        jobs = self._jobs(snapshots)  # refuses a name that would write elsewhere, first
+        found = self._layout(paths, snapshots, [job.path for job in jobs])
+        _refuse(found.partial + found.problems)
+        files = self._rendered("generate", jobs, snapshots, self._verdicts(cache))
         return Generation(files, list(found.orphans), _dropped(snapshots), _renamed(snapshots))
+
+    def _verdicts(self, cache: bool) -> Verdicts | None:
+        return Verdicts.for_project(self.root, self.config.templates) if cache else None
+
+    def _rendered(
+        self, command: str, jobs: Sequence[render.Job], snapshots: dict[Path, Snapshot], verdicts: Verdicts | None
+    ) -> FileMap:
+        """Every job's bytes: kept when the cache holds the file current, else rendered and the
+        snapshots' own modules verified (the verifier's child starts only when one was rendered,
+        and warms up while the parent renders the rest)."""
+        modules = {render.module_path(path, snapshot): snapshot for path, snapshot in snapshots.items()}
+        kept, stale = incremental.split(jobs, verdicts)
+        with Verifier() as verifier, render_deadline(command):
+            if any(job.path in modules for job in stale):
+                verifier.start()
+            rendered = {job.path: job.render().encode() for job in stale}
+            verifier.check([(path, rendered[path].decode(), modules[path]) for path in modules if path in rendered])
+        incremental.remember(jobs, rendered, verdicts)
+        return kept | rendered
 
     def _layout(
         self, paths: Sequence[Path], snapshots: dict[Path, Snapshot], owned: Iterable[Path], broken: Sequence[Path] = ()
@@ -138,9 +156,12 @@ class Project:
         with the right hash but other bytes — key order, escapes, spacing — is rewritten, so a
         reviewer reads exactly what orlgen reads) and every module they render."""
         canonical = [
-            render.Job(path, ("snapshot", snapshot.sha256), snapshot.to_json) for path, snapshot in snapshots.items()
+            render.Job(path, ("snapshot", snapshot.sha256), snapshot.interface_text)
+            for path, snapshot in snapshots.items()
         ]
-        return canonical + render.jobs(snapshots.items(), self.config.templates, self.mixtures())
+        return (
+            canonical + _tasks_jobs(snapshots) + render.jobs(snapshots.items(), self.config.templates, self.mixtures())
+        )
 
     def write(self, generation: Generation) -> Written:
         written = write_files(generation.files)
@@ -148,10 +169,11 @@ class Project:
         removed = remove_files(generation.orphans)
         return Written(written, unchanged, removed, generation.dropped, generation.warnings)
 
-    def check(self, paths: Sequence[Path] = (), cache: bool = False) -> list[Drift]:
+    def check(self, paths: Sequence[Path] = (), cache: bool = True) -> list[Drift]:
         """Every generated file under `paths` that `generate` would change, and every snapshot
         that cannot be read (a tampered snapshot is a finding of `check`, not a crash)."""
         paths = list(paths) or [self.out]
+        verdicts = self._verdicts(cache)
         snapshots: dict[Path, Snapshot] = {}
         broken: list[Drift] = []
         for path in self.snapshot_paths(paths):
@@ -159,13 +181,13 @@ class Project:
                 broken.append(Drift(path, NOT_REGULAR))
                 continue
             try:
-                snapshots[path] = load(path)
+                snapshots[path] = load(path, rows=False)
                 render.module_path(path, snapshots[path])
+                _verify_tasks(path, snapshots[path], verdicts)
             except (SnapshotError, RefusedWrite) as exc:
                 snapshots.pop(path, None)
                 broken.append(Drift(path, "invalid snapshot: " + str(exc).removeprefix(f"{path}: ")))
         expected = self._jobs(snapshots)
-        verdicts = Verdicts.for_project(self.root, self.config.templates) if cache else None
         found = self._layout(paths, snapshots, [job.path for job in expected], [drift.path for drift in broken])
         orphaned = [Drift(path, _ORPHANED) for path in found.orphans]
         problems = [Drift(problem.path, problem.cause) for problem in found.partial + found.problems]
@@ -178,7 +200,10 @@ class Project:
         An invalid snapshot is reported itself; its modules are not called orphans."""
         name = snapshot_path.name.removesuffix(SUFFIX)
         mixtures = [mixture for mixture, members in self.mixtures().items() if name in members]
-        return [snapshot_path.with_name(f"{module}.py") for module in [name, *mixtures]]
+        return [
+            *_owned_by_name([snapshot_path]),
+            *(snapshot_path.with_name(f"{module}.py") for module in [name, *mixtures]),
+        ]
 
     # ---------------------------------------------------------------------------------------
     # live: capture, save, compare
@@ -201,31 +226,43 @@ class Project:
         return capture(target, recapture.options_like(like, target, secrets), progress=progress)
 
     def save(self, captured: Snapshot, out: Path, generate: bool) -> tuple[Path, Written]:
-        """Write a capture's snapshot and (with `generate`) every module of its directory.
+        """Write a capture's snapshot (its two files, serialised once) and, with `generate`, its
+        module and those of the mixtures it is a member of; the directory's other modules are
+        not rendered again (their snapshots did not change).
 
         Everything is rendered before anything is written, so a failure writes nothing; the
         snapshot is written after its modules (see `files.write_files`)."""
         path = out / f"{check_name(captured.name, 'module name')}{SUFFIX}"
         _refuse_other_env(path, captured)
-        files: FileMap = {path: captured.to_json().encode()}
-        snapshots = {path: captured.canonical()}
-        warnings = _renamed({path: snapshots[path]})
-        if generate:  # the whole directory: a mixture of this env is rendered from its snapshot too
-            with Verifier() as verifier:
-                snapshots |= {other: load(_regular(other)) for other in snapshots_in(out) if other != path}
-                jobs = render.jobs(snapshots.items(), self.config.templates, self.mixtures())
-                found = self._layout([out], snapshots, [*snapshots, *(job.path for job in jobs)])
-                _refuse(found.problems)
-                # a mixture waits for its other members, as `sync` captures them one by one
-                warnings += tuple(
-                    f"{problem} (`orlgen check` fails until every member has a snapshot)" for problem in found.partial
-                )
-                with render_deadline("snapshot"):
-                    modules = {job.path: job.render().encode() for job in jobs}
-                _verify(verifier, modules, snapshots)
-            files |= modules
+        sealed, files = captured.written(path)
+        snapshots = {path: sealed}
+        warnings = _renamed(snapshots)
+        if generate:
+            others = [other for other in snapshots_in(out) if other != path]
+            members = self._mixed_with(captured.name, others)
+            snapshots |= {other: load(_regular(other), rows=False) for other in members}
+            jobs = [
+                job
+                for job in render.jobs(snapshots.items(), self.config.templates, self.mixtures())
+                if job.path not in {render.module_path(other, snapshots[other]) for other in members}
+            ]
+            untouched = [other for other in others if other not in members]
+            found = self._layout(
+                [out], snapshots, [*files, *(job.path for job in jobs), *_owned_by_name(untouched)], untouched
+            )
+            _refuse(found.problems)
+            # a mixture waits for its other members, as `sync` captures them one by one
+            warnings += tuple(
+                f"{problem} (`orlgen check` fails until every member has a snapshot)" for problem in found.partial
+            )
+            files |= self._rendered("snapshot", jobs, {path: snapshots[path]}, self._verdicts(True))
         generation = Generation(files, dropped=_dropped({path: snapshots[path]}), warnings=warnings)
         return path, self.write(generation)
+
+    def _mixed_with(self, name: str, others: Sequence[Path]) -> list[Path]:
+        """The snapshot files, among `others`, of the members of mixtures `name` belongs to."""
+        names = {member for members in self.mixtures().values() if name in members for member in members}
+        return [other for other in others if other.name.removesuffix(SUFFIX) in names]
 
     def live_check(
         self, target: str, out: Path, options: CaptureOptions, progress: Progress | None = None
@@ -245,11 +282,8 @@ class Project:
                 raise UsageError(f"{path}: no checked-in snapshot to compare with")
             return path
         for path in snapshots_in(out) if out.is_dir() else []:
-            try:
-                recorded = load(path).target.value
-            except SnapshotError:
-                continue
-            if recorded in (target, target.rstrip("/")):
+            recorded = recorded_target(path)  # the interface alone: its tasks are not needed here
+            if recorded is not None and recorded.value in (target, target.rstrip("/")):
                 return path
         raise UsageError(f"{out}: no checked-in snapshot of {target!r} to compare with (name it with --name)")
 
@@ -265,15 +299,39 @@ def snapshots_in(directory: Path) -> list[Path]:
     return sorted(directory.glob(f"*{SUFFIX}"))
 
 
-def _verify(verifier: Verifier, files: FileMap, snapshots: dict[Path, Snapshot]) -> None:
-    """Each snapshot's own module must pass `verify` before anything is written (a mixture
-    module only imports its members, which are verified themselves)."""
-    modules = []
-    for path, snapshot in snapshots.items():
-        module = render.module_path(path, snapshot)
-        if module in files:
-            modules.append((module, files[module].decode(), snapshot))
-    verifier.check(modules)
+def _tasks_jobs(snapshots: dict[Path, Snapshot]) -> list[render.Job]:
+    """The tasks file of each snapshot that stores tasks: its own text once verified (hash and
+    canonical lines), or, for a snapshot whose rows were read (format 1), the rows written out."""
+    return [
+        render.Job(
+            tasks_path(path),
+            ("tasks", snapshot.tasks_sha256),
+            snapshot.rows_text if snapshot.rows_read else functools.partial(tasks_text, path, snapshot.tasks_sha256),
+        )
+        for path, snapshot in snapshots.items()
+        if snapshot.tasks_sha256 is not None
+    ]
+
+
+def _verify_tasks(path: Path, snapshot: Snapshot, verdicts: Verdicts | None) -> None:
+    """`check`: a snapshot's tasks file must be its verified text (a `SnapshotError` naming it
+    if not), unless the verdict cache already holds these bytes current; a verified file is
+    remembered, so comparing it next costs a hash."""
+    jobs = _tasks_jobs({path: snapshot})
+    if not jobs or snapshot.rows_read:
+        return
+    job = jobs[0]
+    actual = job.path.read_bytes() if is_regular(job.path) else None
+    if actual is not None and verdicts is not None and verdicts.current(job, actual):
+        return
+    verified = job.render().encode()
+    if verdicts is not None and verified == actual:
+        verdicts.remember(job, verified)
+
+
+def _owned_by_name(paths: Sequence[Path]) -> list[Path]:
+    """The files a snapshot file owns by its name alone (read by nothing): its tasks file."""
+    return [tasks_path(path) for path in paths]
 
 
 def _dropped(snapshots: dict[Path, Snapshot]) -> tuple[Dropped, ...]:
@@ -302,11 +360,8 @@ def _regular(path: Path) -> Path:
 
 def _refuse_other_env(path: Path, captured: Snapshot) -> None:
     """A capture never replaces the snapshot of another environment that took the same name."""
-    if not path.exists():
-        return
-    try:
-        previous = load(path).target
-    except SnapshotError:
+    previous = recorded_target(path) if path.exists() else None
+    if previous is None:
         return  # a broken snapshot of this name is repaired by re-capturing; write_files still
         # refuses a file that is not a snapshot at all
     if not same_env(previous, captured.target):

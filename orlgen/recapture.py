@@ -52,7 +52,7 @@ def tasks_like(like: Snapshot) -> TaskMode:
     stored = [(like.tasks[s.name], s.num_tasks) for s in like.splits if s.name in like.tasks and s.num_tasks]
     if stored and all(tasks.coverage == "none" for tasks, _ in stored):
         return "none"
-    samples = [len(tasks.tasks) for tasks, _ in stored if tasks.coverage == "sample"]
+    samples = [tasks.count for tasks, _ in stored if tasks.coverage == "sample"]
     as_default = all((total <= ALL_TASKS_UP_TO) == (tasks.coverage == "all") for tasks, total in stored)
     if as_default and all(sample == SAMPLE_SIZE for sample in samples):
         return None

@@ -1,9 +1,17 @@
 """The snapshot: everything orlgen knows about an environment, as canonical JSON.
 
 It is the one intermediate form of the pipeline. Capture writes it; everything downstream reads
-only it. The JSON is canonical (sorted keys, lists in a defined order, 2-space indent, trailing
-newline, no timestamps) so that the same environment always gives the same bytes and a
-reviewer's diff shows only real changes. `sha256` covers every other field.
+only it. It is two files (format 2): `<name>.snapshot.json`, the interface a reviewer reads
+(target, splits, tools, task schema; canonical JSON: sorted keys, lists in a defined order,
+2-space indent, trailing newline, no timestamps), and `<name>.tasks.jsonl`, the stored tasks,
+one canonical JSON object per line (`{"index": .., "spec": {..}, "split": ..}`, in split and
+index order), written only when some task is stored. The interface records the tasks file's
+sha256 (`tasks_sha256`) and each split's stored count, and its own `sha256` covers every other
+field of it, so one hash seals both files. A re-capture's review diff shows the interface
+before the task rows (`echo.snapshot.json` sorts before `echo.tasks.jsonl`).
+
+Format 1 (one file, the tasks inline) still loads; `generate` and the next `snapshot` rewrite it
+as format 2, and `check` names the command that does (`orlgen generate`).
 """
 
 from __future__ import annotations
@@ -17,13 +25,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from . import tasks_file
 from .errors import OrlgenError
+from .runtime.dataset import TASKS_SUFFIX, tasks_path
 
 if TYPE_CHECKING:
     from .schema import Schema
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_FORMATS = (1, 2)  # format 1: one file, its tasks inline
 SUFFIX = ".snapshot.json"
+__all__ = ["TASKS_SUFFIX", "tasks_path"]  # re-exported: the generator names the tasks file through here
 RewardRule = Literal["outcome", "summed"]
 
 
@@ -109,6 +121,14 @@ class SplitTasks(_Model):
 
     coverage: Literal["all", "sample", "none"]
     tasks: list[Task]
+    # The count the interface records, on a snapshot loaded without its rows (`load(rows=False)`,
+    # for `check` and `generate`, which read the tasks file as bytes); None when `tasks` holds them.
+    stored: int | None = Field(default=None, exclude=True)
+
+    @property
+    def count(self) -> int:
+        """How many tasks of the split the snapshot stores."""
+        return len(self.tasks) if self.stored is None else self.stored
 
 
 _TOKEN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$"  # what `orlgen.runtime.provenance` keeps
@@ -146,6 +166,9 @@ class Snapshot(_Model):
     probed_tasks: list[TaskRef]
     tasks: dict[str, SplitTasks]
     task_schema: dict[str, Any]
+    # The sha256 of the tasks file's bytes (format 2), when some task is stored; in memory, set
+    # by `canonical()` and `load`. Left out of the JSON when no task is stored.
+    tasks_sha256: str | None = Field(default=None, exclude_if=lambda digest: digest is None)
     sha256: str = ""
 
     @field_validator("task_schema", mode="before")
@@ -159,8 +182,11 @@ class Snapshot(_Model):
 
     @model_validator(mode="after")
     def _check(self) -> Snapshot:
-        if self.format_version != FORMAT_VERSION:
-            raise ValueError(f"format_version {self.format_version} is not supported (expected {FORMAT_VERSION})")
+        if self.format_version not in READABLE_FORMATS:
+            raise ValueError(
+                f"format_version {self.format_version} is not supported (this orlgen reads {READABLE_FORMATS}): "
+                "upgrade orlgen"
+            )
         names = [tool.name for tool in self.tools]
         if len(set(names)) != len(names):
             raise ValueError("two tools share one name")
@@ -186,17 +212,61 @@ class Snapshot(_Model):
                     split: captured.model_copy(update={"tasks": sorted(captured.tasks, key=lambda t: t.index)})
                     for split, captured in sorted(self.tasks.items())
                 },
+                "tasks_sha256": None,
                 "sha256": "",
             }
         )
 
     def canonical(self) -> Snapshot:
-        """`ordered()`, with its hash filled in."""
-        ordered = self.ordered()
-        return ordered.model_copy(update={"sha256": _content_hash(ordered)})
+        """`ordered()` in the current format, with both hashes filled in."""
+        return self.sealed()[0]
+
+    def sealed(self) -> tuple[Snapshot, bytes]:
+        """The canonical snapshot and its tasks file's bytes, each serialised and hashed once."""
+        if not self.rows_read:
+            raise AssertionError("a snapshot loaded without its rows cannot be sealed again")
+        ordered = self.ordered().model_copy(update={"format_version": FORMAT_VERSION})
+        rows = ordered.rows_text().encode()
+        digest = hashlib.sha256(rows).hexdigest() if rows else None
+        hashed = ordered.model_copy(update={"tasks_sha256": digest})
+        return hashed.model_copy(update={"sha256": _interface_hash(hashed)}), rows
+
+    def rows_text(self) -> str:
+        """The tasks file's text for the rows as they are (canonical when the snapshot is)."""
+        return tasks_file.encode(
+            (split, task.index, task.spec) for split, captured in self.tasks.items() for task in captured.tasks
+        )
+
+    @property
+    def rows_read(self) -> bool:
+        return all(captured.stored is None for captured in self.tasks.values())
+
+    def interface(self) -> dict[str, Any]:
+        """The interface file's content: everything but the task rows, which it counts."""
+        data = self.model_dump(exclude={"tasks"})
+        data["tasks"] = {
+            split: {"coverage": captured.coverage, "stored": captured.count} for split, captured in self.tasks.items()
+        }
+        return data
+
+    def interface_text(self) -> str:
+        """The interface file's text for the snapshot as it is (canonical when the snapshot is:
+        `load` and `canonical()` return such, and their callers need not seal it again)."""
+        return _dumps(self.interface())
 
     def to_json(self) -> str:
-        return _dumps(self.canonical().model_dump())
+        """The interface file's text (canonical)."""
+        return self.canonical().interface_text()
+
+    def written(self, path: Path) -> tuple[Snapshot, dict[Path, bytes]]:
+        """The canonical snapshot and both its files, the interface at `path` (the tasks file
+        left out when no task is stored): what `snapshot` writes, each serialised once."""
+        sealed, rows = self.sealed()
+        return sealed, {path: sealed.interface_text().encode(), **({tasks_path(path): rows} if rows else {})}
+
+    def files(self, path: Path) -> dict[Path, bytes]:
+        """`written(path)`'s files."""
+        return self.written(path)[1]
 
     @property
     def file_name(self) -> str:
@@ -227,13 +297,57 @@ def _dumps(data: Any) -> str:
     return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
-def _content_hash(snapshot: Snapshot) -> str:
+def _interface_hash(snapshot: Snapshot) -> str:
+    """Format 2: the interface file's content without its own hash (the tasks file's hash is in it)."""
+    body = snapshot.interface()
+    del body["sha256"]
+    return hashlib.sha256(_dumps(body).encode()).hexdigest()
+
+
+def _inline_hash(snapshot: Snapshot) -> str:
+    """Format 1: every field but the hash, task rows inline (the pure-Python `indent=2` encoder)."""
     body = snapshot.model_dump(exclude={"sha256"})  # every field is JSON already; python mode keeps any string
     return hashlib.sha256(_dumps(body).encode()).hexdigest()
 
 
-def load(path: Path) -> Snapshot:
-    """Read and verify a snapshot; any problem is a `SnapshotError` naming the file."""
+def load(path: Path, rows: bool = True) -> Snapshot:
+    """Read and verify a snapshot (both files of format 2, or a format-1 file); any problem is a
+    `SnapshotError` naming the file. The result is canonical, in the current format.
+
+    With `rows=False`, a format-2 snapshot's tasks file is not read (each split records its
+    count, `SplitTasks.stored`): `check` and `generate` verify it as bytes (`tasks_text`), and
+    not at all when the verdict cache holds it current."""
+    data = _read_interface(path)
+    if data.get("format_version") == 1:
+        return _load_inline(path, data)
+    recorded = data.get("tasks_sha256")
+    found = _read_rows(path, recorded) if rows and isinstance(recorded, str) else None
+    snapshot = _validate(path, _with_rows(path, data, found))
+    canonical = snapshot.ordered().model_copy(update={"tasks_sha256": snapshot.tasks_sha256})
+    if snapshot.format_version != FORMAT_VERSION or snapshot.sha256 != _interface_hash(canonical):
+        raise SnapshotError(
+            f"{path}: sha256 does not match the content (edited by hand?); re-capture with `orlgen snapshot`"
+        )
+    return canonical.model_copy(update={"sha256": snapshot.sha256})
+
+
+def recorded_target(path: Path) -> Target | None:
+    """The target a valid snapshot file records, or None when it is not valid. A format-2 file
+    is read without its tasks (its seal covers their hash): `snapshot` asks this of the file it
+    replaces, which only decides whether the capture may replace it."""
+    try:
+        data = _read_interface(path)
+        if data.get("format_version") == 1:
+            return _load_inline(path, data).target
+        body = {key: value for key, value in data.items() if key != "sha256"}
+        if data.get("sha256") != hashlib.sha256(_dumps(body).encode()).hexdigest():
+            return None
+        return Target.model_validate(data.get("target"))
+    except (SnapshotError, ValidationError):
+        return None
+
+
+def _read_interface(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -250,18 +364,83 @@ def load(path: Path) -> Snapshot:
         raise SnapshotError(f"{path}: not a valid snapshot: nested deeper than Python can read") from exc
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         raise SnapshotError(f"{path}: not valid JSON: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(data, dict):
+        raise SnapshotError(f"{path}: not a valid snapshot: top level: not an object")
+    return data
+
+
+def _read_rows(path: Path, recorded: str) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    """The tasks file's rows, its bytes checked against the hash the interface records."""
+    rows_path = tasks_path(path)
+    if rows_path.is_symlink() or (rows_path.exists() and not rows_path.is_file()):
+        raise SnapshotError(f"{rows_path}: refused to read: not a regular file (a symbolic link or a special file)")
     try:
-        snapshot = Snapshot.model_validate(data)
+        data = rows_path.read_bytes()
+    except OSError as exc:
+        raise SnapshotError(f"{rows_path}: cannot read the tasks file {path.name} records: {exc.strerror}") from exc
+    if hashlib.sha256(data).hexdigest() != recorded:
+        raise SnapshotError(
+            f"{rows_path}: sha256 does not match the one {path.name} records (edited by hand?); "
+            "re-capture with `orlgen snapshot`, or restore both files from version control"
+        )
+    try:
+        return tasks_file.decode(data)
+    except tasks_file.TasksFileError as exc:
+        raise SnapshotError(f"{rows_path}: not a valid tasks file: {exc}") from exc
+
+
+def tasks_text(path: Path, recorded: str) -> str:
+    """The text of the tasks file of the snapshot at `path`, verified: its bytes hash to
+    `recorded` and every line is canonical (`SnapshotError` naming the file if not)."""
+    _read_rows(path, recorded)
+    return tasks_path(path).read_text(encoding="utf-8")
+
+
+def _with_rows(
+    path: Path, data: dict[str, Any], rows: dict[str, list[tuple[int, dict[str, Any]]]] | None
+) -> dict[str, Any]:
+    """The interface's data with each split's rows in place of its stored count (or, without
+    the rows, the count kept as `stored`)."""
+    counted = data.get("tasks")
+    if counted is None:
+        return data  # the model names the missing field
+    if not isinstance(counted, dict) or not all(isinstance(split, dict) for split in counted.values()):
+        raise SnapshotError(f"{path}: not a valid snapshot: tasks: not an object of splits")
+    if rows is None:
+        return {**data, "tasks": {split: {**entry, "tasks": []} for split, entry in counted.items()}}
+    if extra := sorted(rows.keys() - counted.keys()):
+        raise SnapshotError(f"{tasks_path(path)}: holds tasks of the split {extra[0]!r}, which {path.name} lacks")
+    tasks = {}
+    for split, entry in counted.items():
+        found = rows.get(split, [])
+        if entry.get("stored") != len(found):
+            raise SnapshotError(
+                f"{path}: tasks.{split}.stored is {entry.get('stored')!r}, but {tasks_path(path).name} holds "
+                f"{len(found)} task(s) of it"
+            )
+        rest = {key: value for key, value in entry.items() if key != "stored"}
+        # `tasks_file.decode` has checked each row's types: built, not validated again, 20,000 at a time
+        tasks[split] = {**rest, "tasks": [Task.model_construct(index=index, spec=spec) for index, spec in found]}
+    return {**data, "tasks": tasks}
+
+
+def _validate(path: Path, data: dict[str, Any]) -> Snapshot:
+    try:
+        return Snapshot.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "top level"
         raise SnapshotError(f"{path}: not a valid snapshot: {where}: {first['msg']}") from exc
-    canonical = snapshot.canonical()
-    if snapshot.sha256 != canonical.sha256:
+
+
+def _load_inline(path: Path, data: dict[str, Any]) -> Snapshot:
+    """A format-1 snapshot (tasks inline), verified by its own hash, in the current format."""
+    snapshot = _validate(path, data)
+    if snapshot.tasks_sha256 is not None or snapshot.sha256 != _inline_hash(snapshot.ordered()):
         raise SnapshotError(
             f"{path}: sha256 does not match the content (edited by hand?); re-capture with `orlgen snapshot`"
         )
-    return canonical
+    return snapshot.canonical()
 
 
 class _NonStandardJSON(ValueError):

@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,8 @@ def _sample(node: Node, schema: Schema, depth: int) -> Any:
     if len(node.all_of) == 1:
         return _sample(node.all_of[0], schema, depth + 1)
     kind = next((t for t in node.types if t != "null"), None) or next(iter(sorted(schema.json_types(node))), None)
-    return _SAMPLERS.get(kind, lambda n, s, d: None)(node, schema, depth)
+    sampler = _SAMPLERS.get(kind) if kind is not None else None
+    return None if sampler is None else sampler(node, schema, depth)
 
 
 def _string(node: Node, schema: Schema, depth: int) -> str:
@@ -114,7 +115,7 @@ def _nullable(name: str, node: Node, schema: Schema) -> bool:
     return schema.admits_null(dict(node.properties)[name])
 
 
-_SAMPLERS = {
+_SAMPLERS: dict[str, Callable[[Node, Schema, int], Any]] = {
     "string": _string,
     "integer": _number,
     "number": _number,
@@ -125,28 +126,39 @@ _SAMPLERS = {
 
 
 class Verifier:
-    """A child interpreter that verifies modules: start it early, `check` when they are rendered."""
+    """A child interpreter (`orlgen.verify_child`) that verifies modules: `start` it as soon as
+    some module will be rendered, so its imports (transformers: about half a second of CPU)
+    overlap the render; `check` when they are rendered. A command that renders no module never
+    starts it."""
 
     def __init__(self) -> None:
-        self._child = subprocess.Popen(
-            [sys.executable, "-I", "-c", _CHILD],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "TRANSFORMERS_VERBOSITY": "error"},
-        )
+        self._child: subprocess.Popen[str] | None = None
+
+    def start(self) -> None:
+        if self._child is None:
+            self._child = subprocess.Popen(
+                [sys.executable, "-I", "-m", "orlgen.verify_child"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "TRANSFORMERS_VERBOSITY": "error"},
+            )
 
     def __enter__(self) -> Verifier:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._child.poll() is None:
+        if self._child is not None and self._child.poll() is None:
             self._child.kill()
             self._child.wait()
 
-    def check(self, modules: Iterable[tuple[Path, str, Snapshot]]) -> None:
+    def check(self, modules: Sequence[tuple[Path, str, Snapshot]]) -> None:
         """Raise `VerifyError` unless every module (path, source, snapshot) passes."""
+        if not modules:
+            return
+        self.start()
+        assert self._child is not None
         with tempfile.TemporaryDirectory(prefix="orlgen-verify-") as tmp:
             jobs = []
             for i, (path, source, snapshot) in enumerate(modules):
@@ -160,81 +172,3 @@ class Verifier:
         if self._child.returncode != 0:
             lines = (out.strip() or err.strip() or "the verifier died").splitlines()
             raise VerifyError(lines[-1])
-
-
-# Runs in the child. Reads the jobs from stdin; exits 1 with one line naming what failed.
-_CHILD = r"""
-import importlib.util, inspect, json, sys
-from pydantic import ValidationError
-try:
-    from transformers.utils import chat_template_utils
-    from transformers.utils import get_json_schema
-    # Generated hints never name torch or PIL types: skip importing them (seconds) for their types.
-    chat_template_utils.is_torch_available = chat_template_utils.is_vision_available = lambda: False
-except ImportError:
-    get_json_schema = None
-
-def fail(message):
-    print(" ".join(str(message).split())[:500])
-    sys.exit(1)
-
-def run(job):
-    spec = importlib.util.spec_from_file_location("orlgen_verify_" + str(abs(hash(job["file"]))), job["file"])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # pydantic resolves postponed annotations through it
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        fail(f"{job['name']}: does not import: {type(exc).__name__}: {exc}")
-    from orlgen.runtime import UNSET, EnvAdapter
-    classes = list({c for c in vars(module).values() if isinstance(c, type) and issubclass(c, EnvAdapter) and c is not EnvAdapter})
-    if len(classes) != 1:
-        fail(f"{job['name']}: expected one adapter class, found {len(classes)}")
-    cls = classes[0]
-    methods = {m.__name__: m for _, m in inspect.getmembers(cls, inspect.isfunction) if m.__name__ in module.TOOLS}
-    for wire in module.TOOLS:
-        where = f"{job['name']}: tool {wire!r}"
-        method = methods.get(wire)
-        if method is None:
-            fail(f"{where}: no method carries this name")
-        if get_json_schema is not None:
-            try:
-                described = get_json_schema(method)["function"]
-            except Exception as exc:
-                fail(f"{where}: get_json_schema cannot read the method: {exc}")
-            if described["name"] != wire:
-                fail(f"{where}: get_json_schema names it {described['name']!r}")
-        sample = job["samples"].get(wire, {})
-        seen = {}
-        adapter = cls.__new__(cls)
-        def record(name, model, arguments):
-            given = {k: v for k, v in arguments.items() if v is not UNSET}
-            if model is None:
-                seen["payload"] = given
-                return ""
-            try:
-                dumped = model.model_validate(given).model_dump(mode="json", by_alias=True, exclude_unset=True)
-            except ValidationError as exc:
-                if all(e["type"] == "string_pattern_mismatch" for e in exc.errors()):
-                    seen["payload"] = sample
-                    return ""
-                fail(f"{where}: a payload the schema allows is refused: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}")
-            seen["payload"] = dumped
-            return ""
-        def model_error(message):
-            fail(f"{where}: {message}")
-        adapter._call_tool = record
-        adapter._model_error = model_error
-        try:
-            method(adapter, **sample)
-        except SystemExit:
-            raise
-        except Exception as exc:
-            fail(f"{where}: calling it with a valid payload failed: {type(exc).__name__}: {exc}")
-        for key, value in seen.get("payload", {}).items():
-            if key in sample and json.dumps(value, sort_keys=True) != json.dumps(sample[key], sort_keys=True) and value != sample[key]:
-                fail(f"{where}: parameter {key!r} would reach the server as {value!r}, not {sample[key]!r}")
-
-for job in json.loads(sys.stdin.read()):
-    run(job)
-"""

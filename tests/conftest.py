@@ -52,7 +52,7 @@ def recording_module(tmp_path_factory) -> ModuleType:
     out = tmp_path_factory.mktemp("recording")
     snapshot = capture("tests.support.envs.recording:Recording")
     path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     return load_module(out / "recording.py")
 

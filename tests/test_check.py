@@ -8,6 +8,7 @@ generate` repairs drift. The attacker's side (tampering, writes) is in test_secu
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ from typing import NamedTuple
 
 import pytest
 from orlgen import snapshot
+from orlgen.files import write_files
 
 from tests.support.cli import invoke, run_orlgen
 
@@ -64,7 +66,7 @@ def change_snapshot(path: Path, description: str = "Echo a text back, reworded u
     tools = [
         t.model_copy(update={"description": description}) if t.name in ("echo", "get_order") else t for t in old.tools
     ]
-    path.write_text(old.model_copy(update={"tools": tools}).canonical().to_json(), encoding="utf-8")
+    write_files(old.model_copy(update={"tools": tools}).canonical().files(path))
 
 
 def problems(stdout: str) -> dict[str, str]:
@@ -237,11 +239,52 @@ def test_corrupted_snapshot_is_a_finding_naming_the_file(gen: Path):
 
 def test_hand_edited_snapshot_is_a_finding_naming_the_file(gen: Path):
     path = gen / "echo.snapshot.json"
-    path.write_text(path.read_text().replace('"target": "hello"', '"target": "hullo"'))
+    path.write_text(path.read_text().replace('"num_tasks": 8', '"num_tasks": 9'))
     hand_edit(gen / "helpdesk.py")
     result = orlgen("check", gen)
     assert "sha256 does not match" in snapshot_problem(result, path)
     assert problems(result.stdout)["helpdesk.py"].startswith("hand-edited")  # the others are still checked
+
+
+def test_a_tampered_tasks_file_is_a_finding_naming_it(gen: Path):
+    tasks = gen / "echo.tasks.jsonl"
+    tasks.write_text(tasks.read_text().replace('"target": "hello"', '"target": "hullo"'))
+    result = orlgen("check", gen)
+    cause = snapshot_problem(result, gen / "echo.snapshot.json")
+    assert cause == (
+        f"invalid snapshot: {tasks}: sha256 does not match the one echo.snapshot.json records (edited by "
+        "hand?); re-capture with `orlgen snapshot`, or restore both files from version control"
+    )
+    assert "echo.py" not in problems(result.stdout)  # not an orphan: its snapshot is there
+    assert result.stderr.startswith("1 snapshot(s) invalid")
+
+
+def test_a_tasks_file_no_snapshot_records_is_an_orphan_generate_removes(gen: Path):
+    stray = gen / "gone.tasks.jsonl"
+    stray.write_bytes((gen / "echo.tasks.jsonl").read_bytes())
+    result = orlgen("check", gen)
+    assert result.returncode == 1 and f"{stray}: orphaned" in result.stdout
+    assert orlgen("generate", gen).returncode == 0 and not stray.exists()
+
+
+def test_a_format_1_snapshot_is_named_and_generate_migrates_it(gen: Path):
+    """What orlgen wrote before the split (one file, tasks inline, the whole sealed) is read:
+    `check` says to run `orlgen generate`, which writes both files and the module again."""
+    path = gen / "echo.snapshot.json"
+    current = snapshot.load(path)
+    body = current.ordered().model_copy(update={"format_version": 1}).model_dump(exclude={"sha256"})
+    text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    body["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    path.write_text(json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    (gen / "echo.tasks.jsonl").unlink()
+    result = orlgen("check", gen)
+    assert result.returncode == 1
+    assert f"{path}: format 1 (its tasks inline): run `orlgen generate`" in result.stdout
+    assert f"{gen / 'echo.tasks.jsonl'}: missing: run `orlgen generate`" in result.stdout
+    assert orlgen("generate", gen).returncode == 0
+    for name in ("echo.snapshot.json", "echo.tasks.jsonl", "echo.py"):
+        assert (gen / name).read_bytes() == (GENERATED / name).read_bytes()
+    assert orlgen("check", gen).returncode == 0
 
 
 def test_check_of_a_missing_path_is_an_error(tmp_path: Path):
@@ -357,6 +400,36 @@ def test_a_warm_cache_still_catches_every_edit(gen: Path, cache_home: Path, edit
         module.write_bytes(module.read_bytes().replace(b"DO NOT EDIT.", b"DO NOT EDIT!", 1))
     result = orlgen("check", "--cache", gen)
     assert result.returncode == 1 and problems(result.stdout)["echo.py"].startswith("hand-edited")
+
+
+def test_generate_renders_only_the_module_whose_snapshot_changed(
+    gen: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Fault injection: every module but word_grid's renders broken; the warm cache keeps them
+    (word_grid is in no mixture)."""
+    from orlgen import render
+
+    assert orlgen("generate", gen).returncode == 0  # warms the cache
+    path = gen / "word_grid.snapshot.json"
+    old = snapshot.load(path)
+    first = old.tools[0].model_copy(update={"description": "Reworded upstream."})
+    write_files(old.model_copy(update={"tools": [first, *old.tools[1:]]}).canonical().files(path))
+    rendered: list[str] = []
+    real = render.render_module
+
+    def only_echo(snapshot: snapshot.Snapshot, *args: object) -> str:
+        rendered.append(snapshot.name)
+        if snapshot.name != "word_grid":
+            raise AssertionError(f"rendered {snapshot.name} again, although its snapshot did not change")
+        return real(snapshot, *args)
+
+    monkeypatch.setattr(render, "render_module", only_echo)
+    monkeypatch.setattr(render, "render_mixture", lambda *args: pytest.fail("rendered the mixture again"))
+    result = orlgen("generate", gen)
+    assert result.returncode == 0, result.stderr
+    assert rendered == ["word_grid"] and f"wrote {gen / 'word_grid.py'}" in result.stdout
+    monkeypatch.undo()
+    assert orlgen("check", "--no-cache", gen).returncode == 0
 
 
 @pytest.mark.slow

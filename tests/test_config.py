@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from orlgen.config import ConfigFileError, load_config
+from orlgen.files import write_files
 from orlgen.snapshot import load
 
 from tests.support.cli import invoke
@@ -66,8 +67,9 @@ def test_sync_snapshots_and_generates_every_listed_env(tmp_path, monkeypatch, ec
     assert sorted(p.name for p in (tmp_path / "gen").iterdir()) == [
         "echo_live.py",
         "echo_live.snapshot.json",
+        "echo_live.tasks.jsonl",
         "recording.py",
-        "recording.snapshot.json",
+        "recording.snapshot.json",  # --tasks none: no tasks file
     ]
     assert load(tmp_path / "gen" / "recording.snapshot.json").tasks["train"].coverage == "none"
     assert len(load(tmp_path / "gen" / "echo_live.snapshot.json").probed_tasks) == 2
@@ -83,7 +85,7 @@ def test_snapshot_check_reports_live_drift(tmp_path, echo_url):
     path = tmp_path / "echo.snapshot.json"
     snapshot = load(path)
     edited = snapshot.model_copy(update={"tools": [t for t in snapshot.tools if t.name != "hint"]})
-    path.write_text(edited.canonical().to_json())
+    write_files(edited.canonical().files(path))
     before = path.read_bytes()
     drift = invoke("snapshot", echo_url, "--out", out, "--check")
     assert drift.exit_code == 1 and drift.stdout.startswith("TOOL_ADDED")

@@ -45,7 +45,7 @@ def uncaptured_module(tmp_path_factory):
     out = tmp_path_factory.mktemp("uncaptured")
     snapshot = capture("tests.support.envs.recording:Recording", CaptureOptions(tasks="none"))
     path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     return load_module(out / "recording.py")
 
@@ -89,6 +89,20 @@ def test_stale_snapshot_next_to_module_is_refused(recording_module, tmp_path):
     stale = type(spec)(**{**spec.__dict__, "snapshot_file": other})
     with pytest.raises(DatasetError, match="run `orlgen generate`"):
         build(stale, lambda *_: [], "train", None, None)
+
+
+def test_stored_tasks_come_from_the_tasks_file_checked_against_its_recorded_hash(recording_module, tmp_path):
+    """The rows are read from `recording.tasks.jsonl`; a tasks file edited since is refused."""
+    spec = recording_module._DATASET
+    moved = tmp_path / "recording.snapshot.json"
+    moved.write_bytes(spec.snapshot_file.read_bytes())
+    tasks = spec.snapshot_file.with_name("recording.tasks.jsonl").read_text()
+    (tmp_path / "recording.tasks.jsonl").write_text(tasks)
+    relocated = type(spec)(**{**spec.__dict__, "snapshot_file": moved})
+    assert build(relocated, lambda *_: pytest.fail("fetched a stored task"), "train", 2, None)["task_index"] == [0, 1]
+    (tmp_path / "recording.tasks.jsonl").write_text(tasks.replace('"index": 1,', '"index": 1, ', 1))
+    with pytest.raises(DatasetError, match=r"recording\.tasks\.jsonl: its sha256 does not match the one its snapshot"):
+        build(relocated, lambda *_: [], "train", 2, None)
 
 
 def test_live_tasks_that_break_the_columns_say_to_resnapshot(uncaptured_module):

@@ -80,6 +80,7 @@ def snapshots_only(destination: Path) -> Path:
     destination.mkdir(parents=True)
     for name in NAMES:
         shutil.copy(GENERATED / f"{name}.snapshot.json", destination)
+        shutil.copy(GENERATED / f"{name}.tasks.jsonl", destination)
     return destination
 
 
@@ -108,10 +109,11 @@ def test_generate_from_a_non_canonical_snapshot_file(tmp_path: Path):
     keys) but the right hash loads, and generates the checked-in bytes."""
     for name in NAMES:
         mixed = reorder(snapshot.load(GENERATED / f"{name}.snapshot.json"), seed=7)
-        data = mixed.model_dump(mode="json")
+        data = mixed.interface()
         text = json.dumps({key: data[key] for key in reversed(list(data))})
         assert text != mixed.to_json()
         (tmp_path / f"{name}.snapshot.json").write_text(text, encoding="utf-8")
+        shutil.copy(GENERATED / f"{name}.tasks.jsonl", tmp_path)
     generate(tmp_path, cwd=tmp_path, seed="0")
     assert_same_as_checked_in(tmp_path)
 
@@ -154,7 +156,7 @@ def test_generate_is_independent_of_hash_seed_and_working_directory(tmp_path: Pa
     generate(out, cwd=cwd, seed=seed)
     assert_same_as_checked_in(out)
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [f"{n}.py" for n in NAMES] + [f"{n}.snapshot.json" for n in NAMES]
+        [f"{n}{suffix}" for n in NAMES for suffix in (".py", ".snapshot.json", ".tasks.jsonl")]
     )
 
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from orlgen.diff import RULES, Change, diff, render
+from orlgen.files import write_files
 from orlgen.snapshot import load
 
 from tests.support.cli import invoke
@@ -146,9 +147,9 @@ def test_output_formats():
 def test_cli_exit_codes(tmp_path):
     old = load(HELPDESK)
     compatible = tmp_path / "compatible.snapshot.json"
-    compatible.write_text(edited(old, lambda d: d["tools"][0].update(description="changed")).to_json())
+    write_files(edited(old, lambda d: d["tools"][0].update(description="changed")).files(compatible))
     breaking = tmp_path / "breaking.snapshot.json"
-    breaking.write_text(edited(old, lambda d: d["tools"].pop(0)).to_json())
+    write_files(edited(old, lambda d: d["tools"].pop(0)).files(breaking))
     same = invoke("diff", str(HELPDESK), "--against", str(HELPDESK))
     assert same.exit_code == 0 and same.stdout == ""
     ok = invoke("diff", str(HELPDESK), "--against", str(compatible))

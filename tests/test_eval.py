@@ -134,13 +134,17 @@ def test_json_format_and_pass_threshold(chat, helpdesk_url):
 def test_a_snapshot_is_rendered_in_memory_and_evaluated(chat, echo_url, tmp_path):
     snapshot = tmp_path / "echo.snapshot.json"
     snapshot.write_bytes((REPO / "generated" / "echo.snapshot.json").read_bytes())
+    (tmp_path / "echo.tasks.jsonl").write_bytes((REPO / "generated" / "echo.tasks.jsonl").read_bytes())
     result = evaluate(
         snapshot, "--base-url", chat.url, "--model", "scripted", "-n", 4, "--env-url", echo_url, "--format", "json"
     )
     assert result.exit_code == 0, result.output
     (split,) = json.loads(result.stdout)["splits"]
     assert (split["env"], split["rollouts"], split["mean_reward"], split["pass_at_1"]) == ("echo", 4, 1.0, 1.0)
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["echo.snapshot.json"]  # nothing written
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "echo.snapshot.json",
+        "echo.tasks.jsonl",
+    ]  # nothing written
 
 
 def test_a_mixture_reports_each_environment(chat, echo_url, helpdesk_url, tmp_path):

@@ -33,7 +33,7 @@ def counting(tmp_path_factory):
     out = tmp_path_factory.mktemp("counting")
     snapshot = capture("tests.support.envs.counting:Counting")
     path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     sys.path.insert(0, str(out))
     yield importlib.import_module("counting")

@@ -23,7 +23,7 @@ def hostile(tmp_path_factory, monkeypatch_module):
     monkeypatch_module.chdir(out)  # a canary would be written here
     snapshot = capture("examples.hostile:Hostile")
     path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     module = load_module(out / "hostile.py")
     with ServerProcess("examples.hostile:Hostile") as server:
@@ -137,7 +137,7 @@ def test_unicode_property_names_validate_under_their_wire_name(tmp_path):
         task_schema={"type": "object"},
     ).canonical()
     path = tmp_path / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     params = load_module(tmp_path / "uni.py").TParams
     sent = params.model_validate({"ﬁle": "a", "file": 1, "é": True}).model_dump(by_alias=True, exclude_unset=True)

@@ -19,7 +19,10 @@ def test_module_and_url_captures_of_one_env_share_one_module(tmp_path, echo_url)
     assert snapshot_cli(echo_url, "--out", out, "--no-generate").exit_code == 0
     by_url = load(tmp_path / "echo.snapshot.json")
     assert snapshot_cli("examples.echo:Echo", "--out", out, "--no-generate").exit_code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["echo.snapshot.json"]  # replaced, not a second one
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "echo.snapshot.json",
+        "echo.tasks.jsonl",
+    ]  # replaced, not a second one
     by_module = load(tmp_path / "echo.snapshot.json")
     assert (by_url.name, by_module.name) == ("echo", "echo")
     assert (by_url.target.kind, by_module.target.kind) == ("url", "module")
@@ -30,7 +33,7 @@ def test_the_name_an_env_has_in_the_directory_is_kept(tmp_path, echo_url):
     out = str(tmp_path)
     assert snapshot_cli("examples.echo:Echo", "--name", "echo_desk", "--out", out, "--no-generate").exit_code == 0
     assert snapshot_cli(echo_url, "--out", out, "--no-generate").exit_code == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["echo_desk.snapshot.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["echo_desk.snapshot.json", "echo_desk.tasks.jsonl"]
     assert load(tmp_path / "echo_desk.snapshot.json").target.kind == "url"
 
 
@@ -42,7 +45,7 @@ def test_a_second_module_for_an_env_is_refused_in_one_line(tmp_path, echo_url):
     assert refused.stderr.count("\n") == 1
     assert refused.stderr.startswith(f"orlgen: error: {tmp_path / 'echo.snapshot.json'}: env 'echo' already has")
     assert "a second one (echo_again.py) is refused: capture it as echo (drop --name)" in refused.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["echo.snapshot.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["echo.snapshot.json", "echo.tasks.jsonl"]
 
 
 @pytest.mark.slow

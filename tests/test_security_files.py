@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 from orlgen import files
 from orlgen.serve import ServerProcess
-from orlgen.snapshot import Snapshot
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, orlgen_process, problems
 
 from tests.support.cli import start_orlgen
@@ -41,10 +40,13 @@ def gen(tmp_path: Path) -> Path:
 
 
 def reseal_snapshot(path: Path, mutate: Callable[[dict[str, Any]], None]) -> None:
-    """Edit a snapshot's JSON and recompute its seal with snapshot.py's own hashing."""
+    """Edit a snapshot's interface JSON and recompute its seal as snapshot.py hashes it (the
+    canonical JSON of every other field)."""
     data = json.loads(path.read_text(encoding="utf-8"))  # Python's json accepts NaN, as an attacker's tool would
     mutate(data)
-    data["sha256"] = Snapshot.model_validate(data).canonical().sha256
+    body = {key: value for key, value in data.items() if key != "sha256"}
+    text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    data["sha256"] = hashlib.sha256(text.encode()).hexdigest()
     path.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orlgen import lookalike, names
-from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
+from orlgen import lookalike, names, tasks_file
+from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool, tasks_path
 from transformers.utils import get_json_schema
 
 from tests.support.cli import invoke
@@ -41,7 +41,8 @@ TASK_SCHEMA = {"type": "object", "properties": {"prompt": {"type": "string"}}, "
 def sealed(
     tools: list[Tool], task_schema: dict | None = None, target: str = "http://127.0.0.1:9", env: str = "attacked"
 ) -> str:
-    """A snapshot file's text, sealed the way `orlgen snapshot` seals it."""
+    """A snapshot's interface file text, sealed the way `orlgen snapshot` seals it (its one
+    task is in `TASKS_FILE`, written beside it by `write_sealed`)."""
     return Snapshot(
         name="attacked",
         target=Target(kind="url", value=target, env=env),
@@ -78,9 +79,17 @@ def workdir(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+TASKS_FILE = tasks_file.encode([("train", 0, {"prompt": "record"})])
+
+
+def write_sealed(path: Path, snapshot_text: str) -> None:
+    path.write_text(snapshot_text, encoding="utf-8")
+    tasks_path(path).write_text(TASKS_FILE, encoding="utf-8")
+
+
 def generate(workdir: Path, snapshot_text: str) -> Outcome:
     snapshot = workdir / "generated" / "attacked.snapshot.json"
-    snapshot.write_text(snapshot_text, encoding="utf-8")
+    write_sealed(snapshot, snapshot_text)
     result = invoke("generate", str(snapshot))
     escaped = result.exception if not isinstance(result.exception, (SystemExit, type(None))) else None
     modules = sorted((workdir / "generated").glob("*.py"))
@@ -537,8 +546,8 @@ def test_no_invisible_character_anywhere_in_a_module(workdir):
 def _diff_output(tmp_path: Path, style: str) -> str:
     old = tmp_path / "old.snapshot.json"
     new = tmp_path / "new.snapshot.json"
-    old.write_text(sealed([tool("record", params(a={"type": "string"}))]))
-    new.write_text(sealed([tool("record", params(a={"type": "integer"}, **{"b\u202ec\u115f": {"type": "string"}}))]))
+    write_sealed(old, sealed([tool("record", params(a={"type": "string"}))]))
+    write_sealed(new, sealed([tool("record", params(a={"type": "integer"}, **{"b\u202ec\u115f": {"type": "string"}}))]))
     return invoke("diff", str(old), "--against", str(new), "--format", style).stdout
 
 

@@ -13,6 +13,7 @@ from orlgen.snapshot import Snapshot, SnapshotError, Split, SplitTasks, Task, Ta
 
 REPO = Path(__file__).resolve().parent.parent
 ECHO = REPO / "generated" / "echo.snapshot.json"
+ECHO_TASKS = REPO / "generated" / "echo.tasks.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +96,14 @@ def test_canonical_order(rich: Snapshot):
     data = json.loads(shuffled(rich, 1).to_json())
     assert [s["name"] for s in data["splits"]] == ["test", "train"]
     assert [t["name"] for t in data["tools"]] == ["echo", "hint", "reveal"]
-    assert [t["index"] for t in data["tasks"]["test"]["tasks"]] == [0, 1, 2, 3]
+    assert data["tasks"] == {"test": {"coverage": "all", "stored": 4}, "train": {"coverage": "all", "stored": 8}}
+    rows = [
+        json.loads(line)
+        for line in shuffled(rich, 1).files(Path("echo.snapshot.json"))[Path("echo.tasks.jsonl")].splitlines()
+    ]
+    assert [(row["split"], row["index"]) for row in rows] == [("test", i) for i in range(4)] + [
+        ("train", i) for i in range(8)
+    ]
     assert list(data["tasks"]) == ["test", "train"]
     reveal = data["tools"][2]
     assert [(r["split"], r["index"]) for r in reveal["offered_on"]] == [("test", 0), ("test", 2), ("train", 0)]
@@ -107,7 +115,9 @@ def test_canonical_is_idempotent_and_round_trips_through_a_file(rich: Snapshot, 
     assert rich.canonical() == rich
     assert rich.canonical().to_json() == rich.to_json()
     path = tmp_path / rich.file_name
-    path.write_text(rich.to_json(), encoding="utf-8")
+    for file, data in rich.files(path).items():
+        file.write_bytes(data)
+    assert sorted(file.name for file in tmp_path.iterdir()) == ["echo.snapshot.json", "echo.tasks.jsonl"]
     assert snapshot.load(path) == rich
 
 
@@ -181,8 +191,10 @@ def _load_error(path: Path) -> str:
 
 
 def _write(tmp_path: Path, data: object, name: str = "echo.snapshot.json") -> Path:
+    """An interface file, with echo's tasks file beside it."""
     path = tmp_path / name
     path.write_text(data if isinstance(data, str) else json.dumps(data, indent=2), encoding="utf-8")
+    snapshot.tasks_path(path).write_bytes(ECHO_TASKS.read_bytes())
     return path
 
 
@@ -231,7 +243,7 @@ def _duplicate_first_tool(data: dict) -> dict:
         pytest.param(
             _set("unexpected_field", 1), "unexpected_field: Extra inputs are not permitted", id="unknown-field"
         ),
-        pytest.param(_set("format_version", 2), "format_version 2 is not supported", id="format-version"),
+        pytest.param(_set("format_version", 3), "format_version 3 is not supported", id="format-version"),
         pytest.param(_set("splits", "train"), "splits: ", id="wrong-type"),
         pytest.param(_duplicate_first_tool, "two tools share one name", id="duplicate-tool"),
     ],
@@ -243,9 +255,57 @@ def test_load_rejects_an_invalid_snapshot(tmp_path: Path, edit, expected: str):
 
 def test_load_rejects_content_edited_by_hand(tmp_path: Path):
     text = ECHO.read_text()
-    assert '"target": "hello"' in text
-    message = _load_error(_write(tmp_path, text.replace('"target": "hello"', '"target": "hullo"')))
+    assert '"num_tasks": 8' in text
+    message = _load_error(_write(tmp_path, text.replace('"num_tasks": 8', '"num_tasks": 9')))
     assert "sha256 does not match the content" in message and "edited by hand" in message
+
+
+def test_load_rejects_a_tasks_file_edited_by_hand_naming_it(tmp_path: Path):
+    path = _write(tmp_path, ECHO.read_text())
+    tasks = snapshot.tasks_path(path)
+    tasks.write_text(tasks.read_text().replace('"target": "hello"', '"target": "hullo"'))
+    with pytest.raises(
+        SnapshotError, match=r"echo\.tasks\.jsonl: sha256 does not match the one echo.snapshot.json records"
+    ):
+        snapshot.load(path)
+
+
+def test_load_rejects_a_missing_tasks_file_naming_it(tmp_path: Path):
+    path = _write(tmp_path, ECHO.read_text())
+    snapshot.tasks_path(path).unlink()
+    with pytest.raises(
+        SnapshotError, match=r"echo\.tasks\.jsonl: cannot read the tasks file echo.snapshot.json records"
+    ):
+        snapshot.load(path)
+
+
+def test_a_tasks_file_must_be_canonical_even_under_a_matching_hash(tmp_path: Path, echo: Snapshot):
+    """A repeated key (a reviewer reads one value, orlgen the other) sealed by a recomputed hash."""
+    path = _write(tmp_path, ECHO.read_text())
+    tasks = snapshot.tasks_path(path)
+    edited = tasks.read_text().replace('"target": "hello"', '"target": "hullo", "target": "hello"', 1)
+    tasks.write_text(edited)
+    digest = hashlib.sha256(edited.encode()).hexdigest()
+    resealed = echo.model_copy(update={"tasks_sha256": digest})
+    resealed = resealed.model_copy(update={"sha256": snapshot._interface_hash(resealed)})
+    path.write_text(resealed.interface_text())
+    with pytest.raises(
+        SnapshotError, match=r"echo\.tasks\.jsonl: not a valid tasks file: line 1: not what orlgen writes"
+    ):
+        snapshot.load(path)
+
+
+def test_a_format_1_snapshot_still_loads_as_the_same_content(tmp_path: Path, echo: Snapshot):
+    """One file, the tasks inline, sealed by the hash of the whole (what orlgen wrote before the
+    split): it loads, in the current format, with its tasks."""
+    body = echo.ordered().model_copy(update={"format_version": 1}).model_dump(exclude={"sha256"})
+    text = json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    body["sha256"] = hashlib.sha256(text.encode()).hexdigest()
+    path = tmp_path / "echo.snapshot.json"
+    path.write_text(json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    loaded = snapshot.load(path)
+    assert loaded == echo and loaded.format_version == 2
+    assert loaded.tasks["train"].tasks == echo.tasks["train"].tasks
 
 
 def test_load_rejects_a_snapshot_without_its_hash(tmp_path: Path):
@@ -255,9 +315,8 @@ def test_load_rejects_a_snapshot_without_its_hash(tmp_path: Path):
 
 
 def test_load_accepts_any_key_and_list_order_when_the_hash_matches(tmp_path: Path, echo: Snapshot):
-    data = echo.model_dump(mode="json")
+    data = echo.interface()
     data["probed_tasks"].reverse()
-    data["tasks"]["train"]["tasks"].reverse()
     text = json.dumps(dict(reversed(list(data.items()))))
     assert snapshot.load(_write(tmp_path, text)).canonical() == echo
 
@@ -274,8 +333,8 @@ def test_load_reports_a_directory(tmp_path: Path):
 
 
 def test_load_rejects_a_file_that_is_not_utf8(tmp_path: Path):
-    path = tmp_path / "echo.snapshot.json"
-    path.write_bytes(ECHO.read_bytes().replace(b'"hello"', b'"h\xffllo"'))
+    path = _write(tmp_path, "")
+    path.write_bytes(ECHO.read_bytes().replace(b'"echo"', b'"\xffcho"'))
     _load_error(path)
 
 
@@ -283,15 +342,16 @@ def test_load_rejects_a_file_that_is_not_utf8(tmp_path: Path):
 def test_load_refuses_non_standard_json_constants_even_when_the_seal_holds(tmp_path: Path, constant: str):
     """A constant written where the snapshot had null, under the seal of the null version (the
     seal pydantic's NaN-as-null dump once let it keep): refused before the seal is even read."""
-    data = json.loads(ECHO.read_text())
-    assert data["tools"][1]["input_schema"] is None
-    data["tools"][1]["input_schema"] = {"default": None}
-    data["sha256"] = Snapshot.model_validate(data).canonical().sha256
-    text = json.dumps(data, indent=2).replace('"default": null', f'"default": {constant}', 1)
+    echo = load(ECHO)
+    assert echo.tools[1].input_schema is None
+    tools = [echo.tools[0], echo.tools[1].model_copy(update={"input_schema": {"default": None}})]
+    text = echo.model_copy(update={"tools": tools}).to_json().replace('"default": null', f'"default": {constant}', 1)
     message = _load_error(_write(tmp_path, text))
     assert f"not valid JSON: {constant} is not a JSON value" in message
+    data = echo.model_dump()
+    data["tools"][1]["input_schema"] = {"default": float(constant.replace("Infinity", "inf"))}
     with pytest.raises(ValueError, match="non-finite"):  # nor can the model hold one, so nothing seals it
-        Snapshot.model_validate(json.loads(text))
+        Snapshot.model_validate(data)
 
 
 def test_a_lone_surrogate_is_recorded_as_an_escape(tmp_path: Path):
@@ -306,13 +366,18 @@ def test_a_lone_surrogate_is_recorded_as_an_escape(tmp_path: Path):
             ]
         }
     )
-    text = snapshot.model_copy(update={"tasks": {"train": tasks}}).to_json()
-    path = _write(tmp_path, text)
-    path.read_bytes().decode("utf-8")
+    path = tmp_path / "echo.snapshot.json"
+    files = snapshot.model_copy(update={"tasks": {"train": tasks}}).files(path)
+    for file, data in files.items():
+        file.write_bytes(data)
+    text = path.with_name("echo.tasks.jsonl").read_bytes().decode("utf-8")
     assert '"x\\ud800"' in text
     assert load(path).tasks["train"].tasks[0].spec["target"] == "x\ud800"
-    unsealed = ECHO.read_text().replace('"target": "hello"', '"target": "\\ud800"')
-    assert "sha256 does not match" in _load_error(_write(tmp_path, unsealed))
+    unsealed = ECHO_TASKS.read_text().replace('"target": "hello"', '"target": "\\ud800"')
+    edited = _write(tmp_path, ECHO.read_text())
+    edited.with_name("echo.tasks.jsonl").write_text(unsealed)
+    with pytest.raises(SnapshotError, match=r"echo\.tasks\.jsonl: sha256 does not match"):
+        load(edited)
 
 
 def test_load_refuses_a_number_that_overflows_to_infinity(tmp_path: Path):

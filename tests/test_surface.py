@@ -149,7 +149,7 @@ def _capture(target: str, out: Path, **options: Any) -> Generated:
 
     snapshot = capture(target, CaptureOptions(**options))
     path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     files = generate([(path, snapshot)])
     write_files(files)
     (module_path,) = [p for p in files if p.suffix == ".py"]

@@ -20,7 +20,7 @@ def parity(tmp_path_factory):
     out = tmp_path_factory.mktemp("parity")
     snapshot = capture(PARITY)
     path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     return snapshot, load_module(out / "parity.py")
 

@@ -5,6 +5,7 @@ schemas no longer produce broken modules (the fuzz suite checks that)."""
 
 from __future__ import annotations
 
+import inspect
 import shutil
 from pathlib import Path
 
@@ -25,6 +26,7 @@ def project(tmp_path: Path, tool_method: str) -> Path:
     (tmp_path / "tpl" / "tool_method.py.jinja").write_text(tool_method)
     (tmp_path / "gen").mkdir()
     shutil.copy(ECHO, tmp_path / "gen" / ECHO.name)
+    shutil.copy(ECHO.with_name("echo.tasks.jsonl"), tmp_path / "gen")
     return tmp_path / "gen"
 
 
@@ -110,3 +112,26 @@ def test_sampled_numbers_respect_their_bounds(schema, inside):
         task_schema={"type": "object"},
     )
     assert inside(samples(snap)["t"]["x"])
+
+
+def test_the_child_reads_every_checked_in_method_as_transformers_does():
+    """The child loads transformers' `get_json_schema` without importing transformers (most of
+    its CPU): on every tool of every checked-in module it must read what the package reads."""
+    from orlgen.runtime import EnvAdapter
+    from orlgen.verify_child import _standalone
+    from transformers.utils import get_json_schema
+
+    from tests.support.modules import load_module
+
+    standalone = _standalone()
+    compared = 0
+    for path in sorted((REPO / "generated").glob("*.py")):
+        module = load_module(path)
+        for cls in {c for c in vars(module).values() if isinstance(c, type) and issubclass(c, EnvAdapter)} - {
+            EnvAdapter
+        }:
+            methods = {m.__name__: m for _, m in inspect.getmembers(cls, inspect.isfunction)}  # as the child finds them
+            for wire in module.TOOLS:
+                assert standalone(methods[wire]) == get_json_schema(methods[wire]), f"{path.name}: {wire}"
+                compared += 1
+    assert compared >= 20

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,8 +37,9 @@ class Row:
 
 
 def helpdesk_specs() -> list[dict[str, Any]]:
-    data = json.loads(HELPDESK_SNAPSHOT.read_text(encoding="utf-8"))
-    return [task["spec"] for task in data["tasks"]["train"]["tasks"]]
+    from orlgen.snapshot import load
+
+    return [task.spec for task in load(HELPDESK_SNAPSHOT).tasks["train"].tasks]
 
 
 def run_worker(

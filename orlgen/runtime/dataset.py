@@ -13,6 +13,7 @@ the same columns and types whatever tasks it picks:
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ from typing import Any
 from .errors import OrlgenRuntimeError
 
 RESERVED_COLUMNS = ("prompt", "split", "task_index", "environment")
+SNAPSHOT_SUFFIX = ".snapshot.json"
+TASKS_SUFFIX = ".tasks.jsonl"  # a format-2 snapshot's stored tasks, beside its interface file
 RESERVED_PREFIX = "task_"
 _BATCH = 500  # tasks per task_range request
 
@@ -48,25 +51,54 @@ class DatasetSpec:
     system_prompt: str | None = None  # a conversation-shaped env's system message, kept as a role
 
     def captured(self, split: str) -> dict[int, dict[str, Any]]:
-        """The split's tasks stored in the snapshot, by index."""
-        try:
-            stat = self.snapshot_file.stat()
-            data = _read_json(self.snapshot_file, stat.st_mtime_ns, stat.st_size)
-        except (OSError, ValueError) as exc:
-            raise DatasetError(f"cannot read {self.snapshot_file}: {exc}") from exc
+        """The split's tasks stored in the snapshot, by index: from its tasks file (format 2),
+        whose bytes must match the hash the interface records, or inline (format 1)."""
+        data = _read(self.snapshot_file, None)
         if data.get("sha256") != self.snapshot_sha256:
             raise DatasetError(
                 f"{self.snapshot_file.name} does not match the module generated from it: run `orlgen generate`"
             )
-        captured = data.get("tasks", {}).get(split, {}).get("tasks", [])
-        return {task["index"]: task["spec"] for task in captured}
+        recorded = data.get("tasks_sha256")
+        if recorded is None:  # format 1, or no task stored
+            captured = data.get("tasks", {}).get(split, {}).get("tasks", [])
+            return {task["index"]: task["spec"] for task in captured}
+        rows = _read(tasks_path(self.snapshot_file), recorded)
+        return dict(rows.get(split, ()))
 
 
-@functools.lru_cache(maxsize=4)
-def _read_json(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
-    """The parsed snapshot, read once per version of the file (a big one takes a second)."""
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
+def tasks_path(snapshot_file: Path) -> Path:
+    """`<name>.tasks.jsonl` beside `<name>.snapshot.json`."""
+    return snapshot_file.with_name(snapshot_file.name.removesuffix(SNAPSHOT_SUFFIX) + TASKS_SUFFIX)
+
+
+def _read(path: Path, recorded: str | None) -> Any:
+    """The interface's JSON (`recorded` None), or the rows of a tasks file hashing to `recorded`."""
+    try:
+        stat = path.stat()
+        return _parsed(path, stat.st_mtime_ns, stat.st_size, recorded)
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"cannot read {path}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(path: Path, mtime_ns: int, size: int, recorded: str | None) -> Any:
+    """A file parsed once per version of it (a big one takes a while)."""
+    data = path.read_bytes()
+    return json.loads(data) if recorded is None else _rows(recorded, data)
+
+
+def _rows(recorded: str, data: bytes) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+    """split → [(index, spec)] of a tasks file whose bytes hash to `recorded` (`orlgen check`
+    proves such a file canonical; this only refuses one that changed since)."""
+    if hashlib.sha256(data).hexdigest() != recorded:
+        raise ValueError(
+            "its sha256 does not match the one its snapshot records: restore it, or re-run `orlgen snapshot`"
+        )
+    found: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for line in data.decode().splitlines():
+        row = json.loads(line)
+        found.setdefault(row["split"], []).append((row["index"], row["spec"]))
+    return found
 
 
 def build(

@@ -33,7 +33,7 @@ def generated(spec: str, out) -> object:
     """Capture `spec`, generate its module into `out` and import it by name (so it pickles)."""
     snapshot = capture(spec)
     path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     sys.path.insert(0, str(out))
     try:
