@@ -45,3 +45,40 @@ def test_the_pre_commit_snippet_runs_orlgen_check_without_a_release_tag():
     assert hook["id"] == shipped[0]["id"] and hook["entry"] == shipped[0]["entry"] == "orlgen check"
     assert hook["language"] == "system" and hook["pass_filenames"] is False
     assert re.search(hook["files"], "generated/echo.snapshot.json")
+
+
+def _design_rows(heading: str) -> list[str]:
+    """The table rows of docs/design.md's section under `heading`."""
+    section = (REPO / "docs" / "design.md").read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| `")]
+
+
+def _named(rows: list[str]) -> set[str]:
+    """Every path a row's first cell names; a bare `x.py` after `dir/x.py` in the same cell is in dir."""
+    named = set()
+    for row in rows:
+        folder = ""
+        for name in re.findall(r"`([\w/]+(?:\.py|/))`", row.split(" | ")[0]):
+            if "/" in name.rstrip("/"):
+                folder = name.rsplit("/", 1)[0] + "/"
+            elif not name.endswith("/"):
+                name = folder + name
+            named.add(name)
+    return named
+
+
+def test_the_module_table_matches_the_tree():
+    """docs/design.md's module table names every module of orlgen (a package row, `eval/`, covers
+    its files) and nothing that is gone."""
+    named = _named(_design_rows("Modules"))
+    packages = {name for name in named if name.endswith("/") and name != "runtime/"}
+    source = REPO / "orlgen"
+    modules = {
+        path.relative_to(source).as_posix()
+        for path in source.rglob("*.py")
+        if path.name not in ("__init__.py", "__main__.py")
+    }
+    unnamed = {m for m in modules if m not in named and not any(m.startswith(p) for p in packages)}
+    assert unnamed == set(), f"modules docs/design.md's table does not name: {sorted(unnamed)}"
+    gone = {name for name in named if not (source / name).exists()}
+    assert gone == set(), f"docs/design.md's table names modules that do not exist: {sorted(gone)}"
