@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -93,12 +94,12 @@ def test_stale_snapshot_next_to_module_is_refused(recording_module, tmp_path):
 
 def test_stored_tasks_come_from_the_tasks_file_checked_against_its_recorded_hash(recording_module, tmp_path):
     """The rows are read from `recording.tasks.jsonl`; a tasks file edited since is refused."""
-    spec = recording_module._DATASET
+    spec = recording_module.SPEC.dataset
     moved = tmp_path / "recording.snapshot.json"
     moved.write_bytes(spec.snapshot_file.read_bytes())
     tasks = spec.snapshot_file.with_name("recording.tasks.jsonl").read_text()
     (tmp_path / "recording.tasks.jsonl").write_text(tasks)
-    relocated = type(spec)(**{**spec.__dict__, "snapshot_file": moved})
+    relocated = dataclasses.replace(spec, snapshot_file=moved)
     assert build(relocated, lambda *_: pytest.fail("fetched a stored task"), "train", 2, None)["task_index"] == [0, 1]
     (tmp_path / "recording.tasks.jsonl").write_text(tasks.replace('"index": 1,', '"index": 1, ', 1))
     with pytest.raises(DatasetError, match=r"recording\.tasks\.jsonl: its sha256 does not match the one its snapshot"):
