@@ -62,7 +62,7 @@ def generated_module(out: Path) -> Any:
 
     snapshot = capture("bench.slow_env:Slow")
     path = out / snapshot.file_name
-    path.write_text(snapshot.to_json())
+    write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     return load_module(out / "slow.py", "bench_slow")
 
