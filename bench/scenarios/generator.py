@@ -81,7 +81,7 @@ def _trl_bind_seconds(snapshot: Any, reps: int = 5) -> list[float]:
 
 def _check(reps: int) -> tuple[Row, dict[str, Any]]:
     """`orlgen check` on generated/, and what its imports alone cost."""
-    checks = [run_child([ORLGEN_CLI, "check"], cwd=REPO) for _ in range(reps)]
+    checks = [run_child([ORLGEN_CLI, "check", "--no-cache"], cwd=REPO) for _ in range(reps)]
     imports = run_child(
         [PY, "-X", "importtime", "-c", "import orlgen.cli, orlgen.check, datamodel_code_generator, black"], cwd=REPO
     )
