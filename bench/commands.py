@@ -88,7 +88,7 @@ def write_snapshot(snapshot: Any, directory: Path) -> Path:
 
 def _retouch(path: Path, round_: int) -> None:
     """Change one tool's description in the snapshot at `path` (another text each round)."""
-    from orlgen.snapshot import load
+    from orlgen.snapshot.model import load
 
     snapshot = load(path)
     first, *rest = snapshot.tools

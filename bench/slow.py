@@ -56,9 +56,9 @@ def slow_server(setup_s: float, tool_s: float, entry: str = "orlgen.serve") -> I
 
 def generated_module(out: Path) -> Any:
     """Capture the slow env (served in-process) and import its generated module."""
-    from orlgen.capture import capture
-    from orlgen.files import write_files
-    from orlgen.render import generate
+    from orlgen.capture.live import capture
+    from orlgen.render.jobs import generate
+    from orlgen.review.files import write_files
 
     snapshot = capture("bench.slow_env:Slow")
     path = out / snapshot.file_name

@@ -11,7 +11,7 @@ from bench.common import HELPDESK_SNAPSHOT
 
 def synthetic_snapshot(tools: int, source: Path = HELPDESK_SNAPSHOT):
     """A canonical `Snapshot` named `synthetic_<tools>` with `tools` shared tools."""
-    from orlgen.snapshot import load
+    from orlgen.snapshot.model import load
 
     base = load(source)
     templates = sorted(base.tools, key=lambda tool: tool.name)

@@ -92,10 +92,10 @@ def dataset(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(args: argparse.Namespace) -> dict[str, Any]:
-    """`orlgen.render.render_module` timed in a clean process, after a warm-up render (imports,
+    """`orlgen.render.jobs.render_module` timed in a clean process, after a warm-up render (imports,
     template compilation); `load` timed too."""
-    from orlgen.render import render_module
-    from orlgen.snapshot import load
+    from orlgen.render.jobs import render_module
+    from orlgen.snapshot.model import load
 
     started = time.perf_counter()
     snapshot = load(Path(args.snapshot))

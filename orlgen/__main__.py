@@ -1,3 +1,3 @@
-from .entry import main
+from orlgen.entry import main
 
 main()  # `python -m orlgen` is the installed `orlgen` command: the same guard, the same CLI

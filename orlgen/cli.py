@@ -16,18 +16,17 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
 
 import click
-
-from . import __version__
-from .errors import OrlgenError
-from .lookalike import escaped
-from .runtime.errors import OrlgenRuntimeError
+from orlgen import __version__
+from orlgen.errors import OrlgenError
+from orlgen.lookalike import escaped
+from orlgen.runtime.errors import OrlgenRuntimeError
 
 if TYPE_CHECKING:
-    from .check import Drift
-    from .diff import Change
-    from .options import CaptureOptions
-    from .project import Project, Written
-    from .snapshot import Snapshot
+    from orlgen.capture.options import CaptureOptions
+    from orlgen.project import Project, Written
+    from orlgen.review.check import Drift
+    from orlgen.review.diff import Change
+    from orlgen.snapshot.model import Snapshot
 
 Tasks = Literal["all", "none"] | int | None
 
@@ -128,8 +127,8 @@ def snapshot(
     check_only: bool,
 ) -> None:
     """Capture TARGET (Owner/Env, a URL, or module:EnvClass) into a snapshot and a module."""
-    from .config import parse_secrets
-    from .options import CaptureOptions
+    from orlgen.capture.options import CaptureOptions
+    from orlgen.config import parse_secrets
 
     with failures():
         project = _project([out] if out else [])
@@ -212,7 +211,7 @@ def _check_fix(drift: list[Drift]) -> str:
 @click.option("--format", "style", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
     """Classify every change from OLD to NEW; exit 1 if any change is breaking."""
-    from .diff import render
+    from orlgen.review.diff import render
 
     with failures():
         changes = _project([old]).diff(old, new, _progress)
@@ -248,7 +247,7 @@ def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
 def eval_(subject: str, **options: object) -> None:
     """Score a model on the environments of SUBJECT (a generated module, its dotted name, or a
     snapshot), through the generated adapter, as training plays them."""
-    from .eval.command import Options, run
+    from orlgen.eval.command import Options, run
 
     with failures():
         code = run(Options(subject=subject, **options))  # type: ignore[arg-type]
@@ -275,8 +274,8 @@ def eval_(subject: str, **options: object) -> None:
 def preflight(trainer: Literal["grpo", "async"], max_sessions: int | None, **settings: int) -> None:
     """Print the peak sessions each process and the run will hold open against the env;
     exit 1 when the session budget cannot serve the run."""
-    from .preflight import plan, render
-    from .runtime.budget import run_limit
+    from orlgen.preflight import plan, render
+    from orlgen.runtime.budget import run_limit
 
     with failures():
         limit = max_sessions if max_sessions is not None else run_limit()
@@ -287,7 +286,7 @@ def preflight(trainer: Literal["grpo", "async"], max_sessions: int | None, **set
 
 
 def _project(paths: Sequence[Path] = ()) -> Project:
-    from .project import Project
+    from orlgen.project import Project
 
     return Project.find(list(paths))
 
@@ -295,8 +294,8 @@ def _project(paths: Sequence[Path] = ()) -> Project:
 def _capture_one(
     project: Project, target: str, options: CaptureOptions, out: Path, *, generate: bool, check_only: bool = False
 ) -> None:
-    from .capture import summary
-    from .snapshot import tasks_path
+    from orlgen.capture.live import summary
+    from orlgen.snapshot.model import tasks_path
 
     if check_only:
         live = project.live_check(target, out, options, progress=_progress)
@@ -312,9 +311,9 @@ def _capture_one(
 def _print_live_changes(path: Path, changes: list[Change], deployment: str | None) -> None:
     """`snapshot --check`: exit 1 with the classified changes when the live env drifted; a
     new deployment with the same schema is a note (exit 0)."""
-    from .diff import render
-    from .recapture import command
-    from .snapshot import load
+    from orlgen.review.diff import render
+    from orlgen.snapshot.model import load
+    from orlgen.snapshot.recorded import command
 
     if deployment:
         click.echo(f"{path}: same schema, new deployment ({deployment})" if not changes else f"{path}: {deployment}")
@@ -330,7 +329,7 @@ def _print_live_changes(path: Path, changes: list[Change], deployment: str | Non
 
 def _new_deployment(recorded: Snapshot, live: Snapshot) -> str | None:
     """How the live deployment differs from the one the checked-in snapshot recorded, if it does."""
-    from .runtime.provenance import changed
+    from orlgen.runtime.provenance import changed
 
     if recorded.deployment is None:
         return None

@@ -33,18 +33,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Literal
 
+from orlgen import lookalike
+from orlgen.capture.options import CaptureOptions
+from orlgen.errors import ConfigFileError
+from orlgen.snapshot.model import RewardRule
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from . import lookalike
-from .errors import OrlgenError
-from .options import CaptureOptions
-from .snapshot import RewardRule
-
 PYPROJECT = "pyproject.toml"
-
-
-class ConfigFileError(OrlgenError, ValueError):
-    """pyproject.toml's `[tool.orlgen]` table is not valid."""
 
 
 class _Strict(BaseModel):

@@ -32,7 +32,7 @@ def main() -> None:
     if unmet:
         sys.stderr.write(f"orlgen: error: the generator needs {', '.join(unmet)}: {INSTALL}\n")
         raise SystemExit(2)
-    from .cli import main as cli
+    from orlgen.cli import main as cli
 
     cli(prog_name="orlgen")  # usage lines say "orlgen" however the command was started
 

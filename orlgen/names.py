@@ -12,7 +12,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 
-from . import lookalike
+from orlgen import lookalike
+from orlgen.errors import RefusedWrite
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]+")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*|[0-9]+[a-z0-9]*")
@@ -58,6 +59,14 @@ def identifier_problem(name: str) -> str | None:
     if name != name.lower():
         return "not lower-case"
     return None
+
+
+def check_name(name: str, what: str) -> str:
+    """`name`, or a `RefusedWrite` naming `what` it was for and why it is refused."""
+    problem = identifier_problem(name)
+    if problem is not None:
+        raise RefusedWrite(f"{what} {name!r} refused: {problem}")
+    return name
 
 
 class PythonIdentifier(str):

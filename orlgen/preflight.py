@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import OrlgenError
-from .runtime import budget
-from .runtime.prefetch import rows_per_process
+from orlgen.errors import OrlgenError
+from orlgen.runtime import budget
+from orlgen.runtime.prefetch import rows_per_process
 
 Trainer = Literal["grpo", "async"]
 

@@ -15,21 +15,25 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import incremental, layout, recapture, render
-from .cache import Verdicts
-from .capture import capture
-from .check import NOT_REGULAR, Drift, compare
-from .config import Config, find_config, mixture_members
-from .deadline import render_deadline
-from .diff import Change, diff
-from .errors import OrlgenError
-from .files import FileMap, RefusedWrite, check_name, is_regular, remove_files, write_files
-from .identity import same_env, settle_name
-from .options import CaptureOptions
-from .plan import dropped_keywords, lookalike_warnings
-from .schema import Dropped
-from .snapshot import SUFFIX, Snapshot, SnapshotError, load, recorded_target, tasks_path, tasks_text
-from .verify import Verifier
+from orlgen.capture import recapture
+from orlgen.capture.live import capture
+from orlgen.capture.options import CaptureOptions
+from orlgen.config import Config, find_config, mixture_members
+from orlgen.errors import OrlgenError, RefusedWrite
+from orlgen.names import check_name
+from orlgen.plan.planner import dropped_keywords, lookalike_warnings
+from orlgen.render import jobs as render
+from orlgen.render.deadline import render_deadline
+from orlgen.render.jobs import FileMap
+from orlgen.render.verify import Verifier
+from orlgen.review import incremental, layout
+from orlgen.review.cache import Verdicts
+from orlgen.review.check import NOT_REGULAR, Drift, compare
+from orlgen.review.diff import Change, diff
+from orlgen.review.files import is_regular, remove_files, write_files
+from orlgen.review.identity import same_env, settle_name
+from orlgen.schema import Dropped
+from orlgen.snapshot.model import SUFFIX, Snapshot, SnapshotError, load, recorded_target, tasks_path, tasks_text
 
 # `progress(label, total)` → a context whose value advances a progress display by n tasks.
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -110,7 +114,7 @@ class Project:
         """Render every file of the snapshots under `paths` (default: the output directory):
         their modules, and the snapshots themselves in canonical form. In a directory, generated
         modules that no snapshot renders any more are orphans; anything the directory plan
-        calls a problem (`orlgen.layout`) is refused before anything is rendered. With `cache`,
+        calls a problem (`orlgen.review.layout`) is refused before anything is rendered. With `cache`,
         a file the speed cache holds current is neither rendered nor verified again."""
         paths = list(paths) or [self.out]
         snapshots = {path: load(_regular(path), rows=False) for path in self.snapshot_paths(paths)}
@@ -222,7 +226,7 @@ class Project:
     def capture_like(
         self, target: str, like: Snapshot, progress: Progress | None = None, secrets: Mapping[str, str] | None = None
     ) -> Snapshot:
-        """Capture `target` the way `like` was captured (see `orlgen.recapture`)."""
+        """Capture `target` the way `like` was captured (see `orlgen.capture.recapture`)."""
         return capture(target, recapture.options_like(like, target, secrets), progress=progress)
 
     def save(self, captured: Snapshot, out: Path, generate: bool) -> tuple[Path, Written]:

@@ -8,7 +8,7 @@ This module is the generator's and the command line's name for it.
 
 from __future__ import annotations
 
-from .runtime.local import ServeError, ServerProcess, load_env_class, main, serving
+from orlgen.runtime.local import ServeError, ServerProcess, load_env_class, main, serving
 
 __all__ = ["ServeError", "ServerProcess", "load_env_class", "main", "serving"]
 

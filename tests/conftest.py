@@ -45,9 +45,9 @@ def helpdesk_module() -> ModuleType:
 @pytest.fixture(scope="session")
 def recording_module(tmp_path_factory) -> ModuleType:
     """`tests.support.envs.recording:Recording`, captured and generated into a temp dir."""
-    from orlgen.capture import capture
-    from orlgen.files import write_files
-    from orlgen.render import generate
+    from orlgen.capture.live import capture
+    from orlgen.render.jobs import generate
+    from orlgen.review.files import write_files
 
     out = tmp_path_factory.mktemp("recording")
     snapshot = capture("tests.support.envs.recording:Recording")

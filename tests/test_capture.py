@@ -1,4 +1,4 @@
-"""`orlgen.capture` and `orlgen snapshot` against real ORS servers on loopback ports.
+"""`orlgen.capture.live` and `orlgen snapshot` against real ORS servers on loopback ports.
 
 Every server here is the real `openreward` server serving a real `Environment` subclass in a
 child process: the examples (`echo_url`, `helpdesk_url` from conftest) and the small envs of
@@ -16,12 +16,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from orlgen import snapshot as snapshot_mod
-from orlgen.capture import CaptureError, CaptureOptions, capture
+from orlgen.capture.live import CaptureError, CaptureOptions, capture
+from orlgen.capture.sampling import SAMPLE_SIZE
 from orlgen.runtime.connection import Connection
-from orlgen.sampling import SAMPLE_SIZE
 from orlgen.serve import ServerProcess
-from orlgen.snapshot import TaskRef
+from orlgen.snapshot import model as snapshot_mod
+from orlgen.snapshot.model import TaskRef
 
 from examples.echo import TARGETS
 from examples.helpdesk import SPLIT_SIZES, Helpdesk
@@ -377,8 +377,8 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
 def test_tasks_10_of_a_large_split_stores_exactly_10_and_the_first_5_build_offline(tmp_path):
     """`--tasks 10` on 2,500 tasks: tasks 0-4 and five spread to the end; with the server gone,
     `build_dataset(num_tasks=5)` still works (no request), and num_tasks=6 needs the server."""
-    from orlgen.files import write_files
-    from orlgen.render import generate
+    from orlgen.render.jobs import generate
+    from orlgen.review.files import write_files
 
     from tests.support.modules import load_module
 

@@ -11,7 +11,7 @@ import re
 import time
 
 import pytest
-from orlgen.capture import CaptureError, CaptureOptions, capture
+from orlgen.capture.live import CaptureError, CaptureOptions, capture
 
 from tests.support.cli import invoke
 from tests.support.servers.fault_proxy import FaultProxy
@@ -243,7 +243,7 @@ def test_environment_discovery_is_under_the_capture_bounds(echo_url, tmp_path, m
 
 _MEASURE_CAPTURE = """
 import json, resource, sys, time
-from orlgen.capture import CaptureError, CaptureOptions, capture
+from orlgen.capture.live import CaptureError, CaptureOptions, capture
 import openreward  # imported before the baseline: its import is not what is measured
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.monotonic()

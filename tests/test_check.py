@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from orlgen import snapshot
-from orlgen.files import write_files
+from orlgen.review.files import write_files
+from orlgen.snapshot import model as snapshot
 
 from tests.support.cli import invoke, run_orlgen
 
@@ -377,7 +377,7 @@ def test_the_cache_lives_outside_the_repository_and_remembers_current_files(gen:
 
 def test_a_warm_cache_skips_rendering(gen: Path, cache_home: Path, monkeypatch: pytest.MonkeyPatch):
     """Fault injection: with rendering broken, only remembered verdicts can pass."""
-    from orlgen import render
+    from orlgen.render import jobs as render
 
     assert orlgen("check", "--cache", gen).returncode == 0
 
@@ -407,7 +407,7 @@ def test_generate_renders_only_the_module_whose_snapshot_changed(
 ):
     """Fault injection: every module but word_grid's renders broken; the warm cache keeps them
     (word_grid is in no mixture)."""
-    from orlgen import render
+    from orlgen.render import jobs as render
 
     assert orlgen("generate", gen).returncode == 0  # warms the cache
     path = gen / "word_grid.snapshot.json"

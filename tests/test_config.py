@@ -7,9 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from orlgen.config import ConfigFileError, load_config
-from orlgen.files import write_files
-from orlgen.snapshot import load
+from orlgen.config import load_config
+from orlgen.errors import ConfigFileError
+from orlgen.review.files import write_files
+from orlgen.snapshot.model import load
 
 from tests.support.cli import invoke
 from tests.support.modules import REPO
@@ -31,7 +32,7 @@ def test_reading_the_config_loads_no_capture_code():
     code = (
         "import sys, orlgen.config; "
         "c = orlgen.config.EnvConfig(target='a:B').capture_options(); "
-        "print(type(c).__name__, 'orlgen.capture' in sys.modules)"
+        "print(type(c).__name__, 'orlgen.capture.live' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["CaptureOptions", "False"]

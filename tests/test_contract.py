@@ -106,8 +106,8 @@ def test_build_dataset_keeps_a_reviewable_signature_and_pickles_by_name(echo_mod
 
 def test_a_module_whose_tools_take_no_parameters_has_no_models_and_imports(tmp_path):
     """Before TaskSpec was dropped every module had one model; now a module may have none."""
-    from orlgen.render import render_module
-    from orlgen.snapshot import Snapshot, Split, Target, Tool
+    from orlgen.render.jobs import render_module
+    from orlgen.snapshot.model import Snapshot, Split, Target, Tool
 
     snapshot = Snapshot(
         name="bare",

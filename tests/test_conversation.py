@@ -25,14 +25,14 @@ def interview():
 
 
 def test_capture_records_a_conversation_shaped_env_and_its_system_prompt():
-    from orlgen.capture import capture
+    from orlgen.capture.live import capture
 
     snapshot = capture("examples.interview:Interview")
     assert snapshot.conversation is True and snapshot.system_prompt == SYSTEM
     plain = capture("examples.echo:Echo")
     assert plain.conversation is False and '"conversation"' not in plain.to_json()  # omitted at the default
 
-    from orlgen.diff import diff
+    from orlgen.review.diff import diff
 
     became = plain.model_copy(update={"conversation": True, "system_prompt": SYSTEM})
     (change,) = diff(plain, became)

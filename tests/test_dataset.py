@@ -6,9 +6,9 @@ import dataclasses
 import json
 
 import pytest
-from orlgen.capture import CaptureOptions, capture
-from orlgen.files import write_files
-from orlgen.render import generate
+from orlgen.capture.live import CaptureOptions, capture
+from orlgen.render.jobs import generate
+from orlgen.review.files import write_files
 from orlgen.runtime import DatasetError
 from orlgen.runtime.dataset import _runs, build
 

@@ -10,8 +10,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from orlgen import render, snapshot
-from orlgen.snapshot import Snapshot
+from orlgen.render import jobs as render
+from orlgen.snapshot import model as snapshot
+from orlgen.snapshot.model import Snapshot
 
 from tests.support.cli import run_orlgen
 

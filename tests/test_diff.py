@@ -6,9 +6,9 @@ import copy
 import json
 
 import pytest
-from orlgen.diff import RULES, Change, diff, render
-from orlgen.files import write_files
-from orlgen.snapshot import load
+from orlgen.review.diff import RULES, Change, diff, render
+from orlgen.review.files import write_files
+from orlgen.snapshot.model import load
 
 from tests.support.cli import invoke
 from tests.support.modules import REPO

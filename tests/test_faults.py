@@ -17,9 +17,9 @@ import urllib.error
 import urllib.request
 
 import pytest
-from orlgen.capture import capture
-from orlgen.files import write_files
-from orlgen.render import generate
+from orlgen.capture.live import capture
+from orlgen.render.jobs import generate
+from orlgen.review.files import write_files
 from orlgen.runtime import COVERAGE, DriftError, outcome_reward_with
 from orlgen.serve import ServerProcess
 

@@ -27,8 +27,8 @@ import trl
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
 from orlgen.errors import OrlgenError
-from orlgen.render import render_module
-from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool
+from orlgen.render.jobs import render_module
+from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Task, Tool
 from transformers.utils import get_json_schema
 from transformers.utils.chat_template_utils import render_jinja_template
 

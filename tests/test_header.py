@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from orlgen import header
+from orlgen.render import header
 
 REPO = Path(__file__).resolve().parent.parent
 

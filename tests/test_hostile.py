@@ -7,9 +7,9 @@ import inspect
 import json
 
 import pytest
-from orlgen.capture import capture
-from orlgen.files import write_files
-from orlgen.render import generate
+from orlgen.capture.live import capture
+from orlgen.render.jobs import generate
+from orlgen.review.files import write_files
 from orlgen.serve import ServerProcess
 from transformers.utils import get_json_schema
 
@@ -119,7 +119,7 @@ def test_nothing_from_the_server_was_executed(hostile):
 
 def test_unicode_property_names_validate_under_their_wire_name(tmp_path):
     """`ﬁle` is `file` to Python's parser (NFKC): the model must still expect the key `ﬁle`."""
-    from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
+    from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Tool
 
     schema = {
         "type": "object",

@@ -1,11 +1,11 @@
-"""One module per environment in a directory, whatever the target form (`orlgen.identity`), and
-the exact re-capture command (`orlgen.recapture`)."""
+"""One module per environment in a directory, whatever the target form (`orlgen.review.identity`), and
+the exact re-capture command (`orlgen.snapshot.recorded`)."""
 
 from __future__ import annotations
 
 import pytest
-from orlgen.recapture import command
-from orlgen.snapshot import load
+from orlgen.snapshot.model import load
+from orlgen.snapshot.recorded import command
 
 from tests.support.cli import invoke
 

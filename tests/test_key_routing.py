@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from orlgen.capture import CaptureOptions, capture
+from orlgen.capture.live import CaptureOptions, capture
 from orlgen.serve import ServerProcess
 
 from tests.support.cli import invoke

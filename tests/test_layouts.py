@@ -7,8 +7,8 @@ import shutil
 import subprocess
 import sys
 
-from orlgen.render import render_module
-from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
+from orlgen.render.jobs import render_module
+from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Tool
 from transformers.utils import get_json_schema
 
 from tests.support.modules import REPO

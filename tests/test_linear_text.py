@@ -33,7 +33,7 @@ def run_child(code: str) -> None:
 
 def test_megabyte_docstrings_in_backtracking_shapes_are_parsed_correctly():
     run_child("""
-        from orlgen import docstrings
+        from orlgen.plan import docstrings
 
         N = 1_000_000
         unchanged = {  # no section, field or entry in any of these: all of it is prose
@@ -64,10 +64,10 @@ def test_megabyte_docstrings_in_backtracking_shapes_are_parsed_correctly():
 
 def test_a_module_renders_from_megabyte_descriptions():
     run_child("""
-        from orlgen import prose
-        from orlgen.render import render_module
+        from orlgen.plan import prose
+        from orlgen.render.jobs import render_module
         from orlgen.schema import parse_schema
-        from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
+        from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Tool
 
         N = 1_000_000
         words = "x" + " " * N + "-"

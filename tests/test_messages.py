@@ -6,8 +6,8 @@ import json
 import shutil
 
 import pytest
-from orlgen.capture import summary
-from orlgen.snapshot import load
+from orlgen.capture.live import summary
+from orlgen.snapshot.model import load
 
 from tests.support.cli import invoke
 from tests.support.modules import REPO

@@ -4,9 +4,10 @@ docstring, and the shared models. Each row's expected value was written by hand.
 from __future__ import annotations
 
 import pytest
-from orlgen import docstrings, names
-from orlgen.plan import plan
-from orlgen.snapshot import Snapshot, Split, Target, Tool
+from orlgen import names
+from orlgen.plan import docstrings
+from orlgen.plan.planner import plan
+from orlgen.snapshot.model import Snapshot, Split, Target, Tool
 
 
 def snapshot(*tools: Tool, task_schema: dict | None = None) -> Snapshot:
@@ -260,7 +261,7 @@ def test_definition_names_of_two_tools_cannot_collide():
 def test_recursive_shapes_end():
     """A list of itself (`L = list[L | None]`), as pydantic writes recursive models: the prose and
     the dataset columns stop instead of recursing forever."""
-    from orlgen.render import render_module
+    from orlgen.render.jobs import render_module
 
     recursive = {
         "$defs": {"L": {"type": "array", "items": {"anyOf": [{"$ref": "#/$defs/L"}, {"type": "null"}]}}},

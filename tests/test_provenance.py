@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 
 import pytest
-from orlgen import snapshot as snapshot_mod
 from orlgen.runtime import provenance
 from orlgen.serve import ServerProcess
+from orlgen.snapshot import model as snapshot_mod
 
 from tests.support.cli import invoke
 from tests.support.modules import REPO, load_module
@@ -56,7 +56,7 @@ def test_the_drift_guard_logs_a_new_deployment_of_the_same_tools(redeployed, cap
 
 
 def test_a_module_target_records_no_deployment_so_checked_in_snapshots_keep_their_bytes():
-    from orlgen.capture import capture
+    from orlgen.capture.live import capture
 
     captured = capture("examples.echo:Echo")
     assert captured.deployment is None and '"deployment"' not in captured.to_json()  # absent, not null

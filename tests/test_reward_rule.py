@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from orlgen.serve import ServerProcess
-from orlgen.snapshot import load
+from orlgen.snapshot.model import load
 
 from tests.support.cli import invoke
 from tests.support.modules import REPO

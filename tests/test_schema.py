@@ -7,9 +7,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from orlgen import prose
-from orlgen.hints import python_hint
-from orlgen.schema import SchemaError, emit_json, parse_schema
+from orlgen.plan import prose
+from orlgen.plan.emit import emit_json
+from orlgen.plan.hints import python_hint
+from orlgen.schema import SchemaError, parse_schema
 
 from tests.test_fuzz import GENERATOR_EXTENSIONS, VOCABULARY
 

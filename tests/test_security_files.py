@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orlgen import files
+from orlgen.review import files
 from orlgen.serve import ServerProcess
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, orlgen_process, problems
 

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from orlgen import cache, lookalike
-from orlgen.snapshot import load
+from orlgen import lookalike
+from orlgen.review import cache
+from orlgen.snapshot.model import load
 from test_check import GENERATED, REPO, Result, hand_edit, orlgen, problems
 
 from tests.support.cli import run_orlgen

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from orlgen import lookalike, names, tasks_file
-from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Task, Tool, tasks_path
+from orlgen import lookalike, names
+from orlgen.snapshot import tasks_file
+from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Task, Tool, tasks_path
 from transformers.utils import get_json_schema
 
 from tests.support.cli import invoke

@@ -8,8 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
-from orlgen import snapshot
-from orlgen.snapshot import Snapshot, SnapshotError, Split, SplitTasks, Task, TaskRef, Tool, load
+from orlgen.snapshot import model as snapshot
+from orlgen.snapshot.model import Snapshot, SnapshotError, Split, SplitTasks, Task, TaskRef, Tool, load
 
 REPO = Path(__file__).resolve().parent.parent
 ECHO = REPO / "generated" / "echo.snapshot.json"

@@ -1,4 +1,4 @@
-"""`orlgen.sorting.dunder_all_order` agrees with ruff's RUF022, the pinned ruff itself being the judge."""
+"""`orlgen.plan.sorting.dunder_all_order` agrees with ruff's RUF022, the pinned ruff itself being the judge."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 import subprocess
 import sys
 
-from orlgen.sorting import dunder_all_order
+from orlgen.plan.sorting import dunder_all_order
 
 
 def names(rng: random.Random, count: int) -> list[str]:

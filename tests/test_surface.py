@@ -143,9 +143,9 @@ class Generated:
 
 
 def _capture(target: str, out: Path, **options: Any) -> Generated:
-    from orlgen.capture import CaptureOptions, capture
-    from orlgen.files import write_files
-    from orlgen.render import generate
+    from orlgen.capture.live import CaptureOptions, capture
+    from orlgen.render.jobs import generate
+    from orlgen.review.files import write_files
 
     snapshot = capture(target, CaptureOptions(**options))
     path = out / snapshot.file_name

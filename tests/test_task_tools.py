@@ -5,9 +5,9 @@ run it). A real loopback server (`tests/support/envs/parity.py`) through the rea
 from __future__ import annotations
 
 import pytest
-from orlgen.capture import capture, probe_indices
-from orlgen.files import write_files
-from orlgen.render import generate
+from orlgen.capture.live import capture, probe_indices
+from orlgen.render.jobs import generate
+from orlgen.review.files import write_files
 from orlgen.serve import ServerProcess
 
 from tests.support.modules import load_module

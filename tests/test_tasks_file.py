@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from orlgen import tasks_file
-from orlgen.tasks_file import TasksFileError
+from orlgen.snapshot import tasks_file
+from orlgen.snapshot.tasks_file import TasksFileError
 
 ROWS = [("test", 0, {"q": "é", "n": 1.5}), ("train", 0, {"q": "a"}), ("train", 1, {"q": "x\ud800", "k": None})]
 

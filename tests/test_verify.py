@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from orlgen.snapshot import load
-from orlgen.verify import samples
+from orlgen.render.verify import samples
+from orlgen.snapshot.model import load
 
 from tests.support.cli import invoke
 from tests.support.modules import REPO
@@ -93,7 +93,7 @@ def test_samples_satisfy_the_schema():
     ],
 )
 def test_sampled_numbers_respect_their_bounds(schema, inside):
-    from orlgen.snapshot import Snapshot, Split, Target, Tool
+    from orlgen.snapshot.model import Snapshot, Split, Target, Tool
 
     tool = Tool(
         name="t",
@@ -117,8 +117,8 @@ def test_sampled_numbers_respect_their_bounds(schema, inside):
 def test_the_child_reads_every_checked_in_method_as_transformers_does():
     """The child loads transformers' `get_json_schema` without importing transformers (most of
     its CPU): on every tool of every checked-in module it must read what the package reads."""
+    from orlgen.render.verify_child import _standalone
     from orlgen.runtime import EnvAdapter
-    from orlgen.verify_child import _standalone
     from transformers.utils import get_json_schema
 
     from tests.support.modules import load_module

@@ -6,7 +6,7 @@ openreward SDK's built-in toolsets; hand-built hostile schemas) this extracts *s
 the tool's description and input JSON Schema and looks each one up in what the model is shown:
 the JSON that `transformers.utils.get_json_schema(method)` produces for
 
-- orlgen: the method of the module `orlgen.render.render_module` generates for a snapshot of the
+- orlgen: the method of the module `orlgen.render.jobs.render_module` generates for a snapshot of the
   tools (imported from a temp file; methods = public functions of the env class, keyed by
   `fn.__name__`, as TRL collects them);
 - TRL: the function `trl.experimental.openreward.environment._bind_tool_method` binds on a fresh

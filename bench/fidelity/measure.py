@@ -93,8 +93,8 @@ def output_blocks(workdir: Path) -> dict[str, dict[str, int]]:
     called once through the generated adapter, and each block it sent is looked up in what the
     method returned: a text block by its text (in the returned string or a text part), an image
     block as an image part of a returned list (the content part TRL hands to a VLM)."""
-    from orlgen.capture import capture
-    from orlgen.render import render_module
+    from orlgen.capture.live import capture
+    from orlgen.render.jobs import render_module
     from orlgen.serve import ServerProcess
 
     from bench.blocks_env import BLOCKS

@@ -38,7 +38,7 @@ class Group:
 
 
 def example_groups() -> list[Group]:
-    from orlgen.snapshot import load
+    from orlgen.snapshot.model import load
 
     groups = []
     for name in ("echo", "helpdesk"):

@@ -57,7 +57,7 @@ def _get_schema(fn: Any) -> JSON:
 
 
 def _minimal_snapshot(group: Group) -> Any:
-    from orlgen.snapshot import Snapshot, Split, SplitTasks, Target, Tool
+    from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Tool
 
     return Snapshot(
         name=f"fidelity_{group.name}",
@@ -78,7 +78,7 @@ _module_counter = itertools.count()
 
 
 def orlgen_view(group: Group, workdir: Path) -> View:
-    from orlgen.render import render_module
+    from orlgen.render.jobs import render_module
     from orlgen.runtime.adapter import EnvAdapter
 
     view = View()

@@ -37,7 +37,7 @@ class Row:
 
 
 def helpdesk_specs() -> list[dict[str, Any]]:
-    from orlgen.snapshot import load
+    from orlgen.snapshot.model import load
 
     return [task.spec for task in load(HELPDESK_SNAPSHOT).tasks["train"].tasks]
 

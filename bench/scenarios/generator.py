@@ -31,7 +31,7 @@ def generator_speed(
 
 def _generate(tools: int, path: Path, reps: int) -> tuple[Row, dict[str, Any]]:
     """`orlgen generate` of one synthetic snapshot, render_module alone, TRL's binding."""
-    from orlgen.snapshot import load
+    from orlgen.snapshot.model import load
 
     snapshot = load(path)
     rendered = run_child([PY, "-m", "bench.worker", "render", str(path), "--reps", "3" if tools < 100 else "2"]).json()
@@ -83,7 +83,7 @@ def _check(reps: int) -> tuple[Row, dict[str, Any]]:
     """`orlgen check` on generated/, and what its imports alone cost."""
     checks = [run_child([ORLGEN_CLI, "check", "--no-cache"], cwd=REPO) for _ in range(reps)]
     imports = run_child(
-        [PY, "-X", "importtime", "-c", "import orlgen.cli, orlgen.check, datamodel_code_generator, black"], cwd=REPO
+        [PY, "-X", "importtime", "-c", "import orlgen.cli, orlgen.review.check, datamodel_code_generator, black"], cwd=REPO
     )
     top = importtime_top(imports.stderr)
     import_s = (

@@ -98,9 +98,10 @@ def _from_file(path: Path) -> ModuleType:
 def _from_snapshot(path: Path) -> ModuleType:
     """Render the snapshot's module in memory (verified, as `generate` does) and import it as if
     it stood next to the snapshot, where its dataset builder looks for the stored tasks."""
+    from orlgen.render.jobs import module_path
+    from orlgen.snapshot.model import load as load_snapshot
+
     from ..project import Project
-    from ..render import module_path
-    from ..snapshot import load as load_snapshot
 
     if not path.is_file():
         raise EvalError(f"{path}: no such file")

@@ -133,7 +133,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 @dataclass(frozen=True)
 class Target:
-    """Where the snapshot was captured: mirrors `orlgen.snapshot.Target`, without importing it."""
+    """Where the snapshot was captured: mirrors `orlgen.snapshot.model.Target`, without importing it."""
 
     kind: Literal["catalog", "url", "module"]
     value: str

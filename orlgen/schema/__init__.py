@@ -13,13 +13,13 @@ The snapshot keeps the raw schemas exactly as the server sent them; sanitising i
 rendering, so `check` and `diff` still see the truth.
 
 Modules: `raw` (JSON as stored, before parsing), `model` (`Schema`, `Node`), `parser` (raw →
-`Schema`), `emit` (`Node` → JSON Schema for datamodel-code-generator).
+`Schema`). Writing `Node`s back out as JSON Schema for datamodel-code-generator is the plan's
+job (`orlgen.plan.emit`).
 """
 
-from .emit import emit_json
-from .model import Dropped, Node, Schema, SchemaError, printable
-from .parser import parse_schema
-from .raw import JSON, declared_order, infer_task_schema, json_problem, json_type
+from orlgen.schema.model import Dropped, Node, Schema, SchemaError, printable
+from orlgen.schema.parser import parse_schema
+from orlgen.schema.raw import JSON, declared_order, infer_task_schema, json_problem, json_type
 
 __all__ = [
     "JSON",
@@ -28,7 +28,6 @@ __all__ = [
     "Schema",
     "SchemaError",
     "declared_order",
-    "emit_json",
     "infer_task_schema",
     "json_problem",
     "json_type",

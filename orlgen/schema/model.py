@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .. import lookalike
-from ..errors import OrlgenError
-from .raw import json_type
+from orlgen import lookalike
+from orlgen.errors import OrlgenError
+from orlgen.schema.raw import json_type
 
 COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
 BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")

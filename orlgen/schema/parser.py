@@ -14,8 +14,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .model import ANY, BOUNDS, CONSTRAINTS, COUNTS, Dropped, Node, Schema, SchemaError, printable
-from .raw import MAX_DEPTH, canonical_json, escape_pointer, json_type, unescape_pointer, unique
+from orlgen.schema.model import ANY, BOUNDS, CONSTRAINTS, COUNTS, Dropped, Node, Schema, SchemaError, printable
+from orlgen.schema.raw import MAX_DEPTH, canonical_json, escape_pointer, json_type, unescape_pointer, unique
 
 MAX_NODES = 100_000  # subschemas in one schema, references followed included
 MAX_COUNT = 2**31 - 1  # the largest length/count bound that can hold on a real value

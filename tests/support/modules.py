@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from orlgen.capture import capture
-from orlgen.files import write_files
-from orlgen.render import generate
+from orlgen.capture.live import capture
+from orlgen.render.jobs import generate
+from orlgen.review.files import write_files
 
 REPO = Path(__file__).resolve().parents[2]
 

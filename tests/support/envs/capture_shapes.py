@@ -1,6 +1,6 @@
 """Small ORS environments for orlgen's capture tests, served by real `openreward` servers.
 
-Each class reproduces one shape of server that `orlgen.capture` must handle. Some of them inject
+Each class reproduces one shape of server that `orlgen.capture.live` must handle. Some of them inject
 faults on purpose (said so in their docstrings): a refused endpoint or inconsistent tool schemas
 come from the environment class itself, so the real SDK server turns them into real HTTP errors.
 No SDK code is mocked or patched.

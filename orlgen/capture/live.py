@@ -1,0 +1,403 @@
+"""ORS environment → Snapshot. The only module that talks to a server.
+
+Requests are few and batched: discovery (`splits`, `num_tasks`, `tools`), a handful of probe
+sessions per split to find task-only tools, and `task_range` in batches for tasks. A server
+that says it has no `task_range` (404, 405, 501) is read with one `get_task` per task instead.
+
+The server is not trusted: every answer is bounded in size and time, the whole capture has a
+deadline, what the server says is checked for consistency before it is stored, and its text is
+stripped of control characters and cut short before it reaches a message. Targets are recorded
+without credentials, and secret values are never recorded nor shown. docs/capture.md is the
+user's side of all this.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from orlgen import names
+from orlgen.capture.cleaning import MESSAGE_CHARS, clean, last_line
+from orlgen.capture.conversation import Conversation, conversation_fields, conversation_of
+from orlgen.capture.options import CaptureOptions
+from orlgen.capture.sampling import probe_indices, reads
+from orlgen.capture.targets import server_url, target_kind
+from orlgen.errors import CaptureError
+from orlgen.runtime import provenance
+from orlgen.runtime.connection import (
+    CallTimeout,
+    Connection,
+    choose_api_key,
+    platform_key,
+    run_on_loop,
+    session_secrets,
+)
+from orlgen.runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
+from orlgen.schema import infer_task_schema
+from orlgen.snapshot.model import Deployment, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
+from orlgen.snapshot.recorded import default_name
+from pydantic import ValidationError
+
+BATCH = 500  # tasks per task_range request
+UNSUPPORTED = (404, 405, 501)  # statuses by which a server says it has no such endpoint
+
+
+def capture(target: str, options: CaptureOptions | None = None, progress: Any = None) -> Snapshot:
+    """Capture `target` into a snapshot. `progress(label, total)` makes a progress context."""
+    options = options or CaptureOptions()
+    kind = target_kind(target)
+    clock = _Clock(options.request_timeout, options.deadline)  # from here on, every request counts
+    with _reachable(kind, target, options, clock) as (connection, recorded):
+        return _Capture(connection, recorded, options, progress, clock).run()
+
+
+def summary(snapshot: Snapshot) -> str:
+    """What a capture stored, for its one-line report: tools, and tasks stored/total per split."""
+    splits = ", ".join(
+        f"{split.name} {len(snapshot.tasks[split.name].tasks) if split.name in snapshot.tasks else 0}/{split.num_tasks}"
+        for split in snapshot.splits
+    )
+    tools = len(snapshot.tools)
+    return f"{tools} tool{'s' * (tools != 1)}; tasks stored: {splits or 'no splits'}"
+
+
+class _Clock:
+    """The capture's time bounds: each request gets the request timeout, or what is left of the
+    whole capture's deadline when that is less."""
+
+    def __init__(self, request_timeout: float, deadline: float) -> None:
+        self.request_timeout = request_timeout
+        self.deadline = deadline
+        self.ends = time.monotonic() + deadline
+
+    def run(self, request: Callable[[float], Any]) -> Any:
+        """`request(timeout)`; its CallTimeout says which bound it hit."""
+        past = CallTimeout(f"the capture ran past its {self.deadline:g} s deadline (ORLGEN_CAPTURE_DEADLINE)")
+        left = self.ends - time.monotonic()
+        if left <= 0:
+            raise past
+        try:
+            return request(min(self.request_timeout, left))
+        except CallTimeout:
+            raise (
+                past
+                if left < self.request_timeout
+                else CallTimeout(f"no answer within {self.request_timeout:g} s (ORLGEN_REQUEST_TIMEOUT)")
+            ) from None
+
+
+@contextmanager
+def _reachable(kind: str, target: str, options: CaptureOptions, clock: _Clock) -> Iterator[tuple[Connection, Target]]:
+    """A connection to the target, and the target as the snapshot records it (no credentials).
+    Only a catalog target falls back to the platform key (`OPENREWARD_API_KEY`); any other gets
+    a key only when one is given (`--secret api_key` / `--secret OPENREWARD_API_KEY`)."""
+    api_key = choose_api_key(None, options.secrets)
+    limit = options.max_answer_bytes
+    if kind == "module":
+        with _served(target) as (url, key):
+            yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
+    elif kind == "url":
+        url = server_url(target)
+        key = options.env or _default_env(url, limit, clock, api_key)
+        yield Connection(url, None, key, api_key, limit), Target(kind="url", value=url, env=key)
+    else:
+        key = target.split("/", 1)[1].lower()
+        yield Connection(None, target, key, platform_key(api_key), limit), Target(kind="catalog", value=target, env=key)
+
+
+@contextmanager
+def _served(target: str) -> Iterator[tuple[str, str]]:
+    """A `module:EnvClass` target served in this process, its output going to a log file; yields
+    the URL and the env key. The log is removed after a capture that succeeds; a failure's
+    message names it."""
+    from orlgen.runtime.local import ServeError, load_env_class, serving
+
+    try:
+        env_cls: Any = load_env_class(target)  # the user's Environment subclass
+    except ServeError as exc:
+        raise CaptureError(clean(str(exc))) from exc
+    fd, name = tempfile.mkstemp(prefix=f"orlgen-{names.slug(target.split(':')[-1])}-", suffix=".log")
+    os.close(fd)
+    log = Path(name)
+    try:
+        with serving(env_cls, log=log) as url:
+            yield url, env_cls.name().lower()
+    except ServeError as exc:
+        raise CaptureError(f"{clean(str(exc))} (server log: {log})") from exc
+    except CaptureError as exc:
+        raise CaptureError(f"{exc} (server log: {log})") from exc
+    else:
+        log.unlink(missing_ok=True)
+
+
+def _default_env(url: str, limit: int, clock: _Clock, api_key: str | None) -> str:
+    """The only environment a server hosts; a server with several needs `--env`. Read under the
+    capture's bounds, like every other request."""
+    where = url
+    try:
+        body = clock.run(
+            lambda timeout: run_on_loop(get_json_bytes(f"{url}/list_environments", limit, api_key), timeout)
+        )
+    except (CallTimeout, AnswerTooLarge, RedirectRefused) as exc:
+        raise CaptureError(f"cannot reach an ORS server at {where}: {exc}") from exc
+    except Exception as exc:  # transport errors have no common base
+        status = _status(exc)
+        said = f"the server answered {status}" if status else f"{type(exc).__name__}: {exc}"
+        raise CaptureError(f"cannot reach an ORS server at {where}: {clean(said)}") from exc
+    try:
+        envs = json.loads(body)
+    except ValueError as exc:
+        raise CaptureError(f"{where}/list_environments is not JSON: is this an ORS server?") from exc
+    if not isinstance(envs, list) or not envs or not all(isinstance(env, str) and env for env in envs):
+        raise CaptureError(f"{where}/list_environments lists no environments")
+    if len(envs) > 1:
+        raise CaptureError(f"{where} hosts several environments {clean(str(envs))}: choose one with --env")
+    return envs[0]
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status", None)
+    return status if isinstance(status, int) else None
+
+
+class _Capture:
+    def __init__(
+        self, connection: Connection, target: Target, options: CaptureOptions, progress: Any, clock: _Clock
+    ) -> None:
+        self.target = target
+        self.options = options
+        self.progress = progress or _no_progress
+        self.connection = connection
+        self.secrets = session_secrets(options.secrets, connection)
+        self.clock = clock
+        self.conversations: list[Conversation] = []  # what each probe session's get_messages showed
+
+    def run(self) -> Snapshot:
+        splits = self._splits()
+        shared = _unique_tools(self._sdk("list tools", lambda env: env.list_tools()), "/tools", self._fail)
+        terminal = self._sdk("read the terminal tool", lambda env: env.terminal_tool())
+        probed, task_only = self._probe(splits, shared)
+        tasks: dict[str, SplitTasks] = {}
+        specs: list[dict[str, Any]] = []  # every task read, stored or not: the task schema's evidence
+        for split in splits:
+            tasks[split.name], read = self._tasks(split)
+            specs += read
+        try:
+            return self._snapshot(splits, shared, terminal, probed, task_only, tasks, specs)
+        except ValidationError as exc:  # e.g. a schema nested deeper than a snapshot may hold
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "the answer"
+            raise self._fail(f"the server's answer cannot be recorded: {where}: {first['msg']}") from exc
+
+    def _snapshot(
+        self,
+        splits: list[Split],
+        shared: dict[str, Any],
+        terminal: Any,
+        probed: list[TaskRef],
+        task_only: dict[str, tuple[Any, list[TaskRef]]],
+        tasks: dict[str, SplitTasks],
+        specs: list[dict[str, Any]],
+    ) -> Snapshot:
+        tools = [_tool(spec, shared=True, offered_on=[]) for spec in shared.values()]
+        tools += [_tool(spec, shared=False, offered_on=refs) for spec, refs in task_only.values()]
+        return Snapshot(
+            name=self.options.name or default_name(self.target),
+            target=self.target,
+            secret_names=sorted(self.options.secrets),
+            reward=self.options.reward,
+            deployment=self._deployment(),
+            splits=splits,
+            tools=tools,
+            terminal_tool=(
+                None
+                if terminal is None
+                else TerminalTool(name=terminal.name, arg=terminal.arg, description=terminal.description or "")
+            ),
+            **conversation_fields(self.conversations),
+            probed_tasks=probed,
+            tasks=tasks,
+            task_schema=infer_task_schema(specs),
+        ).canonical()
+
+    def _deployment(self) -> Deployment | None:
+        """What the server says of its deployment (URL and catalog targets; best effort)."""
+        if self.target.kind == "module":  # served here, by this SDK: nothing to learn
+            return None
+        try:
+            found = self._call(provenance.live)
+        except Exception:  # an old server without /version: the schema is what matters
+            return None
+        return None if found is None else Deployment(**found)  # fields `provenance.parse` checked
+
+    def _fail(self, message: str) -> CaptureError:
+        # Server text in `message` was cut already; the bound here catches names and the like.
+        return CaptureError(f"{self.target.value}: {clean(message, self.options.secrets, limit=4 * MESSAGE_CHARS)}")
+
+    def _call(self, call: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`await call(environment)`, bounded by the request timeout and the capture's deadline."""
+        return self.clock.run(lambda timeout: self.connection.run(call, timeout=timeout))
+
+    def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`_call`, with any failure turned into a one-line CaptureError."""
+        try:
+            return self._call(call)
+        except Exception as exc:  # SDK and transport errors have no common base
+            raise self._fail(f"cannot {what}: {self._describe(exc)}") from exc
+
+    def _describe(self, exc: BaseException) -> str:
+        """An SDK failure in a few words: the status and the server's last line, not a traceback."""
+        if isinstance(exc, (CallTimeout, AnswerTooLarge, RedirectRefused)):
+            return str(exc)
+        status = _status(exc)
+        if status is not None:
+            said = last_line(str(getattr(exc, "message", "") or ""))
+            return f"the server answered {status}" + (f": {clean(said)}" if said else "")
+        return f"{type(exc).__name__}: {clean(last_line(str(exc)))}"
+
+    def _splits(self) -> list[Split]:
+        available = self._sdk("list splits", lambda env: env.list_splits())
+        if not isinstance(available, list) or not all(isinstance(s, str) and s for s in available):
+            raise self._fail("the server's split list is not a list of names")
+        if len(set(available)) != len(available):
+            raise self._fail(
+                f"the server lists a split twice: {sorted(s for s in available if available.count(s) > 1)[0]!r}"
+            )
+        chosen = list(dict.fromkeys(self.options.splits)) or available
+        unknown = sorted(set(chosen) - set(available))
+        if unknown:
+            raise self._fail(f"no split {unknown[0]!r} (it has {available})")
+        return [Split(name=s, num_tasks=self._count(s)) for s in chosen]
+
+    def _count(self, split: str) -> int:
+        count = self._sdk(f"count tasks of {split!r}", lambda env: env.num_tasks(split))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise self._fail(f"the server says split {split!r} has {count!r} tasks")
+        return count
+
+    def _probe(
+        self, splits: list[Split], shared: dict[str, Any]
+    ) -> tuple[list[TaskRef], dict[str, tuple[Any, list[TaskRef]]]]:
+        """Open sessions on a few tasks per split; a tool a session lists beyond /tools is task-only."""
+        probed: list[TaskRef] = []
+        task_only: dict[str, tuple[Any, list[TaskRef]]] = {}
+        for split in splits:
+            for index in probe_indices(split.num_tasks, self.options.probes):
+                ref = TaskRef(split=split.name, index=index)
+                probed.append(ref)
+                listed = _unique_tools(self._session_tools(ref), f"the session on {split.name}[{index}]", self._fail)
+                for spec in listed.values():
+                    if spec.name in shared:
+                        continue
+                    seen = task_only.get(spec.name)
+                    if seen is None:
+                        task_only[spec.name] = (spec, [ref])
+                    elif _schema_of(seen[0]) != _schema_of(spec):
+                        first = seen[1][0]
+                        raise self._fail(
+                            f"task-only tool {spec.name!r} has different schemas on tasks "
+                            f"{first.split}[{first.index}] and {ref.split}[{ref.index}]"
+                        )
+                    else:
+                        seen[1].append(ref)
+        return probed, task_only
+
+    def _session_tools(self, ref: TaskRef) -> list[Any]:
+        async def open_and_list(env: Any) -> list[Any]:
+            async with env.session(split=ref.split, index=ref.index, secrets=self.secrets) as session:
+                self.conversations.append(await conversation_of(session))
+                return await session.list_tools()
+
+        try:
+            return self._call(open_and_list)
+        except Exception as exc:  # SDK and transport errors have no common base
+            given = f" (secrets sent: {', '.join(sorted(self.options.secrets))})" if self.options.secrets else ""
+            raise self._fail(
+                f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}{given}. "
+                "If the environment needs a secret (an API key its setup reads), pass it with --secret NAME; "
+                "or skip probing with --probes 0, which captures no task-only tools"
+            ) from exc
+
+    def _tasks(self, split: Split) -> tuple[SplitTasks, list[dict[str, Any]]]:
+        """The split's tasks as stored in the snapshot, and every task read (see `sampling.reads`)."""
+        runs, coverage = reads(split.num_tasks, self.options.tasks)
+        tasks = self._read(split, runs) if runs else []
+        return SplitTasks(coverage=coverage, tasks=[] if coverage == "none" else tasks), [task.spec for task in tasks]
+
+    def _read(self, split: Split, runs: list[tuple[int, int]]) -> list[Task]:
+        total = sum(stop - start for start, stop in runs)
+        tasks: list[Task] = []
+        with self.progress(f"tasks of {split.name}", total) as advance:
+            for start, stop in runs:
+                for batch_start in range(start, stop, BATCH):
+                    batch_stop = min(batch_start + BATCH, stop)
+                    specs = self._task_range(split.name, batch_start, batch_stop)
+                    tasks += [Task(index=batch_start + i, spec=spec) for i, spec in enumerate(specs)]
+                    advance(batch_stop - batch_start)
+        return tasks
+
+    def _task_range(self, split: str, start: int, stop: int) -> list[dict[str, Any]]:
+        """Tasks [start, stop) in one request; one request per task only on a server that
+        says it has no `task_range`. A timeout or any other failure is an error, not a reason to
+        send `stop - start` slower requests."""
+        where = f"{split}[{start}:{stop}]"
+        try:
+            tasks = self._call(lambda env: env.get_task_range(split, start, stop))
+        except Exception as exc:  # SDK and transport errors have no common base
+            if _status(exc) not in UNSUPPORTED:
+                raise self._fail(f"cannot read tasks {where}: {self._describe(exc)}") from exc
+            tasks = [self._sdk(f"read task {split}[{i}]", _get_task(split, i)) for i in range(start, stop)]
+        if not isinstance(tasks, list) or len(tasks) != stop - start:
+            count = len(tasks) if isinstance(tasks, list) else type(tasks).__name__
+            raise self._fail(f"asked for tasks {where} ({stop - start}), the server sent {count}")
+        specs: list[dict[str, Any]] = []
+        for i, task in enumerate(tasks):
+            spec = getattr(task, "task_spec", None)
+            if not isinstance(spec, dict):
+                raise self._fail(f"task {split}[{start + i}] is not a JSON object")
+            specs.append(spec)
+        return specs
+
+
+def _get_task(split: str, index: int) -> Callable[[Any], Awaitable[Any]]:
+    return lambda env: env.get_task(split, index)
+
+
+def _unique_tools(specs: Any, where: str, fail: Callable[[str], CaptureError]) -> dict[str, Any]:
+    """Tool specs by name; a name listed twice is the server's error, never silently merged."""
+    if not isinstance(specs, list):
+        raise fail(f"{where} sent no tool list")
+    tools: dict[str, Any] = {}
+    for spec in specs:
+        name = getattr(spec, "name", None)
+        if not isinstance(name, str) or not name:
+            raise fail(f"{where} lists a tool without a name")
+        if name in tools:
+            raise fail(f"{where} lists the tool {name!r} twice")
+        tools[name] = spec
+    return tools
+
+
+def _tool(spec: Any, *, shared: bool, offered_on: list[TaskRef]) -> Tool:
+    return Tool(
+        name=spec.name,
+        description=spec.description or "",
+        input_schema=dict(spec.input_schema) if spec.input_schema else None,
+        shared=shared,
+        offered_on=offered_on,
+    )
+
+
+def _schema_of(spec: Any) -> tuple[str, str]:
+    return (spec.description or "", json.dumps(spec.input_schema, sort_keys=True))
+
+
+@contextmanager
+def _no_progress(label: str, total: int) -> Iterator[Any]:
+    yield lambda n: None

@@ -1,0 +1,155 @@
+"""ModulePlan → formatted Python source, and snapshots → FileMap.
+
+`generate` is pure: the same snapshots, templates and pinned tool versions give the same bytes,
+whatever the working directory, hash seed or the user's formatter configuration. It is shared
+by `orlgen generate` (which writes the FileMap) and `orlgen check` (which compares it).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from orlgen import __version__, lookalike
+from orlgen.errors import OrlgenError, RefusedWrite
+from orlgen.names import check_name
+from orlgen.plan.planner import plan, plan_mixture
+from orlgen.render import header, sandbox
+from orlgen.render.models import IMPORT_MARKER, models, with_imports
+from orlgen.render.numeric import allow_numeric_unions
+from orlgen.runtime.contract import CONTRACT
+from orlgen.schema import SchemaError
+from orlgen.snapshot.model import Snapshot
+
+LINE_LENGTH = 100
+# Bumped whenever the structure handed to templates changes, so override authors can tell.
+TEMPLATE_CONTEXT_VERSION = 2
+
+
+FileMap = dict[Path, bytes]
+"""The pipeline's output: path → bytes. `generate` writes one (`review.files`) and `check` compares one
+with the disk; both get it from the same pure render, so they cannot disagree."""
+
+
+class RenderError(OrlgenError):
+    """A snapshot cannot be turned into a module; the message names the tool or field."""
+
+
+def module_path(snapshot_path: Path, snapshot: Snapshot) -> Path:
+    """`<name>.py` next to `<name>.snapshot.json`. The name is a validated identifier and must
+    match the file's own name, so a snapshot cannot aim its module at another env's file or at
+    a package file such as `__init__.py`."""
+    check_name(snapshot.name, f"{snapshot_path}: module name")
+    if snapshot_path.name != snapshot.file_name:
+        raise RefusedWrite(f"{snapshot_path}: records the name {snapshot.name!r}: rename the file {snapshot.file_name}")
+    return snapshot_path.with_name(f"{snapshot.name}.py")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One generated file: where it goes, what it is rendered from (its kind, name and the
+    sha256 of each snapshot, which determine the snapshot content it reads), and how to render
+    it. `check` renders every job and compares bytes; `inputs` keys its optional cache."""
+
+    path: Path
+    inputs: tuple[str, ...]
+    render: Callable[[], str]
+
+
+def jobs(
+    snapshots: Iterable[tuple[Path, Snapshot]],
+    templates: Path | None = None,
+    mixtures: Mapping[str, Sequence[str]] | None = None,
+) -> list[Job]:
+    """The files these snapshots generate.
+
+    `templates` is a project directory whose templates override the packaged ones by name.
+    `mixtures` maps a mixture module's name to the names of its members; a mixture is rendered
+    when all its members are among `snapshots`, next to the first of them.
+    """
+    snapshots = list(snapshots)
+    found = [
+        Job(
+            module_path(path, snapshot),
+            ("module", snapshot.name, snapshot.sha256),
+            functools.partial(render_module, snapshot, templates),
+        )
+        for path, snapshot in snapshots
+    ]
+    by_name = {snapshot.name: (path, snapshot) for path, snapshot in snapshots}
+    for name, members in sorted((mixtures or {}).items()):
+        check_name(name, "mixture name")
+        if name in by_name:
+            raise RefusedWrite(f"mixture name {name!r} refused: it is the name of an environment's module")
+        if all(member in by_name for member in members):
+            chosen = [by_name[member][1] for member in sorted(members)]
+            path = by_name[sorted(members)[0]][0].with_name(f"{name}.py")
+            inputs = ("mixture", name, *(snapshot.sha256 for snapshot in chosen))
+            found.append(Job(path, inputs, functools.partial(render_mixture, name, chosen, templates)))
+    return found
+
+
+def generate(
+    snapshots: Iterable[tuple[Path, Snapshot]],
+    templates: Path | None = None,
+    mixtures: Mapping[str, Sequence[str]] | None = None,
+) -> FileMap:
+    """Every generated file for these snapshots: path → bytes."""
+    return {job.path: job.render().encode() for job in jobs(snapshots, templates, mixtures)}
+
+
+def render_module(snapshot: Snapshot, templates: Path | None = None) -> str:
+    try:
+        module_plan = plan(snapshot)
+        imports, model_classes = models(module_plan)
+    except SchemaError as exc:
+        raise RenderError(f"{snapshot.file_name}: {exc}") from exc
+    context = {"plan": module_plan, "imports": IMPORT_MARKER, "models": model_classes}
+    body = _render(templates, "module.py.jinja", context)
+    body = allow_numeric_unions(with_imports(body, imports))
+    return header.write(header.current(snapshot.file_name, snapshot.sha256)) + _format(body)
+
+
+def render_mixture(name: str, snapshots: list[Snapshot], templates: Path | None = None) -> str:
+    body = _render(templates, "mixture.py.jinja", {"plan": plan_mixture(name, snapshots)})
+    sources = ", ".join(snapshot.file_name for snapshot in snapshots)
+    combined = hashlib.sha256(" ".join(snapshot.sha256 for snapshot in snapshots).encode()).hexdigest()
+    return header.write(header.current(sources, combined)) + _format(body)
+
+
+def _format(source: str) -> str:
+    """black with a pinned mode: independent of any `[tool.black]` the user has; invisible
+    characters of server text escaped first (`lookalike.visible_source`), so the module
+    displays what it holds."""
+    import black
+
+    try:
+        source = lookalike.visible_source(source)
+    except ValueError as exc:
+        raise RenderError(f"refused to write a module that displays other text than it holds: {exc}") from exc
+    return black.format_str(
+        source, mode=black.Mode(target_versions={black.TargetVersion.PY311}, line_length=LINE_LENGTH)
+    )
+
+
+def template_dir() -> Path:
+    """orlgen's own templates: `orlgen/templates` in a wheel; in a source checkout that is a link
+    to the top-level `templates/`, resolved here (the sandbox refuses links in a templates
+    directory, and this one is orlgen's, not the project's)."""
+    package = Path(__file__).resolve().parent.parent
+    packaged = (package / "templates").resolve()
+    return packaged if packaged.is_dir() else package.parent / "templates"
+
+
+def template_dirs(overrides: Path | None) -> tuple[Path, ...]:
+    """Where templates are looked up, first match wins: the project's overrides, then orlgen's."""
+    return (template_dir(),) if overrides is None else (overrides, template_dir())
+
+
+def _render(overrides: Path | None, name: str, context: dict[str, object]) -> str:
+    """A template rendered in the sandbox (`orlgen.render.sandbox`): the context becomes plain values."""
+    common = {"context_version": TEMPLATE_CONTEXT_VERSION, "contract": CONTRACT, "generated_by": __version__}
+    return sandbox.render(template_dirs(overrides), name, {**common, **context})

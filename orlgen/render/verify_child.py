@@ -1,0 +1,171 @@
+"""The verifier's child program (`python -I -m orlgen.render.verify_child`, started by `orlgen.render.verify`).
+
+It reads the jobs from stdin (`[{"name", "file", "samples"}]`: a module's display name, the
+temp file holding its source, a valid payload per tool), imports each module, and for every
+tool checks that a method carries its wire name, that `transformers.utils.get_json_schema`
+reads the method as TRL will, and that calling it with the payload hands the payload to the
+wire unchanged. It exits 1 with one line naming what failed, 0 when every module passes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any, NoReturn
+
+from pydantic import BaseModel, ValidationError
+
+JsonSchema = Callable[[Callable[..., Any]], dict[str, Any]]
+
+
+def json_schema_reader() -> JsonSchema | None:
+    """transformers' `get_json_schema`, the function TRL reads tool methods with, or None where
+    transformers is not installed. Its module is loaded on its own (`_standalone`), which skips
+    importing transformers (most of this child's CPU); where that fails, the package is imported.
+    Generated hints never name torch or PIL types: their imports are skipped either way."""
+    try:
+        return _standalone()
+    except Exception:  # another transformers layout: the package itself, as TRL imports it
+        pass
+    try:
+        from transformers.utils import chat_template_utils
+    except ImportError:
+        return None
+    setattr(chat_template_utils, "is_torch_available", lambda: False)  # noqa: B010 (not exported: mypy)
+    setattr(chat_template_utils, "is_vision_available", lambda: False)  # noqa: B010
+    return chat_template_utils.get_json_schema
+
+
+_STANDALONE = "_orlgen_transformers"
+
+
+def _standalone() -> JsonSchema:
+    """`transformers/utils/chat_template_utils.py` executed under a private package name, with
+    stand-ins for the two siblings it imports: `logging` (a standard logger) and `import_utils`
+    (jinja available; no torch, no PIL). The code that reads the methods is transformers' own;
+    tests/test_verify.py compares its schemas with the package's on every checked-in module."""
+    spec = importlib.util.find_spec("transformers")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("transformers is not installed")
+    source = Path(next(iter(spec.submodule_search_locations))) / "utils" / "chat_template_utils.py"
+    package, utils = ModuleType(_STANDALONE), ModuleType(f"{_STANDALONE}.utils")
+    package.__path__, utils.__path__ = [], []
+    log = ModuleType(f"{_STANDALONE}.utils.logging")
+    log.get_logger = logging.getLogger  # type: ignore[attr-defined]
+    flags = ModuleType(f"{_STANDALONE}.utils.import_utils")
+    flags.is_jinja_available = lambda: True  # type: ignore[attr-defined]
+    flags.is_torch_available = flags.is_vision_available = lambda: False  # type: ignore[attr-defined]
+    utils.logging = log  # type: ignore[attr-defined]
+    sys.modules.update({module.__name__: module for module in (package, utils, log, flags)})
+    loaded = importlib.util.spec_from_file_location(f"{_STANDALONE}.utils.chat_template_utils", source)
+    assert loaded is not None and loaded.loader is not None
+    module = importlib.util.module_from_spec(loaded)
+    sys.modules[loaded.name] = module
+    loaded.loader.exec_module(module)
+    return module.get_json_schema  # type: ignore[no-any-return]
+
+
+def fail(message: object) -> NoReturn:
+    print(" ".join(str(message).split())[:500])
+    sys.exit(1)
+
+
+def run(job: dict[str, Any], get_json_schema: JsonSchema | None) -> None:
+    module = _import(job)
+    from orlgen.runtime import EnvAdapter
+
+    classes = list(
+        {c for c in vars(module).values() if isinstance(c, type) and issubclass(c, EnvAdapter) and c is not EnvAdapter}
+    )
+    if len(classes) != 1:
+        fail(f"{job['name']}: expected one adapter class, found {len(classes)}")
+    cls = classes[0]
+    methods = {m.__name__: m for _, m in inspect.getmembers(cls, inspect.isfunction) if m.__name__ in module.TOOLS}
+    for wire in module.TOOLS:
+        where = f"{job['name']}: tool {wire!r}"
+        method = methods.get(wire)
+        if method is None:
+            fail(f"{where}: no method carries this name")
+        if get_json_schema is not None:
+            _described(where, wire, method, get_json_schema)
+        _call(where, cls, method, job["samples"].get(wire, {}))
+
+
+def _import(job: dict[str, Any]) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("orlgen_verify_" + str(abs(hash(job["file"]))), job["file"])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # pydantic resolves postponed annotations through it
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        fail(f"{job['name']}: does not import: {type(exc).__name__}: {exc}")
+    return module
+
+
+def _described(where: str, wire: str, method: Callable[..., Any], get_json_schema: JsonSchema) -> None:
+    try:
+        described = get_json_schema(method)["function"]
+    except Exception as exc:
+        fail(f"{where}: get_json_schema cannot read the method: {exc}")
+    if described["name"] != wire:
+        fail(f"{where}: get_json_schema names it {described['name']!r}")
+
+
+def _call(where: str, cls: Any, method: Callable[..., Any], sample: dict[str, Any]) -> None:
+    """Call the method with `sample` on an adapter whose wire records what would be sent."""
+    from orlgen.runtime import UNSET
+
+    seen: dict[str, Any] = {}
+    adapter = cls.__new__(cls)  # no session: the wire is `record`
+
+    def record(name: str, model: type[BaseModel] | None, arguments: dict[str, Any]) -> str:
+        given = {k: v for k, v in arguments.items() if v is not UNSET}
+        if model is None:
+            seen["payload"] = given
+            return ""
+        try:
+            dumped = model.model_validate(given).model_dump(mode="json", by_alias=True, exclude_unset=True)
+        except ValidationError as exc:
+            if all(e["type"] == "string_pattern_mismatch" for e in exc.errors()):
+                seen["payload"] = sample
+                return ""
+            first = exc.errors()[0]
+            fail(f"{where}: a payload the schema allows is refused: {first['msg']} at {first['loc']}")
+        seen["payload"] = dumped
+        return ""
+
+    def model_error(message: str) -> NoReturn:
+        fail(f"{where}: {message}")
+
+    adapter._call_tool = record
+    adapter._model_error = model_error
+    try:
+        method(adapter, **sample)
+    except SystemExit:
+        raise
+    except Exception as exc:
+        fail(f"{where}: calling it with a valid payload failed: {type(exc).__name__}: {exc}")
+    for key, value in seen.get("payload", {}).items():
+        if key in sample and _json(value) != _json(sample[key]) and value != sample[key]:
+            fail(f"{where}: parameter {key!r} would reach the server as {value!r}, not {sample[key]!r}")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def main() -> None:
+    get_json_schema = json_schema_reader()  # while the parent still renders the modules
+    for job in json.loads(sys.stdin.read()):
+        run(job, get_json_schema)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""Classify every difference between two snapshots, with a named rule per change.
+
+Rules come in three categories, after buf's `breaking` checks:
+- CALL: code or prompts that call tools break (breaking);
+- PROMPT: what the model is trained on changes, calls still work;
+- DATA: splits, task counts, task fields, task-only tool sets.
+A change is breaking when it is a CALL change, a removed split or a removed task field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from orlgen import lookalike
+from orlgen.schema import Node, Schema, parse_schema, printable
+from orlgen.snapshot.model import Snapshot, Tool
+
+Category = Literal["CALL", "PROMPT", "DATA"]
+
+# rule → (category, breaking)
+RULES: dict[str, tuple[Category, bool]] = {
+    "TOOL_REMOVED": ("CALL", True),
+    "PARAM_REMOVED": ("CALL", True),
+    "PARAM_BECAME_REQUIRED": ("CALL", True),
+    "REQUIRED_PARAM_ADDED": ("CALL", True),
+    "TYPE_CHANGED": ("CALL", True),
+    "ENUM_VALUE_REMOVED": ("CALL", True),
+    "CONSTRAINT_TIGHTENED": ("CALL", True),
+    "TOOL_ADDED": ("PROMPT", False),
+    "TOOL_DESCRIPTION_CHANGED": ("PROMPT", False),
+    "PARAM_DESCRIPTION_CHANGED": ("PROMPT", False),
+    "PARAM_ORDER_CHANGED": ("PROMPT", False),
+    "OPTIONAL_PARAM_ADDED": ("PROMPT", False),
+    "PARAM_BECAME_OPTIONAL": ("PROMPT", False),
+    "TYPE_WIDENED": ("PROMPT", False),
+    "ENUM_VALUE_ADDED": ("PROMPT", False),
+    "DEFAULT_CHANGED": ("PROMPT", False),
+    "CONSTRAINT_LOOSENED": ("PROMPT", False),
+    "TERMINAL_TOOL_CHANGED": ("PROMPT", False),
+    "REWARD_RULE_CHANGED": ("PROMPT", False),
+    "PROMPT_SHAPE_CHANGED": ("PROMPT", False),
+    "SPLIT_ADDED": ("DATA", False),
+    "SPLIT_REMOVED": ("DATA", True),
+    "TASK_COUNT_CHANGED": ("DATA", False),
+    "TASK_FIELD_ADDED": ("DATA", False),
+    "TASK_FIELD_REMOVED": ("DATA", True),
+    "TASK_FIELD_RETYPED": ("DATA", False),
+    "TASK_TOOLS_CHANGED": ("DATA", False),
+}
+
+_LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
+_UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
+_MAX_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class Change:
+    rule: str
+    subject: str  # `tool`, `tool.param`, `tool.param.field`, `split`, `task.field`
+    detail: str
+
+    @property
+    def category(self) -> Category:
+        return RULES[self.rule][0]
+
+    @property
+    def breaking(self) -> bool:
+        return RULES[self.rule][1]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "category": self.category, "breaking": self.breaking}
+
+
+def diff(old: Snapshot, new: Snapshot) -> list[Change]:
+    """Every change from `old` to `new`, sorted by category, subject and rule."""
+    changes = list(_tools(old, new)) + list(_data(old, new))
+    order = {"CALL": 0, "PROMPT": 1, "DATA": 2}
+    return sorted(set(changes), key=lambda c: (order[c.category], c.subject, c.rule, c.detail))
+
+
+def _tools(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+    before = {tool.name: tool for tool in old.tools}
+    after = {tool.name: tool for tool in new.tools}
+    for name in sorted(before.keys() - after.keys()):
+        yield Change("TOOL_REMOVED", name, "the tool is gone")
+    for name in sorted(after.keys() - before.keys()):
+        yield Change("TOOL_ADDED", name, "new tool" if after[name].shared else "new task-only tool")
+    for name in sorted(before.keys() & after.keys()):
+        yield from _tool(before[name], after[name])
+    if old.terminal_tool != new.terminal_tool:
+        yield Change(
+            "TERMINAL_TOOL_CHANGED", "terminal_tool", f"{_name(old.terminal_tool)} → {_name(new.terminal_tool)}"
+        )
+    if old.reward != new.reward:  # the score the trainer optimises is computed another way
+        yield Change("REWARD_RULE_CHANGED", "reward", f"{old.reward} → {new.reward}")
+    if (old.conversation, old.system_prompt) != (new.conversation, new.system_prompt):
+        yield Change("PROMPT_SHAPE_CHANGED", "prompt", f"{_prompt_shape(old)} → {_prompt_shape(new)}")
+
+
+def _prompt_shape(snapshot: Snapshot) -> str:
+    if not snapshot.conversation:
+        return "text"
+    return "messages" + ("" if snapshot.system_prompt is None else " with a shared system prompt")
+
+
+def _name(tool: Any) -> str:
+    return "none" if tool is None else repr(tool.name)
+
+
+def _tool(old: Tool, new: Tool) -> Iterator[Change]:
+    if old.description != new.description:
+        yield Change("TOOL_DESCRIPTION_CHANGED", old.name, "description changed")
+    if (old.shared, old.offered_on) != (new.shared, new.offered_on):
+        yield Change("TASK_TOOLS_CHANGED", old.name, _offer(old) + " → " + _offer(new))
+    before, after = old.parsed_schema(), new.parsed_schema()
+    yield from _object(old.name, Side(before, before.root), Side(after, after.root), 0)
+
+
+def _offer(tool: Tool) -> str:
+    if tool.shared:
+        return "shared"
+    return "task-only on " + (", ".join(f"{r.split}[{r.index}]" for r in tool.offered_on) or "no probed task")
+
+
+@dataclass(frozen=True)
+class Side:
+    """A node and the schema its references resolve in."""
+
+    schema: Schema
+    node: Node
+
+    def resolved(self) -> Side:
+        return Side(self.schema, self.schema.resolve(self.node))
+
+    def at(self, node: Node) -> Side:
+        return Side(self.schema, node)
+
+    @property
+    def types(self) -> frozenset[str]:
+        return self.schema.json_types(self.node)
+
+
+def _object(path: str, old: Side, new: Side, depth: int) -> Iterator[Change]:
+    """Compare the properties of two object schemas (a tool's parameters, or a nested object)."""
+    old, new = old.resolved(), new.resolved()
+    before, after = dict(old.node.properties), dict(new.node.properties)
+    old_required, new_required = set(old.node.required), set(new.node.required)
+    for name in sorted(before.keys() - after.keys()):
+        yield Change("PARAM_REMOVED", f"{path}.{name}", "no longer accepted")
+    for name in sorted(after.keys() - before.keys()):
+        rule = "REQUIRED_PARAM_ADDED" if name in new_required else "OPTIONAL_PARAM_ADDED"
+        yield Change(rule, f"{path}.{name}", "new parameter")
+    kept_before = [name for name in before if name in after]
+    kept_after = [name for name in after if name in before]
+    if kept_before != kept_after:
+        yield Change("PARAM_ORDER_CHANGED", path, f"({', '.join(kept_before)}) → ({', '.join(kept_after)})")
+    for name in sorted(before.keys() & after.keys()):
+        where = f"{path}.{name}"
+        if name in new_required and name not in old_required:
+            yield Change("PARAM_BECAME_REQUIRED", where, "was optional")
+        if name in old_required and name not in new_required:
+            yield Change("PARAM_BECAME_OPTIONAL", where, "was required")
+        yield from _value(where, old.at(before[name]), new.at(after[name]), depth + 1)
+
+
+def _value(path: str, old: Side, new: Side, depth: int) -> Iterator[Change]:
+    old, new = old.resolved(), new.resolved()
+    if old.node.description != new.node.description:
+        yield Change("PARAM_DESCRIPTION_CHANGED", path, "description changed")
+    if old.node.default_json != new.node.default_json:
+        yield Change("DEFAULT_CHANGED", path, f"{_default(old.node)} → {_default(new.node)}")
+    old_types, new_types = old.types, new.types
+    if old_types != new_types:
+        if new_types and (not old_types or not old_types <= new_types):
+            yield Change("TYPE_CHANGED", path, f"{_types(old_types)} → {_types(new_types)}")
+        else:
+            yield Change("TYPE_WIDENED", path, f"{_types(old_types)} → {_types(new_types)}")
+    old_enum, new_enum = _enum(old), _enum(new)
+    if old_enum is not None and new_enum is not None:
+        for value in [v for v in old_enum if v not in new_enum]:
+            yield Change("ENUM_VALUE_REMOVED", path, _json(value))
+        for value in [v for v in new_enum if v not in old_enum]:
+            yield Change("ENUM_VALUE_ADDED", path, _json(value))
+    elif new_enum is not None:
+        yield Change("CONSTRAINT_TIGHTENED", path, f"now one of {_json(new_enum)}")
+    yield from _bounds(path, old.node, new.node)
+    if depth < _MAX_DEPTH:
+        if "object" in old_types & new_types:
+            yield from _object(path, _branch(old, "object"), _branch(new, "object"), depth)
+        if "array" in old_types & new_types:
+            old_items, new_items = _branch(old, "array").node.items, _branch(new, "array").node.items
+            if old_items is not None and new_items is not None:
+                yield from _value(f"{path}[]", old.at(old_items), new.at(new_items), depth + 1)
+
+
+def _default(node: Node) -> str:
+    return node.default_json if node.default_json is not None else "none"
+
+
+def _branch(side: Side, kind: str) -> Side:
+    """The part of a (possibly nullable or union) schema that describes `kind` values."""
+    for branch in side.schema.branches(side.node):
+        if kind in side.schema.json_types(branch):
+            return side.at(branch)
+    return side
+
+
+def _enum(side: Side) -> list[Any] | None:
+    values: list[Any] = []
+    for branch in side.schema.branches(side.node):
+        if branch.enum is None:
+            if side.schema.json_types(branch) != {"null"}:
+                return None
+            continue
+        values += [value for value in branch.enum if value not in values]
+    return values or None
+
+
+def _bounds(path: str, old: Node, new: Node) -> Iterator[Change]:
+    before_all = {**dict(old.constraints), "format": old.format}
+    after_all = {**dict(new.constraints), "format": new.format}
+    for key in _LOWER_BOUNDS + _UPPER_BOUNDS + ("pattern", "format", "multipleOf"):
+        before, after = before_all.get(key), after_all.get(key)
+        if before == after:
+            continue
+        if key in _LOWER_BOUNDS and isinstance(before, (int, float)) and isinstance(after, (int, float)):
+            tightened = after > before
+        elif key in _UPPER_BOUNDS and isinstance(before, (int, float)) and isinstance(after, (int, float)):
+            tightened = after < before
+        else:
+            tightened = after is not None  # a new or changed pattern/format/bound may refuse old values
+        rule = "CONSTRAINT_TIGHTENED" if tightened else "CONSTRAINT_LOOSENED"
+        yield Change(rule, path, f"{key}: {_json(before)} → {_json(after)}")
+
+
+def _data(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+    before = {split.name: split.num_tasks for split in old.splits}
+    after = {split.name: split.num_tasks for split in new.splits}
+    for name in sorted(before.keys() - after.keys()):
+        yield Change("SPLIT_REMOVED", name, f"had {before[name]} tasks")
+    for name in sorted(after.keys() - before.keys()):
+        yield Change("SPLIT_ADDED", name, f"{after[name]} tasks")
+    for name in sorted(before.keys() & after.keys()):
+        if before[name] != after[name]:
+            yield Change("TASK_COUNT_CHANGED", name, f"{before[name]} → {after[name]} tasks")
+    old_schema, new_schema = parse_schema(old.task_schema, "task schema"), parse_schema(new.task_schema, "task schema")
+    old_fields = dict(old_schema.resolve(old_schema.root).properties)
+    new_fields = dict(new_schema.resolve(new_schema.root).properties)
+    for name in sorted(old_fields.keys() - new_fields.keys()):
+        yield Change("TASK_FIELD_REMOVED", f"task.{name}", "no longer in task specs")
+    for name in sorted(new_fields.keys() - old_fields.keys()):
+        yield Change("TASK_FIELD_ADDED", f"task.{name}", "new task-spec field")
+    for name in sorted(old_fields.keys() & new_fields.keys()):
+        old_types = old_schema.json_types(old_fields[name])
+        new_types = new_schema.json_types(new_fields[name])
+        if old_types != new_types:
+            yield Change("TASK_FIELD_RETYPED", f"task.{name}", f"{_types(old_types)} → {_types(new_types)}")
+
+
+def _types(types: frozenset[str]) -> str:
+    return " | ".join(sorted(types)) or "any"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def render(changes: list[Change], style: Literal["text", "json", "github"]) -> str:
+    """The report: one line per change (rule first), a JSON document, or GitHub annotations."""
+    if style == "json":
+        breaking = any(change.breaking for change in changes)
+        return json.dumps({"breaking": breaking, "changes": [c.as_dict() for c in changes]}, indent=2) + "\n"
+    lines = []
+    for change in changes:
+        if style == "github":
+            level = "error" if change.breaking else "notice"
+            lines.append(f"::{level} title=orlgen {change.rule}::{_github(f'{change.subject}: {change.detail}')}")
+        else:  # subjects and details hold server names: one line each, whatever they contain
+            mark = "BREAKING " if change.breaking else ""
+            lines.append(
+                f"{change.rule:<26} {change.category:<6} {mark}{printable(change.subject)}: {printable(change.detail)}"
+            )
+    return "".join(line + "\n" for line in lines)
+
+
+def _github(text: str) -> str:
+    """A workflow-command message: `%`, CR and LF escaped, so a name cannot start a command, and
+    invisible characters (bidi controls, zero-width, fillers) written as escapes, so the
+    annotation displays what the snapshot holds."""
+    return lookalike.escaped(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))

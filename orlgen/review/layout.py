@@ -1,0 +1,199 @@
+"""The output directory's plan: what every file in it is, decided once for `snapshot`, `generate`
+and `check`.
+
+`check` proves what `import <out>.<module>` runs only if it owns the whole directory: a file
+that no snapshot renders can still change what that import runs (a package folder or an
+extension module wins over the `.py`; an `__init__.py` runs first; an unchecked-hash `.pyc` is
+run without looking at the source) or what a type checker sees (a `.pyi` stub). So each entry
+of the directory is one of:
+
+- owned: a snapshot (its interface file and its tasks file), or a module one renders; `check`
+  compares its bytes (`orlgen.review.check`);
+- an orphan: a module with orlgen's header that nothing renders any more, or a tasks file no
+  snapshot records; `generate` removes it;
+- a problem: anything that could change the import or its types, a partial mixture, a project
+  config; no command fixes it, so `check` fails naming it and `generate`/`snapshot` refuse;
+- inert: anything else (a README, data files, Python's own timestamp-checked `__pycache__`).
+
+The directory is a namespace package: orlgen writes no `__init__.py`, so one found there is a
+problem, not a file to compare.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+from orlgen.render import header
+from orlgen.snapshot.model import SUFFIX, TASKS_SUFFIX
+
+_BOM = b"\xef\xbb\xbf"
+_PYC_FLAGS = slice(4, 8)  # PEP 552: bit 0 hash-based, bit 1 check the source
+_EXTENSIONS = tuple(sorted({*EXTENSION_SUFFIXES, ".so", ".pyd"}))
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: Path
+    cause: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.cause}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    orphans: tuple[Path, ...] = ()  # orlgen's modules that nothing renders: `generate` removes them
+    problems: tuple[Problem, ...] = ()  # what no command repairs: `check` fails, writes are refused
+    partial: tuple[Problem, ...] = ()  # mixtures missing a member: a problem too, worded for each command
+
+
+def plan(
+    directories: Iterable[Path],
+    snapshots: Mapping[Path, str],
+    owned: Iterable[Path],
+    mixtures: Mapping[str, Sequence[str]],
+    out: Path,
+    keep: Iterable[Path] = (),
+) -> Layout:
+    """The plan of each directory, given the snapshot files found in them (path → module name),
+    every file the render owns, the config's mixtures and the output directory they are of, and
+    modules to keep although nothing renders them (those of a snapshot that could not be read,
+    which is reported itself)."""
+    owned, keep = set(owned), set(keep)
+    orphans: list[Path] = []
+    problems: list[Problem] = []
+    partial: list[Problem] = []
+    for directory in sorted(set(directories)):
+        present = {name for path, name in snapshots.items() if path.parent == directory}
+        missing = _partial_mixtures(directory, present, mixtures) if directory.resolve() == out.resolve() else []
+        partial += missing
+        found_orphans, found = _scan(directory, owned, keep | {problem.path for problem in missing})
+        orphans += found_orphans
+        problems += found
+    return Layout(tuple(orphans), tuple(problems), tuple(partial))
+
+
+def _partial_mixtures(directory: Path, present: set[str], mixtures: Mapping[str, Sequence[str]]) -> list[Problem]:
+    """A mixture of the config that has some members in the directory but not all (a typo, a
+    removed snapshot) would otherwise vanish without a word, its module removed as an orphan."""
+    found = []
+    for mixture, members in sorted(mixtures.items()):
+        missing = sorted(set(members) - present)
+        if missing and present & set(members):
+            found.append(
+                Problem(
+                    directory / f"{mixture}.py",
+                    f"mixture {mixture!r} names {missing[0]!r}, which has no snapshot in {directory}: "
+                    "capture it or fix [tool.orlgen] mixtures",
+                )
+            )
+    return found
+
+
+def _scan(directory: Path, owned: set[Path], keep: set[Path]) -> tuple[list[Path], list[Problem]]:
+    if not directory.is_dir():
+        return [], []
+    orphans, problems = [], []
+    with os.scandir(directory) as entries:
+        for entry in sorted(entries, key=lambda entry: entry.name):
+            path = directory / entry.name
+            if path in owned or path in keep or entry.name.endswith(SUFFIX):
+                continue  # compared byte for byte, or reported as an invalid snapshot
+            if _is_orphan(entry):
+                orphans.append(path)
+                continue
+            cause = _entry_problem(entry)
+            if cause is not None:
+                problems.append(Problem(path, cause))
+            elif entry.name == "__pycache__":
+                problems += _pycache_problems(path)
+    return orphans, problems
+
+
+def _is_orphan(entry: os.DirEntry[str]) -> bool:
+    if not entry.is_file(follow_symlinks=False):
+        return False
+    return entry.name.endswith(TASKS_SUFFIX) or (entry.name.endswith(".py") and header.is_generated(Path(entry.path)))
+
+
+def _entry_problem(entry: os.DirEntry[str]) -> str | None:
+    """Why this entry could change what importing the directory's modules runs, or None."""
+    name = entry.name
+    if entry.is_symlink() or not (entry.is_file(follow_symlinks=False) or entry.is_dir(follow_symlinks=False)):
+        return _LINK if _importable(name) or name in ("__pycache__", "pyproject.toml") else None
+    if entry.is_dir(follow_symlinks=False):
+        if name == "__pycache__":
+            return None
+        return _PACKAGE if name.isidentifier() else None
+    if name == "pyproject.toml":
+        return _PYPROJECT
+    if name.endswith((".py", ".pyw")):
+        return _source_problem(Path(entry.path))
+    if name.endswith(".pyi"):
+        return "a type stub: mypy and editors read its signatures instead of the generated module's"
+    if name.endswith(".pth"):
+        return "a path configuration file: Python runs its import lines at start-up where this is a site directory"
+    if name.endswith((".pyc", ".pyo")):
+        return "bytecode beside the modules: Python imports it as a module without any source to check it against"
+    if name.endswith(_EXTENSIONS):
+        return "a compiled extension module: Python imports it in place of the generated module of that name"
+    return None
+
+
+def _importable(name: str) -> bool:
+    stem = name.split(".", 1)[0]
+    return stem.isidentifier() or name.endswith((".py", ".pyw", ".pyi", ".pth", ".pyc", ".pyo", *_EXTENSIONS))
+
+
+def _source_problem(path: Path) -> str:
+    """A Python file orlgen did not write, worded by what it is."""
+    with path.open("rb") as handle:
+        start = handle.read(4096)
+    at = start.find(header.PREFIX.encode())
+    if at > 0:
+        what = "a byte-order mark (BOM)" if start.startswith(_BOM) and at == len(_BOM) else f"{at} byte(s)"
+        return f"{what} before orlgen's header: orlgen did not write this file as it is, and no snapshot renders it"
+    if path.name == "__init__.py":
+        return "a package file orlgen does not write: Python runs it before any module of this directory"
+    if path.name == "conftest.py":
+        return "a pytest plug-in orlgen does not write: pytest runs it when it collects tests here"
+    return "a Python file orlgen does not write: importing it, or this directory's modules, can run it"
+
+
+def _pycache_problems(directory: Path) -> list[Problem]:
+    """Python's own cache is fine: it checks each file against its source's timestamp or hash.
+    An unchecked-hash `.pyc` (PEP 552) is run as it is, whatever the source says."""
+    problems = []
+    with os.scandir(directory) as entries:
+        for entry in sorted(entries, key=lambda entry: entry.name):
+            if not entry.name.endswith(".pyc"):
+                continue
+            path = directory / entry.name
+            if not entry.is_file(follow_symlinks=False):
+                problems.append(Problem(path, _LINK))
+            elif _unchecked(path):
+                problems.append(
+                    Problem(
+                        path,
+                        "unchecked-hash bytecode: Python runs it without checking it against the module's source",
+                    )
+                )
+    return problems
+
+
+def _unchecked(path: Path) -> bool:
+    with path.open("rb") as handle:
+        flags = int.from_bytes(handle.read(16)[_PYC_FLAGS], "little")
+    return flags & 0b11 == 0b01
+
+
+_LINK = "a symbolic link or special file: what it points to is not the file orlgen writes, and Python follows it"
+_PACKAGE = "a package folder: `import` finds it before a module of the same name, and it runs code orlgen did not write"
+_PYPROJECT = (
+    "a project config inside the output directory: orlgen reads only the project's own pyproject.toml, "
+    "and refuses this one"
+)

@@ -1,0 +1,108 @@
+"""The generator's packages form one line, and no import runs back up it.
+
+docs/design.md's module table gives the line: the shared base, then `schema/`, `snapshot/`,
+`capture/`, `plan/`, `render/`, `review/`, and the commands. Every import a module makes (at top
+level or inside a function) is read from its source, so a lazy import that runs upward fails too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SOURCE = Path(__file__).resolve().parent.parent / "orlgen"
+LINE = ("base", "schema", "snapshot", "capture", "plan", "render", "review", "commands")
+BASE = {"__init__", "errors", "names", "lookalike"}
+OFFLINE = {"plan", "render", "review"}  # stages that run with no server, so never import capture
+
+
+def _layer(module: str) -> str | None:
+    """The layer of a dotted `orlgen...` module; None for the runtime, which is no stage."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return "base"
+    if parts[0] == "runtime":
+        return None
+    if parts[0] in LINE:
+        return parts[0]
+    return "base" if parts[0] in BASE else "commands"
+
+
+def _imports(text: str, package: str) -> set[str]:
+    """Every `orlgen` module or name that `text`, a module of `package`, imports."""
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1] if node.level else []
+            module = ".".join([*base, node.module] if node.module else base)
+            found |= {f"{module}.{alias.name}" for alias in node.names} | {module}
+    return {name for name in found if name == "orlgen" or name.startswith("orlgen.")}
+
+
+def _upward(text: str, module: str) -> list[str]:
+    """The imports of `text` (the source of `module`, in package `module`'s parent) that run back
+    up the line."""
+    own = _layer(module)
+    assert own is not None
+    found = []
+    for imported in sorted(_imports(text, module.rpartition(".")[0])):
+        layer = _layer(imported)
+        if layer is None or not _exists(imported):
+            continue
+        if LINE.index(layer) > LINE.index(own) or (own in OFFLINE and layer == "capture"):
+            found.append(f"{imported} ({layer})")
+    return found
+
+
+def _exists(module: str) -> bool:
+    """Whether a dotted name is a module or package of orlgen (`from x import name` also yields
+    `x.name`, which is often a class, not a module)."""
+    relative = Path(*module.split(".")[1:])
+    return module == "orlgen" or (SOURCE / relative).with_suffix(".py").is_file() or (SOURCE / relative).is_dir()
+
+
+def _module_name(path: Path) -> str:
+    """The dotted name of the code in `path`; a package's `__init__` keeps its last part, so that
+    the package it sits in is the package itself."""
+    return ".".join(("orlgen", *path.relative_to(SOURCE).with_suffix("").parts))
+
+
+GENERATOR = sorted(p for p in SOURCE.rglob("*.py") if "runtime" not in p.relative_to(SOURCE).parts)
+
+
+@pytest.mark.parametrize("path", GENERATOR, ids=lambda p: p.relative_to(SOURCE).as_posix())
+def test_a_stage_imports_only_the_stages_before_it(path: Path):
+    assert _upward(path.read_text(encoding="utf-8"), _module_name(path)) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "caught"),
+    [
+        ("orlgen.snapshot.model", "from orlgen.plan.planner import plan\n", ["orlgen.plan.planner (plan)"]),
+        (
+            "orlgen.plan.planner",
+            "def f():\n    from ..capture import live\n",
+            ["orlgen.capture (capture)", "orlgen.capture.live (capture)"],
+        ),
+        ("orlgen.render.jobs", "from orlgen.review.files import write_files\n", ["orlgen.review.files (review)"]),
+        ("orlgen.review.check", "from orlgen.render.jobs import jobs\n", []),
+    ],
+)
+def test_the_check_catches_an_upward_import(module: str, source: str, caught: list[str]):
+    """The check itself can fail: lazy and relative imports are read too."""
+    assert _upward(source, module) == caught
+
+
+def test_the_runtime_imports_no_part_of_the_generator():
+    found = {
+        f"{path.relative_to(SOURCE)}: {name}"
+        for path in sorted((SOURCE / "runtime").rglob("*.py"))
+        for name in _imports(path.read_text(encoding="utf-8"), _module_name(path).rpartition(".")[0])
+        if _exists(name) and not (name == "orlgen" or name.startswith("orlgen.runtime"))
+    }
+    assert found == set()
