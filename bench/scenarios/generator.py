@@ -83,7 +83,8 @@ def _check(reps: int) -> tuple[Row, dict[str, Any]]:
     """`orlgen check` on generated/, and what its imports alone cost."""
     checks = [run_child([ORLGEN_CLI, "check", "--no-cache"], cwd=REPO) for _ in range(reps)]
     imports = run_child(
-        [PY, "-X", "importtime", "-c", "import orlgen.cli, orlgen.review.check, datamodel_code_generator, black"], cwd=REPO
+        [PY, "-X", "importtime", "-c", "import orlgen.cli, orlgen.review.check, datamodel_code_generator, black"],
+        cwd=REPO,
     )
     top = importtime_top(imports.stderr)
     import_s = (
