@@ -3,7 +3,7 @@
 An environment is what its server says it is: the env key (`/list_environments`, the class
 name lowercased), recorded in every snapshot as `target.env`. `travel:TravelDesk` served for the
 capture and `http://host:8080` serving the same class are one environment, `traveldesk`, with one
-default module name, `traveldesk` (the words of a class name are not something the server tells a
+default module name, `traveldesk` (`snapshot.recorded.default_name`; the words of a class name are not something the server tells a
 URL capture, so they cannot name the module). A capture of an environment that already has a
 module in the output directory keeps that module's name; asking for another name would make a
 second module for it, and is refused.
