@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from orlgen import names
+from orlgen import names, runtime
 from orlgen.names import ClassName, ParamName, PythonIdentifier
 from orlgen.plan import docstrings, prose
 from orlgen.plan.aliases import field_aliases
@@ -27,14 +27,44 @@ from orlgen.schema import JSON, Dropped, Node, Schema, json_type, parse_schema, 
 from orlgen.snapshot import recorded
 from orlgen.snapshot.model import Snapshot, Tool
 
-# Names a tool method may not take: TRL's special methods, the adapter's state and API.
-RESERVED_METHODS = frozenset({"reset", "get_reward", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
+# What the templates may import, by module: `orlgen.render.models` imports those a module uses.
+TEMPLATE_IMPORTS: dict[str, tuple[str, ...]] = {
+    "collections.abc": ("Mapping", "Sequence"),
+    "pathlib": ("Path",),
+    "typing": ("Any", "ClassVar", "Literal"),
+    "orlgen.runtime": tuple(runtime.__all__),
+}
+# What datamodel-code-generator's models import (the bundle it is given needs no other name).
+_MODEL_IMPORTS = ("Annotated", "Any", "BaseModel", "ConfigDict", "Field", "Literal", "RootModel")
+# What the module template binds itself.
+_MODULE_GLOBALS = (
+    "SNAPSHOT_SHA256",
+    "SPEC",
+    "SPLITS",
+    "TARGET",
+    "TOOLS",
+    "annotations",
+    "build_dataset",
+    "environment_factory",
+    "require_contract",
+    "reward_funcs",
+)
+# Every name a generated module binds at top level, whatever its tools. A tool method or a model
+# class of the same name would shadow it: a method named `tool_method` replaces the decorator for
+# the methods after it in the class body. Such a name is renamed like a keyword (the wire name is
+# kept), and tests/test_names.py holds this table to what the checked-in modules bind.
+MODULE_NAMES = frozenset(
+    {*(name for members in TEMPLATE_IMPORTS.values() for name in members), *_MODEL_IMPORTS, *_MODULE_GLOBALS}
+)
+# Names a tool method may not take: TRL's special methods, the adapter's state and API, `spec`
+# (which `EnvAdapter.__init_subclass__` sets on the class, over a method of that name), the module's names.
+RESERVED_METHODS = frozenset({"reset", "get_reward", "spec", *STATE_ATTRIBUTES, *dir(EnvAdapter), *MODULE_NAMES})
 # Names method signatures use in their hints: a parameter named like one would shadow it.
 _HINT_NAMES = ("Any", "Literal", "JSONObject", "JSONArray", "ToolOutput")
 # Module names a parameter default may use: a parameter of that name would shadow it.
 _DEFAULT_NAMES = ("UNSET",)
 # Module-level names a generated model class may not take.
-RESERVED_CLASSES = frozenset({"Any", "Literal", "BaseModel", "ConfigDict", "Field", "RootModel"})
+RESERVED_CLASSES = MODULE_NAMES
 
 
 @dataclass(frozen=True)

@@ -14,18 +14,11 @@ import sys
 import warnings
 from collections.abc import Iterable
 
-from orlgen.plan.planner import ModulePlan
+from orlgen.plan.planner import TEMPLATE_IMPORTS, ModulePlan
 from orlgen.schema import SchemaError
 
 IMPORT_MARKER = "__orlgen_imports__"
 _ISORT_LINE_LENGTH = 88  # ruff's default: a longer import is written one name per line
-
-# Names the templates may use from outside the module, by the module they come from.
-_TEMPLATE_NAMES = {
-    "collections.abc": ("Mapping", "Sequence"),
-    "pathlib": ("Path",),
-    "typing": ("Any", "ClassVar", "Literal"),
-}
 
 
 def models(module_plan: ModulePlan) -> tuple[list[ast.stmt], str]:
@@ -83,7 +76,7 @@ def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
     exports (its `__all__`)."""
     used: set[str] = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Name):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):  # a model field `UNSET: str` uses nothing
             used.add(node.id)
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             used.update(
@@ -101,10 +94,7 @@ def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
 
 
 def _candidates(dcg_imports: Iterable[ast.stmt]) -> dict[str, set[str]]:
-    from orlgen import runtime
-
-    found = {module: set(members) for module, members in _TEMPLATE_NAMES.items()}
-    found["orlgen.runtime"] = set(runtime.__all__)
+    found = {module: set(members) for module, members in TEMPLATE_IMPORTS.items()}
     for node in dcg_imports:
         if isinstance(node, ast.ImportFrom) and node.module not in (None, "__future__"):
             found.setdefault(node.module, set()).update(_alias(alias) for alias in node.names)
