@@ -24,7 +24,6 @@ from orlgen.runtime.errors import OrlgenRuntimeError
 if TYPE_CHECKING:
     from orlgen.capture.options import CaptureOptions
     from orlgen.project import Project, Written
-    from orlgen.review.check import Drift
     from orlgen.review.diff import Change
     from orlgen.snapshot.model import Snapshot
 
@@ -178,6 +177,8 @@ def generate(snapshots: tuple[Path, ...], cache: bool) -> None:
 @click.option("--cache/--no-cache", default=True, help=_CACHE_HELP)
 def check(paths: tuple[Path, ...], cache: bool) -> None:
     """Exit 1 if a generated file is missing, stale, hand-edited or orphaned, or a snapshot is invalid."""
+    from orlgen.review.check import summary
+
     with failures():
         drift = _project(paths).check(paths, cache=cache)
     for problem in drift:
@@ -185,24 +186,9 @@ def check(paths: tuple[Path, ...], cache: bool) -> None:
         if problem.expected is not None or problem.actual is not None:
             sys.stdout.writelines(_diff(problem.path, problem.actual, problem.expected))
     if drift:
-        click.echo(_check_fix(drift), err=True)
+        click.echo(summary(drift), err=True)
         raise SystemExit(1)
     click.echo("generated files are current")
-
-
-def _check_fix(drift: list[Drift]) -> str:
-    """What to run: `generate` re-renders modules, but cannot mend a snapshot that is invalid
-    (edited by hand, cut short): only a capture writes a snapshot."""
-    invalid = sum(problem.cause.startswith("invalid snapshot") for problem in drift)
-    fixes = (
-        [f"{len(drift) - invalid} generated file(s) out of date: run `orlgen generate`"] if invalid < len(drift) else []
-    )
-    if invalid:
-        fixes.append(
-            f"{invalid} snapshot(s) invalid: re-capture with `orlgen snapshot` (the exact command is in the "
-            "module's docstring), or restore the file from version control"
-        )
-    return "; ".join(fixes)
 
 
 @main.command()

@@ -28,7 +28,7 @@ from orlgen.render.jobs import FileMap
 from orlgen.render.verify import Verifier
 from orlgen.review import incremental, layout
 from orlgen.review.cache import Verdicts
-from orlgen.review.check import NOT_REGULAR, Drift, compare
+from orlgen.review.check import FOREIGN, MIXTURE, NOT_REGULAR, RECAPTURE, Drift, compare
 from orlgen.review.diff import Change, diff
 from orlgen.review.files import is_regular, remove_files, write_files
 from orlgen.review.identity import same_env, settle_name
@@ -182,7 +182,7 @@ class Project:
         broken: list[Drift] = []
         for path in self.snapshot_paths(paths):
             if not is_regular(path):
-                broken.append(Drift(path, NOT_REGULAR))
+                broken.append(Drift(path, NOT_REGULAR, repair=FOREIGN))
                 continue
             try:
                 snapshots[path] = load(path, rows=False)
@@ -190,11 +190,12 @@ class Project:
                 _verify_tasks(path, snapshots[path], verdicts)
             except (SnapshotError, RefusedWrite) as exc:
                 snapshots.pop(path, None)
-                broken.append(Drift(path, "invalid snapshot: " + str(exc).removeprefix(f"{path}: ")))
+                broken.append(Drift(path, "invalid snapshot: " + str(exc).removeprefix(f"{path}: "), repair=RECAPTURE))
         expected = self._jobs(snapshots)
         found = self._layout(paths, snapshots, [job.path for job in expected], [drift.path for drift in broken])
         orphaned = [Drift(path, _ORPHANED) for path in found.orphans]
-        problems = [Drift(problem.path, problem.cause) for problem in found.partial + found.problems]
+        problems = [Drift(problem.path, problem.cause, repair=MIXTURE) for problem in found.partial]
+        problems += [Drift(problem.path, problem.cause, repair=FOREIGN) for problem in found.problems]
         with render_deadline("check"):
             drift = compare(expected, verdicts)
         return sorted(broken + drift + orphaned + problems, key=lambda drift: drift.path)

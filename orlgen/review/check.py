@@ -7,6 +7,7 @@ caught whatever the file says about itself. The header is read only to word the 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +20,45 @@ from orlgen.snapshot.model import SUFFIX
 
 
 @dataclass(frozen=True)
+class Repair:
+    """What mends a kind of finding, for check's summary: `what` follows a count of files."""
+
+    what: str
+    fix: str
+
+
+GENERATE = Repair("generated file(s) out of date", "run `orlgen generate`")
+RECAPTURE = Repair(
+    "snapshot(s) invalid",
+    "re-capture with `orlgen snapshot` (the exact command is in the module's docstring), or restore the file "
+    "from version control",
+)
+# `generate` refuses to write while one of these stands, so running it first only fails.
+FOREIGN = Repair(
+    "file(s) orlgen did not write",
+    "move them out of the output directory or delete them (a link: put the file it points to in its place); "
+    "`orlgen generate` refuses to write beside them",
+)
+MIXTURE = Repair("mixture(s) missing a member", "capture the member, or fix [tool.orlgen] mixtures")
+
+
+@dataclass(frozen=True)
 class Drift:
     path: Path
     cause: str
     actual: bytes | None = None  # on disk, when there is something to diff
     expected: bytes | None = None  # what generate would write
+    repair: Repair = GENERATE
+
+
+def summary(drift: Sequence[Drift]) -> str:
+    """Check's last line: each repair the findings need, with how many files need it, in the order
+    to apply them (`generate` comes last: it refuses while any other finding stands)."""
+    counts = Counter(problem.repair for problem in drift)
+    first = [f"{count} {repair.what}: {repair.fix}" for repair, count in counts.items() if repair != GENERATE]
+    if GENERATE in counts:
+        first.append(("then " if first else "") + f"{counts[GENERATE]} {GENERATE.what}: {GENERATE.fix}")
+    return "; ".join(first)
 
 
 def compare(expected: Sequence[Job], cache: Verdicts | None = None) -> list[Drift]:
@@ -37,9 +72,9 @@ def compare(expected: Sequence[Job], cache: Verdicts | None = None) -> list[Drif
 
 def _compare(job: Job, cache: Verdicts | None) -> Drift | None:
     if not job.path.exists() and not job.path.is_symlink():
-        return Drift(job.path, "missing: run `orlgen generate`", None, job.render().encode())
+        return Drift(job.path, "missing: run `orlgen generate`")  # one line: a whole module as a diff says no more
     if not is_regular(job.path):
-        return Drift(job.path, NOT_REGULAR)
+        return Drift(job.path, NOT_REGULAR, repair=FOREIGN)
     actual = job.path.read_bytes()
     if cache is not None and cache.current(job, actual):
         return None
