@@ -102,6 +102,28 @@ def test_prompt_changes_are_not_breaking():
     assert not any(c.breaking for c in changes)
 
 
+WIDENED = ": every value valid before still is; the model now reads "
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "rule", "detail"),
+    [
+        ("integer", "number", "TYPE_WIDENED", "integer → number" + WIDENED + "number"),  # every integer is a number
+        ("integer", ["integer", "string"], "TYPE_WIDENED", "integer → integer | string" + WIDENED + "integer | string"),
+        ("number", "integer", "TYPE_CHANGED", "number → integer"),  # 2.5 no longer passes
+        ("integer", "string", "TYPE_CHANGED", "integer → string"),
+    ],
+)
+def test_a_type_that_admits_every_old_value_is_a_widening(before, after, rule, detail):
+    def retype(to):
+        return lambda data: tool(data, "search_orders")["input_schema"]["properties"]["limit"].update(type=to)
+
+    old = edited(load(HELPDESK), retype(before))
+    (change,) = [c for c in diff(old, edited(old, retype(after))) if c.rule.startswith("TYPE_")]
+    assert (change.rule, change.subject, change.detail) == (rule, "search_orders.limit", detail)
+    assert change.breaking == (rule == "TYPE_CHANGED")
+
+
 def test_data_changes():
     old = load(HELPDESK)
 

@@ -174,10 +174,7 @@ def _value(path: str, old: Side, new: Side, depth: int) -> Iterator[Change]:
         yield Change("DEFAULT_CHANGED", path, f"{_default(old.node)} → {_default(new.node)}")
     old_types, new_types = old.types, new.types
     if old_types != new_types:
-        if new_types and (not old_types or not old_types <= new_types):
-            yield Change("TYPE_CHANGED", path, f"{_types(old_types)} → {_types(new_types)}")
-        else:
-            yield Change("TYPE_WIDENED", path, f"{_types(old_types)} → {_types(new_types)}")
+        yield _retyped(path, old_types, new_types)
     old_enum, new_enum = _enum(old), _enum(new)
     if old_enum is not None and new_enum is not None:
         for value in [v for v in old_enum if v not in new_enum]:
@@ -194,6 +191,19 @@ def _value(path: str, old: Side, new: Side, depth: int) -> Iterator[Change]:
             old_items, new_items = _branch(old, "array").node.items, _branch(new, "array").node.items
             if old_items is not None and new_items is not None:
                 yield from _value(f"{path}[]", old.at(old_items), new.at(new_items), depth + 1)
+
+
+def _retyped(path: str, old: frozenset[str], new: frozenset[str]) -> Change:
+    """A widening when every value the old types admit the new ones admit too (an integer is a
+    JSON Schema number): calls that passed still pass, and what changes is the type the model
+    reads in the tool's schema. Anything else may refuse a call that passed."""
+    lost = old - new - ({"integer"} if "number" in new else set())
+    change = f"{_types(old)} → {_types(new)}"
+    if new and (not old or lost):
+        return Change("TYPE_CHANGED", path, change)
+    return Change(
+        "TYPE_WIDENED", path, f"{change}: every value valid before still is; the model now reads {_types(new)}"
+    )
 
 
 def _default(node: Node) -> str:
