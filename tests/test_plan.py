@@ -220,6 +220,17 @@ def test_prose_is_made_safe_for_get_json_schema(text, expected):
     assert docstrings.safe(text) == expected
 
 
+def test_an_args_entry_the_schema_lacks_stays_in_the_description():
+    description = "Search.\n\nArgs:\n    query: What to find.\n    page_size: Results per page (read from the session)."
+    planned = only_tool({"type": "object", "properties": {"query": {"type": "string"}}}, description=description)
+    prose = planned.docstring.split("Args:")[0]
+    assert "Also documented, though not a parameter in the tool's schema:\n" in prose
+    assert "        page_size: Results per page (read from the session).\n" in prose
+    assert "query: What to find." in planned.docstring.split("Args:")[1]
+    no_params = only_tool(None, description="Reset the board.\n\nArgs:\n    seed: Fixed by the server.")
+    assert "seed: Fixed by the server." in no_params.docstring
+
+
 def test_no_filler_for_a_parameter_without_words():
     planned = only_tool({"type": "object", "properties": {"file_path": {"type": "string"}}}, description="")
     assert "file_path: File path." in planned.docstring

@@ -261,6 +261,8 @@ def _plan_tool(
         bundle.add(params_class, schema)
         params = _params(root, schema, docs, taken={"self", params_class, *_HINT_NAMES, *_DEFAULT_NAMES})
     renamed = {param.wire: param.name for param, _ in params if literal(param.name) != param.wire}
+    described = {wire for wire, _ in root.properties} | {param.name for param, _ in params}
+    unmatched = {name: text for name, text in docs.params.items() if name not in described}
     offered = tuple((ref.split, ref.index) for ref in tool.offered_on)
     return ToolPlan(
         wire=literal(tool.name),
@@ -269,7 +271,9 @@ def _plan_tool(
         params_class=params_class,
         params=tuple(param for param, _ in params),
         aliases=Source(_aliases_literal(renamed)) if renamed else None,
-        docstring=_tool_docstring(tool.name, docs, params, None if tool.shared else _offer_note(offered, probed)),
+        docstring=_tool_docstring(
+            tool.name, docs, params, None if tool.shared else _offer_note(offered, probed), unmatched
+        ),
         shared=tool.shared,
         fingerprint=literal(fingerprint(tool.description, tool.input_schema)),
         offered_on=None if tool.shared else literal(offered),
@@ -348,11 +352,21 @@ def _humanise(name: str) -> str:
 
 
 def _tool_docstring(
-    wire: str, docs: docstrings.Docstring, params: tuple[tuple[Param, str], ...], offer: str | None
+    wire: str,
+    docs: docstrings.Docstring,
+    params: tuple[tuple[Param, str], ...],
+    offer: str | None,
+    unmatched: dict[str, str],
 ) -> Source:
+    """The method's docstring. An `Args:` entry that names no parameter of the schema (an
+    argument the server reads some other way, or a stale one) stays in the description, where
+    the model can still read it, since `Args:` may only list the method's parameters."""
     summary = docstrings.safe(docs.prose) or _sentence(_humanise(wire))
     if offer:
         summary += f"\n\n{docstrings.safe(docstrings.one_line(offer))}"
+    if unmatched:
+        entries = (docstrings.safe(docstrings.one_line(f"{name}: {text}")) for name, text in unmatched.items())
+        summary += "\n\nAlso documented, though not a parameter in the tool's schema:\n" + "\n".join(entries)
     if docs.raises:
         summary += f"\n\nFails with {docstrings.safe(docs.raises)}"
     lines = summary.split("\n")
