@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import subprocess
 from pathlib import Path
@@ -181,6 +182,27 @@ def test_the_adapter_forwards_the_named_secrets_from_the_environment(judged_modu
         _session_secrets(judged_module, base_url=judged_url, secrets={"JUDGE_API_KEY": "given"})["JUDGE_API_KEY"]
         == "given"
     )
+
+
+def test_a_recorded_secret_the_process_lacks_is_named_once_when_the_first_adapter_is_built(
+    judged_module, judged_url, monkeypatch, caplog
+):
+    module = load_module(Path(judged_module.__file__))  # a fresh class: the warning is once per class
+    monkeypatch.delenv("JUDGE_API_KEY", raising=False)
+    with caplog.at_level(logging.WARNING, logger="orlgen"):
+        module.JudgedEnv(base_url=judged_url)
+        module.JudgedEnv(base_url=judged_url)
+    assert [record.getMessage() for record in caplog.records] == [
+        "JudgedEnv: the snapshot records the secret(s) JUDGE_API_KEY, but no such environment variable is set: "
+        "every session opens without it (set JUDGE_API_KEY, or pass secrets={...} to the adapter)"
+    ]
+    caplog.clear()
+    monkeypatch.setenv("JUDGE_API_KEY", "from-env")  # set, or given as secrets=: nothing to say
+    with caplog.at_level(logging.WARNING, logger="orlgen"):
+        load_module(Path(judged_module.__file__)).JudgedEnv(base_url=judged_url)
+        monkeypatch.delenv("JUDGE_API_KEY")
+        load_module(Path(judged_module.__file__)).JudgedEnv(base_url=judged_url, secrets={"JUDGE_API_KEY": "given"})
+    assert caplog.records == []
 
 
 # (target kind, api_key=, secrets= key entries, OPENREWARD_API_KEY variable) → the key the session

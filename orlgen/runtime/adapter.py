@@ -39,6 +39,7 @@ from . import wire as _wire
 from .connection import Connection, choose_api_key, on_exit, secrets_from_env, session_secrets
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
+from .missing_secrets import warn_missing_secrets
 from .spec import Aggregate, EnvSpec
 from .types import ToolOutput
 
@@ -260,6 +261,7 @@ class EnvAdapter:
         weakref.finalize(self, _close_slot, self._session_slot, self._connection)
         _live.add(self)
         self._clear_state()
+        warn_missing_secrets(type(self), secrets, api_key)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._connection!r}, split={self._split!r}, outcome={self.outcome!r})"
