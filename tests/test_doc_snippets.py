@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -82,3 +85,26 @@ def test_the_snippet_runs_as_written(where, code, tmp_path, monkeypatch):
             log_path(target).unlink(missing_ok=True)
     if "trainer.train()" in code:
         assert scope["trainer"].state.global_step == 1
+
+
+def _readme_lint_config() -> str:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    return next(block for block in re.findall(r"```toml\n(.*?)```", readme, re.S) if "force-exclude" in block)
+
+
+@pytest.mark.slow
+def test_a_project_with_stricter_ruff_settings_lints_clean_with_the_readme_config(tmp_path):
+    """A user's common settings (`line-length = 88`, `E`) flag generated modules; the README's
+    config leaves them out, for `ruff check .` and for a hook that names the files."""
+    shutil.copytree(REPO / "generated", tmp_path / "generated", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "train.py").write_text("from generated.echo import EchoEnv\n\nprint(EchoEnv)\n")
+    strict = '[tool.ruff]\nline-length = 88\n\n[tool.ruff.lint]\nextend-select = ["E"]\n'
+    ruff = [sys.executable, "-m", "ruff", "check", "--no-cache"]
+    (tmp_path / "pyproject.toml").write_text(strict)
+    flagged = subprocess.run([*ruff, "."], capture_output=True, text=True, cwd=tmp_path)
+    assert flagged.returncode == 1 and "E501" in flagged.stdout  # what the README answers
+    config = _readme_lint_config().replace("[tool.ruff]\n", strict.split("\n\n")[0] + "\n", 1)
+    (tmp_path / "pyproject.toml").write_text(config + "\n" + strict.split("\n\n")[1])
+    for paths in (["."], sorted(str(path) for path in (tmp_path / "generated").glob("*.py"))):
+        linted = subprocess.run([*ruff, *paths], capture_output=True, text=True, cwd=tmp_path)
+        assert linted.returncode == 0, linted.stdout + linted.stderr
