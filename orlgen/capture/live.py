@@ -317,11 +317,9 @@ class _Capture:
         try:
             return self._call(open_and_list)
         except Exception as exc:  # SDK and transport errors have no common base
-            given = f" (secrets sent: {', '.join(sorted(self.options.secrets))})" if self.options.secrets else ""
             raise self._fail(
-                f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}{given}. "
-                "If the environment needs a secret (an API key its setup reads), pass it with --secret NAME; "
-                "or skip probing with --probes 0, which captures no task-only tools"
+                f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}"
+                f"{_probe_advice(sorted(self.options.secrets))}"
             ) from exc
 
     def _tasks(self, split: Split) -> tuple[SplitTasks, list[dict[str, Any]]]:
@@ -363,6 +361,22 @@ class _Capture:
                 raise self._fail(f"task {split}[{start + i}] is not a JSON object")
             specs.append(spec)
         return specs
+
+
+def _probe_advice(secrets: list[str]) -> str:
+    """The way out of a failed probe. `--probes 0` skips the sessions, not the env's need for
+    its secret: the snapshot records the names given with it, and the adapter sends them at
+    `reset`, so the advice keeps `--secret` whichever way out is taken."""
+    if secrets:
+        return (
+            f" (secrets sent: {', '.join(secrets)}). Check their values; or skip probing with --probes 0, which "
+            "captures no task-only tools (keep --secret: the snapshot records its name for the adapter's reset)"
+        )
+    return (
+        ". If the environment needs a secret (an API key its setup reads), pass it with --secret NAME; "
+        "or skip probing with --probes 0, which captures no task-only tools (pass the --secret NAME it needs all "
+        "the same: the snapshot records its name for the adapter's reset)"
+    )
 
 
 def _get_task(split: str, index: int) -> Callable[[Any], Awaitable[Any]]:
