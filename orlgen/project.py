@@ -18,6 +18,7 @@ from pathlib import Path
 from orlgen.capture import recapture
 from orlgen.capture.live import capture
 from orlgen.capture.options import CaptureOptions
+from orlgen.capture.shadowing import shadow_warning
 from orlgen.config import Config, find_config, mixture_members
 from orlgen.errors import OrlgenError, RefusedWrite
 from orlgen.names import check_name
@@ -240,7 +241,7 @@ class Project:
         _refuse_other_env(path, captured)
         sealed, files = captured.written(path)
         snapshots = {path: sealed}
-        warnings = _renamed(snapshots)
+        warnings = _renamed(snapshots) + tuple(filter(None, [shadow_warning(captured.target, captured.name)]))
         if generate:
             others = [other for other in snapshots_in(out) if other != path]
             members = self._mixed_with(captured.name, others)
