@@ -133,6 +133,40 @@ def test_snapshot_check_reports_live_drift(tmp_path, echo_url):
     assert path.read_bytes() == before  # --check writes nothing
 
 
+def test_snapshot_check_compares_the_stored_task_values(tmp_path, echo_url):
+    """Same tools, splits, counts and task schema: a stored task whose value the env no longer
+    serves is drift, reported as a DATA change."""
+    out = str(tmp_path)
+    assert invoke("snapshot", echo_url, "--out", out).exit_code == 0
+    path = tmp_path / "echo.snapshot.json"
+    snapshot = load(path)
+    train = snapshot.tasks["train"]
+    task = train.tasks[2]
+    spec = {key: f"{value}!" if isinstance(value, str) else value for key, value in task.spec.items()}
+    assert spec != task.spec, "the echo task has a string field to edit"
+    tasks = [*train.tasks[:2], task.model_copy(update={"spec": spec}), *train.tasks[3:]]
+    edited = snapshot.model_copy(
+        update={"tasks": {**snapshot.tasks, "train": train.model_copy(update={"tasks": tasks})}}
+    )
+    write_files(edited.canonical().files(path))
+    drift = invoke("snapshot", echo_url, "--out", out, "--check")
+    assert drift.exit_code == 1, drift.output
+    assert drift.stdout.split() == [
+        "TASKS_CHANGED",
+        "DATA",
+        "train:",
+        "1",
+        "of",
+        "8",
+        "stored",
+        "tasks",
+        "changed",
+        "(first:",
+        "train[2])",
+    ]
+    assert "the live environment drifted (1 change(s))" in drift.stderr
+
+
 @pytest.mark.slow
 def test_a_project_template_overrides_one_packaged_template(tmp_path, monkeypatch):
     shutil.copytree(REPO / "generated", tmp_path / "generated")
