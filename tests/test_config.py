@@ -133,6 +133,23 @@ def test_snapshot_check_reports_live_drift(tmp_path, echo_url):
     assert path.read_bytes() == before  # --check writes nothing
 
 
+def test_snapshot_check_and_snapshot_find_the_module_by_one_rule(tmp_path, echo_url):
+    """Another URL of the same server (`localhost` for `127.0.0.1`): a plain capture updates
+    the env's module, and `--check` compares with that same module."""
+    out = str(tmp_path)
+    assert invoke("snapshot", echo_url, "--out", out).exit_code == 0
+    other = echo_url.replace("127.0.0.1", "localhost")
+    check = invoke("snapshot", other, "--out", out, "--check")
+    assert check.exit_code == 0, check.output
+    assert check.stdout == f"{tmp_path / 'echo.snapshot.json'}: the live environment matches the snapshot\n"
+    again = invoke("snapshot", other, "--out", out)
+    assert again.exit_code == 0, again.output
+    assert sorted(path.name for path in tmp_path.glob("*.snapshot.json")) == ["echo.snapshot.json"]
+    empty = invoke("snapshot", other, "--out", str(tmp_path / "empty"), "--check")
+    assert empty.exit_code == 2
+    assert "no checked-in snapshot of env 'echo' (" in empty.stderr
+
+
 def test_snapshot_check_compares_the_stored_task_values(tmp_path, echo_url):
     """Same tools, splits, counts and task schema: a stored task whose value the env no longer
     serves is drift, reported as a DATA change."""
