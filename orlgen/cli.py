@@ -45,8 +45,19 @@ def failures() -> Iterator[None]:
     file system's) into a one-line message and exit code 2."""
     try:
         yield
-    except (OrlgenError, OrlgenRuntimeError, OSError) as exc:
+    except (OrlgenError, OrlgenRuntimeError) as exc:
         raise Failure(str(exc)) from exc
+    except OSError as exc:
+        raise Failure(_os_error(exc)) from exc
+
+
+def _os_error(exc: OSError) -> str:
+    """A file-system error as `PATH: what` (`generated/echo.py: Read-only file system`), not
+    Python's `[Errno 30] ...` repr-like text."""
+    if exc.strerror is None:
+        return str(exc)
+    paths = [str(path) for path in (exc.filename, exc.filename2) if path is not None]
+    return ": ".join([" -> ".join(escaped(path) for path in paths), exc.strerror] if paths else [exc.strerror])
 
 
 class _Group(click.Group):
@@ -87,7 +98,13 @@ def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Ta
     callback=_parse_tasks,
     help="all, none, or N (a sample). Default: all when a split has at most 1000 tasks, else 200.",
 )
-@click.option("--probes", default=3, show_default=True, help="Sessions opened per split to find task-only tools.")
+@click.option(
+    "--probes",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Sessions opened per split to find task-only tools (0: none).",
+)
 @click.option(
     "--reward",
     type=click.Choice(["outcome", "summed"]),

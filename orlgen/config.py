@@ -26,18 +26,20 @@ envs = ["echo", "helpdesk"]  # module names of snapshots in `out`
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from orlgen import lookalike
 from orlgen.capture.options import CaptureOptions
 from orlgen.errors import ConfigFileError
 from orlgen.snapshot.model import RewardRule
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails, PydanticCustomError
 
 PYPROJECT = "pyproject.toml"
 
@@ -51,10 +53,23 @@ class EnvConfig(_Strict):
     name: str | None = None
     env: str | None = None
     splits: tuple[str, ...] = ()
-    tasks: Literal["all", "none"] | Annotated[int, Field(ge=0)] | None = None
-    probes: int = Field(3, ge=0)
+    tasks: Literal["all", "none"] | Annotated[StrictInt, Field(ge=0)] | None = None
+    probes: StrictInt = Field(3, ge=0)
     reward: RewardRule = "outcome"
     secrets: tuple[str, ...] = ()  # names only; values come from the environment
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _task_mode(cls, tasks: Any) -> Any:
+        """One message for every wrong value, naming all three forms (pydantic's names only the
+        first member of the union it tried)."""
+        if tasks in ("all", "none") or (type(tasks) is int and tasks >= 0):
+            return tasks
+        raise PydanticCustomError(
+            "tasks",
+            'expected "all", "none" or a number N >= 0 (a sample of N tasks), not {given}',
+            {"given": repr(tasks)},
+        )
 
     @field_validator("secrets")
     @classmethod
@@ -115,6 +130,21 @@ class Config(_Strict):
     envs: tuple[EnvConfig, ...] = ()
     mixtures: tuple[MixtureConfig, ...] = ()
 
+    @model_validator(mode="after")
+    def _each_env_once(self) -> Config:
+        """An env listed twice would be captured twice by `sync`, into one module or two."""
+        seen: dict[tuple[str, str | None], int] = {}
+        for index, env in enumerate(self.envs):
+            first = seen.setdefault((env.target, env.env), index)
+            if first != index:
+                also = f" (env {env.env!r})" if env.env else ""
+                raise PydanticCustomError(
+                    "duplicate_target",
+                    "envs.{index}: target {target}{also} is listed twice (also envs.{first}): list each env once",
+                    {"index": index, "target": repr(env.target), "also": also, "first": first},
+                )
+        return self
+
 
 def mixture_members(config: Config) -> dict[str, tuple[str, ...]]:
     return {mixture.name: mixture.envs for mixture in config.mixtures}
@@ -137,9 +167,7 @@ def load_config(project: Path = Path(".")) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: not valid TOML: {exc}") from exc
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ConfigFileError(f"{path}: [tool.orlgen] {where}: {first['msg']}") from exc
+        raise ConfigFileError(f"{path}: [tool.orlgen] {_problem(exc.errors()[0])}") from exc
     _refuse_misleading_out(path, project, config.out)
     return config.model_copy(
         update={
@@ -147,6 +175,20 @@ def load_config(project: Path = Path(".")) -> Config:
             "templates": None if config.templates is None else project / config.templates,
         }
     )
+
+
+def _problem(error: ErrorDetails) -> str:
+    """A validation error as `where: what`; an unknown key says which known key it is close to."""
+    where = ".".join(str(part) for part in error["loc"])
+    if error["type"] != "extra_forbidden":
+        return f"{where}: {error['msg']}" if where else error["msg"]
+    table = tuple(part for part in error["loc"][:-1] if isinstance(part, str))
+    known = list(_TABLES.get(table, Config).model_fields)
+    close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1, cutoff=0.6)
+    return f"{where}: unknown key ({f'did you mean `{close[0]}`?' if close else 'known keys: ' + ', '.join(known)})"
+
+
+_TABLES: dict[tuple[str, ...], type[BaseModel]] = {(): Config, ("envs",): EnvConfig, ("mixtures",): MixtureConfig}
 
 
 def _refuse_misleading_out(config: Path, project: Path, out: Path) -> None:

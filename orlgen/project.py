@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orlgen.capture import recapture
-from orlgen.capture.live import capture
+from orlgen.capture.live import capture, identify
 from orlgen.capture.options import CaptureOptions
+from orlgen.capture.shadowing import shadow_warning
 from orlgen.config import Config, find_config, mixture_members
 from orlgen.errors import OrlgenError, RefusedWrite
 from orlgen.names import check_name
@@ -31,7 +32,7 @@ from orlgen.review.cache import Verdicts
 from orlgen.review.check import FOREIGN, MIXTURE, NOT_REGULAR, RECAPTURE, Drift, compare
 from orlgen.review.diff import Change, diff
 from orlgen.review.files import is_regular, remove_files, write_files
-from orlgen.review.identity import same_env, settle_name
+from orlgen.review.identity import existing_module, same_env, settle_name
 from orlgen.schema import Dropped
 from orlgen.snapshot.model import SUFFIX, Snapshot, SnapshotError, load, recorded_target, tasks_path, tasks_text
 
@@ -241,7 +242,7 @@ class Project:
         _refuse_other_env(path, captured)
         sealed, files = captured.written(path)
         snapshots = {path: sealed}
-        warnings = _renamed(snapshots)
+        warnings = _renamed(snapshots) + tuple(filter(None, [shadow_warning(captured.target, captured.name)]))
         if generate:
             others = [other for other in snapshots_in(out) if other != path]
             members = self._mixed_with(captured.name, others)
@@ -275,22 +276,28 @@ class Project:
         """`snapshot --check`: the checked-in snapshot of `target` in `out` (by `--name`, else the
         one of the same target), and how the live environment, captured the way that snapshot
         was, differs from it."""
-        path = self._checked_in(target, out, options.name)
+        path = self._checked_in(target, out, options)
         before = load(path)
         live = self.capture_like(target, before, progress, options.secrets)
         return LiveCheck(path, before, live, diff(before, live))
 
-    def _checked_in(self, target: str, out: Path, name: str | None) -> Path:
+    def _checked_in(self, target: str, out: Path, options: CaptureOptions) -> Path:
+        """By `--name`, else the snapshot of the environment `target` reaches: the one a plain
+        `snapshot` of `target` would update (`identity.settle_name`), whatever target form it
+        was captured from."""
+        name = options.name
         if name is not None:
             path = out / f"{check_name(name, 'module name')}{SUFFIX}"
             if not path.exists():
                 raise UsageError(f"{path}: no checked-in snapshot to compare with")
             return path
-        for path in snapshots_in(out) if out.is_dir() else []:
-            recorded = recorded_target(path)  # the interface alone: its tasks are not needed here
-            if recorded is not None and recorded.value in (target, target.rstrip("/")):
-                return path
-        raise UsageError(f"{out}: no checked-in snapshot of {target!r} to compare with (name it with --name)")
+        reached = identify(target, options)
+        found = existing_module(out, reached)
+        if found is None:
+            raise UsageError(
+                f"{out}: no checked-in snapshot of env {reached.env!r} ({target!r}) to compare with (name it with --name)"
+            )
+        return found[0]
 
     def diff(self, old: Path, against: str, progress: Progress | None = None) -> list[Change]:
         """`diff OLD --against NEW`: every change from a snapshot file to another snapshot file,

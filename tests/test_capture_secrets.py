@@ -110,7 +110,19 @@ def test_a_secret_the_server_quotes_back_is_masked_in_the_message(judged_url, tm
     result = invoke("snapshot", judged_url, "--secret", f"JUDGE_API_KEY={revoked}", "--out", str(tmp_path))
     assert result.exit_code == 2
     assert "the server answered 500: PermissionError: the judge refused the key ***" in result.stderr
-    assert revoked not in result.output and "secrets sent: JUDGE_API_KEY" in result.stderr
+    assert revoked not in result.output and "secrets sent: JUDGE_API_KEY). Check their values;" in result.stderr
+    assert "pass it with --secret" not in result.stderr, "the advice repeats what was done"
+    assert "--probes 0, which captures no task-only tools (keep --secret: the snapshot records" in result.stderr
+
+
+def test_a_secret_given_is_recorded_with_probes_zero(judged_url, tmp_path):
+    """The way out of a failing probe keeps the secret: no session is opened, yet its name is
+    recorded and the generated adapter forwards it."""
+    result = invoke("snapshot", judged_url, "--probes", "0", "--secret", f"JUDGE_API_KEY={KEY}", "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "judged.snapshot.json").read_text())["secret_names"] == ["JUDGE_API_KEY"]
+    assert '    secret_names=("JUDGE_API_KEY",),\n' in (tmp_path / "judged.py").read_text()
+    assert KEY not in _files_text(tmp_path)
 
 
 def test_a_secret_named_but_not_set_is_one_line(judged_url, tmp_path, monkeypatch):

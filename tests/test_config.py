@@ -40,11 +40,51 @@ def test_reading_the_config_loads_no_capture_code():
 
 def test_unknown_keys_are_errors(tmp_path):
     write_project(tmp_path, "[tool.orlgen]\nout = 'gen'\noutput = 'typo'\n")
-    with pytest.raises(ConfigFileError, match=r"\[tool.orlgen\] output: Extra inputs are not permitted"):
+    with pytest.raises(ConfigFileError, match=r"\[tool.orlgen\] output: unknown key \(did you mean `out`\?\)$"):
         load_config(tmp_path)
     write_project(tmp_path, "[[tool.orlgen.envs]]\ntarget = 'a:B'\nsplit = 'train'\n")
-    with pytest.raises(ConfigFileError, match=r"envs.0.split"):
+    with pytest.raises(ConfigFileError, match=r"envs.0.split: unknown key \(did you mean `splits`\?\)$"):
         load_config(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("probs = 2", "envs.0.probs: unknown key (did you mean `probes`?)"),
+        (
+            "xyzzy = 1",
+            "envs.0.xyzzy: unknown key (known keys: target, name, env, splits, tasks, probes, reward, secrets)",
+        ),
+    ],
+)
+def test_an_unknown_env_key_names_the_key_it_is_close_to(tmp_path, line, message):
+    write_project(tmp_path, f"[[tool.orlgen.envs]]\ntarget = 'a:B'\n{line}\n")
+    with pytest.raises(ConfigFileError) as caught:
+        load_config(tmp_path)
+    assert str(caught.value) == f"{tmp_path / 'pyproject.toml'}: [tool.orlgen] {message}"
+
+
+@pytest.mark.parametrize("value", ["'some'", "-3", "true", "2.5"])
+def test_a_wrong_tasks_value_names_all_three_forms(tmp_path, value):
+    write_project(tmp_path, f"[[tool.orlgen.envs]]\ntarget = 'a:B'\ntasks = {value}\n")
+    with pytest.raises(ConfigFileError, match=r'envs.0.tasks: expected "all", "none" or a number N >= 0 \(a sample'):
+        load_config(tmp_path)
+
+
+def test_probes_must_be_a_whole_number(tmp_path):
+    write_project(tmp_path, "[[tool.orlgen.envs]]\ntarget = 'a:B'\nprobes = true\n")
+    with pytest.raises(ConfigFileError, match=r"envs.0.probes: Input should be a valid integer"):
+        load_config(tmp_path)
+
+
+def test_the_same_env_listed_twice_is_refused(tmp_path):
+    envs = "".join(f"[[tool.orlgen.envs]]\ntarget = {target!r}\n" for target in ["a:B", "c:D", "a:B"])
+    write_project(tmp_path, envs)
+    with pytest.raises(ConfigFileError, match=r"\] envs.2: target 'a:B' is listed twice \(also envs.0\)"):
+        load_config(tmp_path)
+    # one server hosting two envs is two entries, told apart by `env`
+    write_project(tmp_path, "".join(f"[[tool.orlgen.envs]]\ntarget = 'http://h:1'\nenv = {e!r}\n" for e in "ab"))
+    assert [env.env for env in load_config(tmp_path).envs] == ["a", "b"]
 
 
 def test_cli_reports_a_bad_config_in_one_line(tmp_path, monkeypatch):
@@ -91,6 +131,57 @@ def test_snapshot_check_reports_live_drift(tmp_path, echo_url):
     drift = invoke("snapshot", echo_url, "--out", out, "--check")
     assert drift.exit_code == 1 and drift.stdout.startswith("TOOL_ADDED")
     assert path.read_bytes() == before  # --check writes nothing
+
+
+def test_snapshot_check_and_snapshot_find_the_module_by_one_rule(tmp_path, echo_url):
+    """Another URL of the same server (`localhost` for `127.0.0.1`): a plain capture updates
+    the env's module, and `--check` compares with that same module."""
+    out = str(tmp_path)
+    assert invoke("snapshot", echo_url, "--out", out).exit_code == 0
+    other = echo_url.replace("127.0.0.1", "localhost")
+    check = invoke("snapshot", other, "--out", out, "--check")
+    assert check.exit_code == 0, check.output
+    assert check.stdout == f"{tmp_path / 'echo.snapshot.json'}: the live environment matches the snapshot\n"
+    again = invoke("snapshot", other, "--out", out)
+    assert again.exit_code == 0, again.output
+    assert sorted(path.name for path in tmp_path.glob("*.snapshot.json")) == ["echo.snapshot.json"]
+    empty = invoke("snapshot", other, "--out", str(tmp_path / "empty"), "--check")
+    assert empty.exit_code == 2
+    assert "no checked-in snapshot of env 'echo' (" in empty.stderr
+
+
+def test_snapshot_check_compares_the_stored_task_values(tmp_path, echo_url):
+    """Same tools, splits, counts and task schema: a stored task whose value the env no longer
+    serves is drift, reported as a DATA change."""
+    out = str(tmp_path)
+    assert invoke("snapshot", echo_url, "--out", out).exit_code == 0
+    path = tmp_path / "echo.snapshot.json"
+    snapshot = load(path)
+    train = snapshot.tasks["train"]
+    task = train.tasks[2]
+    spec = {key: f"{value}!" if isinstance(value, str) else value for key, value in task.spec.items()}
+    assert spec != task.spec, "the echo task has a string field to edit"
+    tasks = [*train.tasks[:2], task.model_copy(update={"spec": spec}), *train.tasks[3:]]
+    edited = snapshot.model_copy(
+        update={"tasks": {**snapshot.tasks, "train": train.model_copy(update={"tasks": tasks})}}
+    )
+    write_files(edited.canonical().files(path))
+    drift = invoke("snapshot", echo_url, "--out", out, "--check")
+    assert drift.exit_code == 1, drift.output
+    assert drift.stdout.split() == [
+        "TASKS_CHANGED",
+        "DATA",
+        "train:",
+        "1",
+        "of",
+        "8",
+        "stored",
+        "tasks",
+        "changed",
+        "(first:",
+        "train[2])",
+    ]
+    assert "the live environment drifted (1 change(s))" in drift.stderr
 
 
 @pytest.mark.slow

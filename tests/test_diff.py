@@ -150,6 +150,22 @@ def test_data_changes():
     assert {c.rule for c in changes if c.breaking} == {"SPLIT_REMOVED", "TASK_FIELD_REMOVED"}
 
 
+def test_changed_task_values_are_a_data_change():
+    """Same splits, same counts, same task schema: only the stored values differ."""
+    old = load(HELPDESK)
+    def edit(data):
+        for index in (3, 7):
+            spec = data["tasks"]["train"]["tasks"][index]["spec"]
+            spec["message"] += " (edited)"
+
+    changes = diff(old, edited(old, edit))
+    count = len(old.tasks["train"].tasks)
+    assert [(c.rule, c.subject, c.detail) for c in changes] == [
+        ("TASKS_CHANGED", "train", f"2 of {count} stored tasks changed (first: train[3])")
+    ]
+    assert changes[0].category == "DATA" and not changes[0].breaking
+
+
 def test_every_rule_has_a_category():
     assert {category for category, _ in RULES.values()} == {"CALL", "PROMPT", "DATA"}
 

@@ -103,12 +103,44 @@ def _reachable(kind: str, target: str, options: CaptureOptions, clock: _Clock) -
         with _served(target) as (url, key):
             yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
     elif kind == "url":
-        url = server_url(target)
-        key = options.env or _default_env(url, limit, clock, api_key)
-        yield Connection(url, None, key, api_key, limit), Target(kind="url", value=url, env=key)
+        recorded = _url_target(target, options, clock, api_key)
+        yield Connection(recorded.value, None, recorded.env, api_key, limit), recorded
     else:
-        key = target.split("/", 1)[1].lower()
-        yield Connection(None, target, key, platform_key(api_key), limit), Target(kind="catalog", value=target, env=key)
+        recorded = _catalog_target(target)
+        yield Connection(None, target, recorded.env, platform_key(api_key), limit), recorded
+
+
+def identify(target: str, options: CaptureOptions) -> Target:
+    """`target` as a capture of it records it (its env key above all), learned with the fewest
+    requests: a module's class is imported, a URL's server asked for its one environment unless
+    `--env` names it. `snapshot --check` finds the snapshot to compare with by this, as a plain
+    capture finds the module it updates (`review.identity`)."""
+    kind = target_kind(target)
+    if kind == "module":
+        return Target(kind="module", value=target, env=_env_class(target).name().lower())
+    if kind == "url":
+        clock = _Clock(options.request_timeout, options.deadline)
+        return _url_target(target, options, clock, choose_api_key(None, options.secrets))
+    return _catalog_target(target)
+
+
+def _url_target(target: str, options: CaptureOptions, clock: _Clock, api_key: str | None) -> Target:
+    url = server_url(target)
+    return Target(kind="url", value=url, env=options.env or _default_env(url, options.max_answer_bytes, clock, api_key))
+
+
+def _catalog_target(target: str) -> Target:
+    return Target(kind="catalog", value=target, env=target.split("/", 1)[1].lower())
+
+
+def _env_class(target: str) -> Any:
+    """The user's Environment subclass, imported; a failure is a one-line CaptureError."""
+    from orlgen.runtime.local import ServeError, load_env_class
+
+    try:
+        return load_env_class(target)
+    except ServeError as exc:
+        raise CaptureError(clean(str(exc))) from exc
 
 
 @contextmanager
@@ -116,12 +148,9 @@ def _served(target: str) -> Iterator[tuple[str, str]]:
     """A `module:EnvClass` target served in this process, its output going to a log file; yields
     the URL and the env key. The log is removed after a capture that succeeds; a failure's
     message names it."""
-    from orlgen.runtime.local import ServeError, load_env_class, serving
+    from orlgen.runtime.local import ServeError, serving
 
-    try:
-        env_cls: Any = load_env_class(target)  # the user's Environment subclass
-    except ServeError as exc:
-        raise CaptureError(clean(str(exc))) from exc
+    env_cls = _env_class(target)
     fd, name = tempfile.mkstemp(prefix=f"orlgen-{names.slug(target.split(':')[-1])}-", suffix=".log")
     os.close(fd)
     log = Path(name)
@@ -317,11 +346,9 @@ class _Capture:
         try:
             return self._call(open_and_list)
         except Exception as exc:  # SDK and transport errors have no common base
-            given = f" (secrets sent: {', '.join(sorted(self.options.secrets))})" if self.options.secrets else ""
             raise self._fail(
-                f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}{given}. "
-                "If the environment needs a secret (an API key its setup reads), pass it with --secret NAME; "
-                "or skip probing with --probes 0, which captures no task-only tools"
+                f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}"
+                f"{_probe_advice(sorted(self.options.secrets))}"
             ) from exc
 
     def _tasks(self, split: Split) -> tuple[SplitTasks, list[dict[str, Any]]]:
@@ -363,6 +390,22 @@ class _Capture:
                 raise self._fail(f"task {split}[{start + i}] is not a JSON object")
             specs.append(spec)
         return specs
+
+
+def _probe_advice(secrets: list[str]) -> str:
+    """The way out of a failed probe. `--probes 0` skips the sessions, not the env's need for
+    its secret: the snapshot records the names given with it, and the adapter sends them at
+    `reset`, so the advice keeps `--secret` whichever way out is taken."""
+    if secrets:
+        return (
+            f" (secrets sent: {', '.join(secrets)}). Check their values; or skip probing with --probes 0, which "
+            "captures no task-only tools (keep --secret: the snapshot records its name for the adapter's reset)"
+        )
+    return (
+        ". If the environment needs a secret (an API key its setup reads), pass it with --secret NAME; "
+        "or skip probing with --probes 0, which captures no task-only tools (pass the --secret NAME it needs all "
+        "the same: the snapshot records its name for the adapter's reset)"
+    )
 
 
 def _get_task(split: str, index: int) -> Callable[[Any], Awaitable[Any]]:

@@ -6,6 +6,7 @@ import re
 import urllib.parse
 from typing import Literal
 
+from orlgen.capture.source_file import looks_like_a_file, refuse_file
 from orlgen.errors import CaptureError
 from orlgen.runtime.connection import redact
 
@@ -16,6 +17,8 @@ _MODULE = re.compile(r"^[\w.]+:\w+$")
 def target_kind(target: str) -> Literal["catalog", "url", "module"]:
     if "://" in target:
         return "url"
+    if looks_like_a_file(target):
+        raise refuse_file(target)
     if _MODULE.match(target):
         return "module"
     if _CATALOG.match(target):

@@ -3,12 +3,13 @@
 Rules come in three categories, after buf's `breaking` checks:
 - CALL: code or prompts that call tools break (breaking);
 - PROMPT: what the model is trained on changes, calls still work;
-- DATA: splits, task counts, task fields, task-only tool sets.
+- DATA: splits, task counts, the stored tasks' values, task fields, task-only tool sets.
 A change is breaking when it is a CALL change, a removed split or a removed task field.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -49,6 +50,7 @@ RULES: dict[str, tuple[Category, bool]] = {
     "TASK_FIELD_REMOVED": ("DATA", True),
     "TASK_FIELD_RETYPED": ("DATA", False),
     "TASK_TOOLS_CHANGED": ("DATA", False),
+    "TASKS_CHANGED": ("DATA", False),
 }
 
 _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
@@ -256,6 +258,7 @@ def _data(old: Snapshot, new: Snapshot) -> Iterator[Change]:
     for name in sorted(before.keys() & after.keys()):
         if before[name] != after[name]:
             yield Change("TASK_COUNT_CHANGED", name, f"{before[name]} → {after[name]} tasks")
+    yield from _stored_tasks(old, new)
     old_schema, new_schema = parse_schema(old.task_schema, "task schema"), parse_schema(new.task_schema, "task schema")
     old_fields = dict(old_schema.resolve(old_schema.root).properties)
     new_fields = dict(new_schema.resolve(new_schema.root).properties)
@@ -268,6 +271,28 @@ def _data(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         new_types = new_schema.json_types(new_fields[name])
         if old_types != new_types:
             yield Change("TASK_FIELD_RETYPED", f"task.{name}", f"{_types(old_types)} → {_types(new_types)}")
+
+
+def _stored_tasks(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+    """Tasks both snapshots store, at the same index, whose values differ: a split's stored rows
+    are compared by one hash, and only a split whose hashes differ is compared row by row. A
+    snapshot loaded without its rows tells nothing here (counts are compared apart)."""
+    if not (old.rows_read and new.rows_read):
+        return
+    for name in sorted(old.tasks.keys() & new.tasks.keys()):
+        before = {task.index: task.spec for task in old.tasks[name].tasks}
+        after = {task.index: task.spec for task in new.tasks[name].tasks}
+        both = sorted(before.keys() & after.keys())
+        if _rows_hash(before, both) == _rows_hash(after, both):
+            continue
+        changed = [index for index in both if _json(before[index]) != _json(after[index])]
+        yield Change(
+            "TASKS_CHANGED", name, f"{len(changed)} of {len(both)} stored tasks changed (first: {name}[{changed[0]}])"
+        )
+
+
+def _rows_hash(rows: dict[int, Any], indices: list[int]) -> str:
+    return hashlib.sha256("\n".join(_json(rows[index]) for index in indices).encode()).hexdigest()
 
 
 def _types(types: frozenset[str]) -> str:

@@ -20,7 +20,7 @@ from orlgen.snapshot.model import SUFFIX, Snapshot, SnapshotError, Target, load
 def settle_name(captured: Snapshot, out: Path, requested: str | None) -> Snapshot:
     """`captured`, named as its environment is named in `out` already (else as requested, else
     by default). A requested name that differs from the module the env already has is refused."""
-    existing = _existing(out, captured.target)
+    existing = existing_module(out, captured.target)
     if existing is None:
         return captured
     path, name, target = existing
@@ -32,7 +32,7 @@ def settle_name(captured: Snapshot, out: Path, requested: str | None) -> Snapsho
     return captured if captured.name == name else captured.model_copy(update={"name": name}).canonical()
 
 
-def _existing(out: Path, target: Target) -> tuple[Path, str, Target] | None:
+def existing_module(out: Path, target: Target) -> tuple[Path, str, Target] | None:
     """The snapshot in `out` of the environment `target` reaches, if any (a snapshot that
     cannot be read names no environment)."""
     for path in sorted(out.glob(f"*{SUFFIX}")) if out.is_dir() else []:

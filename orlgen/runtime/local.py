@@ -25,9 +25,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .errors import OrlgenRuntimeError
 
@@ -261,27 +261,58 @@ def log_path(spec: str) -> Path:
     return Path(tempfile.gettempdir()) / f"orlgen-{name}-{os.getpid()}.log"
 
 
+_USAGE = """usage: python -m orlgen.serve module:EnvClass [PORT]
+
+Serve the openreward Environment class EnvClass of `module` on 127.0.0.1 until interrupted,
+and print its URL. PORT defaults to a free port."""
+
+
 def main(argv: list[str] | None = None) -> None:
-    """`python -m orlgen.serve module:EnvClass [PORT]`: serve until interrupted."""
+    """`python -m orlgen.serve module:EnvClass [PORT]`: serve until interrupted. Bad usage, an
+    env that cannot be imported and a port that cannot be bound are one line on stderr and exit
+    2, as the `orlgen` command's errors are."""
     args = sys.argv[1:] if argv is None else argv
-    if not args:
-        raise SystemExit("usage: python -m orlgen.serve module:EnvClass [PORT]")
+    if args and args[0] in ("-h", "--help"):
+        print(_USAGE)
+        return
+    if not 1 <= len(args) <= 2 or args[0].startswith("-"):
+        _exit_usage(_USAGE.splitlines()[0])
+    port = _port(args[1]) if len(args) > 1 else 0
     try:
         env_cls = load_env_class(args[0])
     except ServeError as exc:
-        raise SystemExit(f"orlgen.serve: {exc}") from None  # one line, the last of the log
-    with serving(env_cls, port=int(args[1]) if len(args) > 1 else 0) as url:
-        print(url, flush=True)
-        # From here on the server's stdout (its logs) joins stderr: the parent reads only the URL,
-        # and logs left in an unread pipe would block the server once it fills.
-        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+        _exit_usage(f"orlgen.serve: {exc}")  # one line, the last of the log
+    with ExitStack() as stack:
         try:
-            if os.environ.get(_UNTIL_EOF):
-                sys.stdin.buffer.read()  # returns when the parent closes the pipe or is gone
-            else:
-                threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
+            url = stack.enter_context(serving(env_cls, port=port))
+        except OSError as exc:  # the port is taken, or not ours to bind
+            _exit_usage(f"orlgen.serve: cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
+        _serve_until_done(url)
+
+
+def _serve_until_done(url: str) -> None:
+    print(url, flush=True)
+    # From here on the server's stdout (its logs) joins stderr: the parent reads only the URL,
+    # and logs left in an unread pipe would block the server once it fills.
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    try:
+        if os.environ.get(_UNTIL_EOF):
+            sys.stdin.buffer.read()  # returns when the parent closes the pipe or is gone
+        else:
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+
+
+def _port(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and int(text) <= 65535):
+        _exit_usage(f"orlgen.serve: {text[:40]!r} is not a port number (0-65535)")
+    return int(text)
+
+
+def _exit_usage(line: str) -> NoReturn:
+    print(line, file=sys.stderr)
+    raise SystemExit(2)
 
 
 if __name__ == "__main__":
