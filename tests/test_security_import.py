@@ -23,8 +23,10 @@ import pytest
 import test_security_repo
 from orlgen.review.files import write_files
 from orlgen.snapshot.model import Target, load
-from test_check import orlgen
+from test_check import Result, orlgen
 from test_security_repo import ROOT_CONFIG, assert_one_line, run
+
+from tests.support.cli import command
 
 CANARY = "CANARY-the-forged-code-ran"
 project = test_security_repo.project  # the fixture: a private copy of the project, HOME and cache
@@ -313,3 +315,44 @@ def test_out_and_templates_must_be_plain_paths_inside_the_project(
 ):
     key, why = plant(project)
     assert_one_line(orlgen("check", project / "generated"), f"[tool.orlgen] {key}", why)
+
+
+# --------------------------------------------------------------------------------------------
+# item 8: templates bounded in memory and output, every failure one line
+# --------------------------------------------------------------------------------------------
+
+BOMBS = {
+    "percent": '{{ "%2000000000d" % 1 }}',
+    "format-width": "{{ '{:>2000000000}'.format('') }}",
+    "center": "{{ ''|center(2000000000) }}",
+    "replace-empty": "{{ ('x' * 1000000)|replace('', 'x' * 1000000) }}",
+    "join-of-a-product": "{{ (('x' * 1000000,) * 1000000)|join }}",
+    "growing-loop": '{% for a in "x" * 1000000 %}{{ "y" * 1000000 }}{% endfor %}',
+}
+
+
+def check_with_peak_memory(project: Path) -> tuple[Result, int]:
+    """`orlgen check` in a child process: its result and its own peak RSS in bytes (`wait4`)."""
+    out, err = project.parent / "stdout", project.parent / "stderr"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        child = subprocess.Popen(command("check"), cwd=project, stdout=stdout, stderr=stderr)
+        _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return Result(child.returncode, out.read_text(), err.read_text()), usage.ru_maxrss * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("payload", list(BOMBS.values()), ids=list(BOMBS))
+def test_a_template_cannot_allocate_gigabytes(project: Path, payload: str):
+    test_security_repo.poison(project, payload)
+    result, peak = check_with_peak_memory(project)
+    assert_one_line(result, "module.py.jinja line 1", "needs more than 512 MiB of memory")
+    assert peak < 800 << 20, peak
+
+
+@pytest.mark.parametrize("payload", ["this is not python {{ context_version }}", "x = 1\n\x00"], ids=["prose", "null-byte"])
+def test_a_template_whose_output_is_not_python_is_one_line(project: Path, payload: str):
+    test_security_repo.poison(project, payload)
+    for args in (("check",), ("check", "--no-cache"), ("generate",)):
+        result = orlgen(*args, project / "generated")
+        assert_one_line(result, f"{project / 'tpl' / 'module.py.jinja'}: its output is not Python (line ")
