@@ -168,7 +168,10 @@ def load_config(project: Path = Path(".")) -> Config:
         raise ConfigFileError(f"{path}: not valid TOML: {exc}") from exc
     except ValidationError as exc:
         raise ConfigFileError(f"{path}: [tool.orlgen] {_problem(exc.errors()[0])}") from exc
+    _refuse_unsafe_path(path, project, "out", config.out)
     _refuse_misleading_out(path, project, config.out)
+    if config.templates is not None:
+        _refuse_unsafe_path(path, project, "templates", config.templates)
     return config.model_copy(
         update={
             "out": project / config.out,
@@ -189,6 +192,35 @@ def _problem(error: ErrorDetails) -> str:
 
 
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {(): Config, ("envs",): EnvConfig, ("mixtures",): MixtureConfig}
+
+
+def _refuse_unsafe_path(config: Path, project: Path, key: str, value: Path) -> None:
+    """`out` and `templates` name directories of the project, as written: a pull request must not
+    point `check` at files outside it (an absolute path, `..`, a committed symbolic link on the
+    way, which also makes `check` print what it reads in its diff) or at a name the file system
+    reads as another (`generated.` is `generated` on Windows, and a different directory here)."""
+    why = _unsafe_path(project, value)
+    if why is not None:
+        shown = lookalike.escaped(str(value))
+        raise ConfigFileError(f"{config}: [tool.orlgen] {key}: {shown!r} refused: {why}")
+
+
+def _unsafe_path(project: Path, value: Path) -> str | None:
+    """Why `value` is not a plain relative path to a directory inside `project`, or None."""
+    if value.is_absolute() or value.anchor:
+        return "an absolute path; name a directory inside the project, relative to its pyproject.toml"
+    here = project
+    for part in value.parts:
+        if part == "..":
+            return "it leaves the project (`..`)"
+        if part != part.rstrip(". ") or part != part.lstrip(" "):
+            return "a path part that begins or ends with a space or ends with a dot names another directory"
+        here = here / part
+        if here.is_symlink():
+            return f"{here.relative_to(project)} is a symbolic link; name the directory itself"
+    if not (project / value).resolve().is_relative_to(project.resolve()):
+        return "it resolves outside the project"
+    return None
 
 
 def _refuse_misleading_out(config: Path, project: Path, out: Path) -> None:

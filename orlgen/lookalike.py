@@ -15,6 +15,7 @@ paths); NFKC folds compatibility forms (fullwidth, ligatures, math letters) firs
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 import unicodedata
 from collections.abc import Iterable
@@ -154,3 +155,16 @@ def visible_source(source: str) -> str:
 
 def _all_visible(text: str) -> bool:
     return all(line.isprintable() for line in text.split("\n")) and _INVISIBLE.isdisjoint(text)
+
+
+_MODULE_TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+
+
+def module_target_problem(value: str) -> str | None:
+    """Why a `module:Class` target can hide from a reviewer, or None. Python imports non-ASCII
+    module names (NFKC-folded), so `examples.еcho:Echo` (Cyrillic е) imports `examples/еcho.py`
+    while every diff shows `examples.echo`: only plain ASCII identifiers are accepted, at capture
+    and at check, one rule for both."""
+    if _MODULE_TARGET.fullmatch(value):
+        return None
+    return f"{value!a} is not a plain module:Class target (ASCII identifiers only, a.b.c:Class)"

@@ -27,9 +27,9 @@ from orlgen.render import jobs as render
 from orlgen.render.deadline import render_deadline
 from orlgen.render.jobs import FileMap
 from orlgen.render.verify import Verifier
-from orlgen.review import incremental, layout
+from orlgen.review import incremental, layout, shadows, targets
 from orlgen.review.cache import Verdicts
-from orlgen.review.check import FOREIGN, MIXTURE, NOT_REGULAR, RECAPTURE, Drift, compare
+from orlgen.review.check import FOREIGN, MIXTURE, NOT_REGULAR, RECAPTURE, TRUST, Drift, compare
 from orlgen.review.diff import Change, diff
 from orlgen.review.files import is_regular, remove_files, write_files
 from orlgen.review.identity import existing_module, same_env, settle_name
@@ -192,14 +192,30 @@ class Project:
             except (SnapshotError, RefusedWrite) as exc:
                 snapshots.pop(path, None)
                 broken.append(Drift(path, "invalid snapshot: " + str(exc).removeprefix(f"{path}: "), repair=RECAPTURE))
+        trust = self._trust(snapshots)
         expected = self._jobs(snapshots)
         found = self._layout(paths, snapshots, [job.path for job in expected], [drift.path for drift in broken])
         orphaned = [Drift(path, _ORPHANED) for path in found.orphans]
         problems = [Drift(problem.path, problem.cause, repair=MIXTURE) for problem in found.partial]
-        problems += [Drift(problem.path, problem.cause, repair=FOREIGN) for problem in found.problems]
+        competing = (*found.problems, *self._shadows(paths))
+        problems += [Drift(problem.path, problem.cause, repair=FOREIGN) for problem in competing]
         with render_deadline("check"):
             drift = compare(expected, verdicts)
-        return sorted(broken + drift + orphaned + problems, key=lambda drift: drift.path)
+        return sorted(broken + trust + drift + orphaned + problems, key=lambda drift: drift.path)
+
+    def _shadows(self, paths: Sequence[Path]) -> list[layout.Problem]:
+        """What `import <out>.<module>` could find instead of the output directory, when it is
+        among the checked paths (`orlgen.review.shadows`)."""
+        if not any(path.resolve() == self.out.resolve() for path in paths):
+            return []
+        return shadows.shadows(self.root, self.out)
+
+    def _trust(self, snapshots: Mapping[Path, Snapshot]) -> list[Drift]:
+        """Snapshots whose target a reviewer could misread, or that send secrets where the
+        config does not say they go (`orlgen.review.targets`)."""
+        granted = targets.grants((env.target, env.secrets) for env in self.config.envs)
+        found = ((path, targets.problem(snapshot, granted)) for path, snapshot in snapshots.items())
+        return [Drift(path, why, repair=TRUST) for path, why in found if why is not None]
 
     def _modules_of(self, snapshot_path: Path) -> list[Path]:
         """The modules a snapshot file renders, by its file name alone: its own and its mixtures'.

@@ -8,6 +8,7 @@ from typing import Literal
 
 from orlgen.capture.source_file import looks_like_a_file, refuse_file
 from orlgen.errors import CaptureError
+from orlgen.lookalike import module_target_problem
 from orlgen.runtime.connection import redact
 
 _CATALOG = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -20,10 +21,19 @@ def target_kind(target: str) -> Literal["catalog", "url", "module"]:
     if looks_like_a_file(target):
         raise refuse_file(target)
     if _MODULE.match(target):
+        check_module_target(target)
         return "module"
     if _CATALOG.match(target):
         return "catalog"
     raise CaptureError(f"{redact(target)!r} is neither a catalog name (Owner/Env), a URL, nor module:EnvClass")
+
+
+def check_module_target(target: str) -> None:
+    """Refuse a `module:Class` target a reviewer could misread (`lookalike.module_target_problem`)
+    before anything is imported: `check` refuses the same targets in snapshots."""
+    why = module_target_problem(target)
+    if why is not None:
+        raise CaptureError(f"target refused: {why}")
 
 
 def server_url(target: str) -> str:

@@ -7,6 +7,7 @@ by `orlgen generate` (which writes the FileMap) and `orlgen check` (which compar
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -21,7 +22,7 @@ from orlgen.render import header, sandbox
 from orlgen.render.models import IMPORT_MARKER, models, with_imports
 from orlgen.render.numeric import allow_numeric_unions
 from orlgen.runtime.contract import CONTRACT
-from orlgen.schema import SchemaError
+from orlgen.schema import SchemaError, printable
 from orlgen.snapshot.model import Snapshot
 
 LINE_LENGTH = 100
@@ -130,9 +131,12 @@ def _format(source: str) -> str:
         source = lookalike.visible_source(source)
     except ValueError as exc:
         raise RenderError(f"refused to write a module that displays other text than it holds: {exc}") from exc
-    return black.format_str(
-        source, mode=black.Mode(target_versions={black.TargetVersion.PY311}, line_length=LINE_LENGTH)
-    )
+    try:
+        return black.format_str(
+            source, mode=black.Mode(target_versions={black.TargetVersion.PY311}, line_length=LINE_LENGTH)
+        )
+    except black.InvalidInput as exc:
+        raise RenderError(f"black cannot format the rendered module: {printable(str(exc))}") from None
 
 
 def template_dir() -> Path:
@@ -150,6 +154,18 @@ def template_dirs(overrides: Path | None) -> tuple[Path, ...]:
 
 
 def _render(overrides: Path | None, name: str, context: dict[str, object]) -> str:
-    """A template rendered in the sandbox (`orlgen.render.sandbox`): the context becomes plain values."""
+    """A template rendered in the sandbox (`orlgen.render.sandbox`): the context becomes plain
+    values, and what it renders must be Python, or the error names the template, not a
+    traceback from the formatter."""
     common = {"context_version": TEMPLATE_CONTEXT_VERSION, "contract": CONTRACT, "generated_by": __version__}
-    return sandbox.render(template_dirs(overrides), name, {**common, **context})
+    directories = template_dirs(overrides)
+    source = sandbox.render(directories, name, {**common, **context})
+    try:
+        ast.parse(source)
+    except (SyntaxError, ValueError) as exc:  # ValueError: a null byte
+        where = next((directory / name for directory in directories if (directory / name).is_file()), name)
+        line = getattr(exc, "lineno", None)
+        raise RenderError(
+            f"{where}: its output is not Python (line {line} of the rendered module: {printable(str(exc))})"
+        ) from None
+    return source

@@ -7,6 +7,13 @@ global helpers, a context of plain values (dicts, tuples, strings, numbers) rath
 objects, bounded arithmetic, and a loader that reads only regular `*.jinja` files directly inside
 the templates directory (no symbolic link, no sub-path, no other file, at most `MAX_BYTES`).
 Whatever a template tries beyond that is one `TemplateRefused` line naming the template.
+
+Memory and output are bounded as a whole, not operation by operation (`%`, `'{:>N}'.format`,
+`|center(N)`, `|replace('', s)`, `(s,)*k|join` each grow a string, and the list is open): each
+render runs under an address-space cap of `MEMORY_BUDGET` bytes above what the process already
+uses (`RLIMIT_AS`, restored after the render; on Linux), so an allocation past it is a
+MemoryError, turned into one line; and its output is at most `MAX_OUTPUT` characters. Time is
+bounded by the render deadline (`orlgen.render.deadline`).
 """
 
 from __future__ import annotations
@@ -15,9 +22,11 @@ import dataclasses
 import errno
 import os
 import re
+import resource
 import stat
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +38,8 @@ from orlgen.render.deadline import DeadlineExceeded
 from orlgen.schema import printable
 
 MAX_BYTES = 1 << 20  # per template file: the packaged ones are a few kilobytes
+MAX_OUTPUT = 16 << 20  # characters one render may produce: a generated module is well under 1 MB
+MEMORY_BUDGET = 512 << 20  # bytes of address space one render may add to the process
 _MAX_PRODUCT = 1 << 20  # `"x" * n` in a template: at most this many items
 _MAX_EXPONENT = 64  # `a ** b` in a template: `b` at most this
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.jinja")
@@ -137,16 +148,41 @@ def environment(directories: tuple[Path, ...]) -> jinja2.Environment:
 
 
 def render(directories: tuple[Path, ...], name: str, context: Mapping[str, Any]) -> str:
-    """Template `name` rendered with `context` made plain; any failure is one line naming the
-    template file (and line) it happened in."""
+    """Template `name` rendered with `context` made plain, in bounded memory and output; any
+    failure is one line naming the template file (and line) it happened in."""
+    values = {key: plain(value) for key, value in context.items()}
     try:
-        return environment(directories).get_template(name).render({key: plain(value) for key, value in context.items()})
-    except TemplateRefused:
+        with _memory_cap(MEMORY_BUDGET):  # compiling folds constants: `"%9999999999d" % 1` runs there
+            output = environment(directories).get_template(name).render(values)
+    except (TemplateRefused, DeadlineExceeded):
         raise
-    except DeadlineExceeded:
-        raise
+    except MemoryError as exc:
+        raise TemplateRefused(
+            f"{_where(exc, name)}: refused: the render needs more than {MEMORY_BUDGET >> 20} MiB of memory"
+        ) from None
     except Exception as exc:  # a template's error is the template's: SecurityError, TypeError, ...
         raise TemplateRefused(f"{_where(exc, name)}: {type(exc).__name__}: {printable(str(exc))}") from None
+    if len(output) > MAX_OUTPUT:
+        raise TemplateRefused(f"template {name}: refused: its output is larger than {MAX_OUTPUT} characters")
+    return output
+
+
+@contextmanager
+def _memory_cap(budget: int) -> Iterator[None]:
+    """Cap the process's address space at its current size plus `budget` for the block, then
+    restore the previous limit. Where the size cannot be read (no `/proc`), there is no cap."""
+    try:
+        used = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = min(value for value in (used + budget, soft, hard) if value != resource.RLIM_INFINITY)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _where(exc: Exception, name: str) -> str:

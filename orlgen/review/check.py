@@ -40,6 +40,10 @@ FOREIGN = Repair(
     "`orlgen generate` refuses to write beside them",
 )
 MIXTURE = Repair("mixture(s) missing a member", "capture the member, or fix [tool.orlgen] mixtures")
+TRUST = Repair(
+    "snapshot(s) connecting or sending secrets where pyproject.toml does not say",
+    "review the target and secrets the change records; if meant, grant them in [tool.orlgen] envs",
+)
 
 
 @dataclass(frozen=True)

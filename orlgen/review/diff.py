@@ -1,10 +1,12 @@
 """Classify every difference between two snapshots, with a named rule per change.
 
-Rules come in three categories, after buf's `breaking` checks:
+Rules come in four categories, after buf's `breaking` checks:
+- TRUST: where the adapter connects and which secrets it sends there (breaking: a reviewer
+  must see it, whatever else changed);
 - CALL: code or prompts that call tools break (breaking);
 - PROMPT: what the model is trained on changes, calls still work;
 - DATA: splits, task counts, the stored tasks' values, task fields, task-only tool sets.
-A change is breaking when it is a CALL change, a removed split or a removed task field.
+A change is breaking when it is a TRUST or CALL change, a removed split or a removed task field.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from orlgen import lookalike
 from orlgen.schema import Node, Schema, parse_schema, printable
 from orlgen.snapshot.model import Snapshot, Tool
 
-Category = Literal["CALL", "PROMPT", "DATA"]
+Category = Literal["TRUST", "CALL", "PROMPT", "DATA"]
 
 # rule → (category, breaking)
 RULES: dict[str, tuple[Category, bool]] = {
+    "TARGET_CHANGED": ("TRUST", True),
+    "SECRETS_CHANGED": ("TRUST", True),
     "TOOL_REMOVED": ("CALL", True),
     "PARAM_REMOVED": ("CALL", True),
     "PARAM_BECAME_REQUIRED": ("CALL", True),
@@ -78,9 +82,22 @@ class Change:
 
 def diff(old: Snapshot, new: Snapshot) -> list[Change]:
     """Every change from `old` to `new`, sorted by category, subject and rule."""
-    changes = list(_tools(old, new)) + list(_data(old, new))
-    order = {"CALL": 0, "PROMPT": 1, "DATA": 2}
+    changes = list(_trust(old, new)) + list(_tools(old, new)) + list(_data(old, new))
+    order = {"TRUST": 0, "CALL": 1, "PROMPT": 2, "DATA": 3}
     return sorted(set(changes), key=lambda c: (order[c.category], c.subject, c.rule, c.detail))
+
+
+def _trust(old: Snapshot, new: Snapshot) -> Iterator[Change]:
+    """Where the adapter connects by default, and which secrets' values it sends there: a pull
+    request that reseals either can take the trainer's secrets to a host of its own."""
+    if (old.target.kind, old.target.value) != (new.target.kind, new.target.value):
+        yield Change(
+            "TARGET_CHANGED",
+            "target",
+            f"{old.target.kind} {old.target.value!a} → {new.target.kind} {new.target.value!a}",
+        )
+    if sorted(old.secret_names) != sorted(new.secret_names):
+        yield Change("SECRETS_CHANGED", "secret_names", f"{sorted(old.secret_names)} → {sorted(new.secret_names)}")
 
 
 def _tools(old: Snapshot, new: Snapshot) -> Iterator[Change]:

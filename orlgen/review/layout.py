@@ -4,7 +4,8 @@ and `check`.
 `check` proves what `import <out>.<module>` runs only if it owns the whole directory: a file
 that no snapshot renders can still change what that import runs (a package folder or an
 extension module wins over the `.py`; an `__init__.py` runs first; an unchecked-hash `.pyc` is
-run without looking at the source) or what a type checker sees (a `.pyi` stub). So each entry
+run without looking at the source, and a checked-hash one holds whatever code was compiled
+into it) or what a type checker sees (a `.pyi` stub). So each entry
 of the directory is one of:
 
 - owned: a snapshot (its interface file and its tasks file), or a module one renders; `check`
@@ -13,7 +14,8 @@ of the directory is one of:
   snapshot records; `generate` removes it;
 - a problem: anything that could change the import or its types, a partial mixture, a project
   config; no command fixes it, so `check` fails naming it and `generate`/`snapshot` refuse;
-- inert: anything else (a README, data files, Python's own timestamp-checked `__pycache__`).
+- inert: anything else (a README, data files, Python's cache when its code is the code of the
+  checked source, which `check` recompiles and compares).
 
 The directory is a namespace package: orlgen writes no `__init__.py`, so one found there is a
 problem, not a file to compare.
@@ -21,17 +23,25 @@ problem, not a file to compare.
 
 from __future__ import annotations
 
+import marshal
 import os
+import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.machinery import EXTENSION_SUFFIXES
+from importlib.util import MAGIC_NUMBER
 from pathlib import Path
+from types import CodeType
 
 from orlgen.render import header
 from orlgen.snapshot.model import SUFFIX, TASKS_SUFFIX
 
 _BOM = b"\xef\xbb\xbf"
-_PYC_FLAGS = slice(4, 8)  # PEP 552: bit 0 hash-based, bit 1 check the source
+_CACHED = re.compile(r"(?P<module>[^.]+)\.(?P<tag>[^.]+)(?:\.opt-(?P<opt>[12]))?\.pyc")
+_MAX_PYC = 64 << 20  # a generated module's bytecode is well under a megabyte
+_KINDS = {0b00: "timestamp", 0b11: "checked-hash", 0b01: "unchecked-hash"}  # PEP 552 flags
+_DELETE = "delete the __pycache__ folder (Python rebuilds it)"
 _EXTENSIONS = tuple(sorted({*EXTENSION_SUFFIXES, ".so", ".pyd"}))
 
 
@@ -165,30 +175,73 @@ def _source_problem(path: Path) -> str:
 
 
 def _pycache_problems(directory: Path) -> list[Problem]:
-    """Python's own cache is fine: it checks each file against its source's timestamp or hash.
-    An unchecked-hash `.pyc` (PEP 552) is run as it is, whatever the source says."""
+    """Python's cache is trusted only as far as `check` proves it: a `.pyc` Python would load for
+    a module beside it must hold exactly the code of that module's source (`_bytecode_problem`).
+    Python's own checks do not prove that: a timestamp `.pyc` is matched by the source's mtime
+    and size, a checked-hash one by a hash of the source, an unchecked-hash one by nothing, and
+    none of them looks at the code it holds."""
     problems = []
     with os.scandir(directory) as entries:
         for entry in sorted(entries, key=lambda entry: entry.name):
             if not entry.name.endswith(".pyc"):
                 continue
             path = directory / entry.name
-            if not entry.is_file(follow_symlinks=False):
-                problems.append(Problem(path, _LINK))
-            elif _unchecked(path):
-                problems.append(
-                    Problem(
-                        path,
-                        "unchecked-hash bytecode: Python runs it without checking it against the module's source",
-                    )
-                )
+            cause = _LINK if not entry.is_file(follow_symlinks=False) else _bytecode_problem(path)
+            if cause is not None:
+                problems.append(Problem(path, cause))
     return problems
 
 
-def _unchecked(path: Path) -> bool:
+def _bytecode_problem(path: Path) -> str | None:
+    """Why Python could run other code from this cached `.pyc` than its source holds, or None.
+
+    Python loads `__pycache__/<m>.<tag>[.opt-N].pyc` for `<m>.py` beside the cache, when the
+    interpreter's tag and the file's magic number are its own. This interpreter's bytecode is
+    recompiled from the source and compared code object by code object; another interpreter's
+    cannot be, so it is a problem (deleting `__pycache__` is always safe)."""
+    found = _CACHED.fullmatch(path.name)
+    if found is None or not (path.parent.parent / f"{found['module']}.py").is_file():
+        return None  # a name Python never loads, or no source beside it: Python ignores it
+    if found["tag"] != sys.implementation.cache_tag:
+        return f"bytecode for another interpreter ({found['tag']}): orlgen cannot compare it with its source; {_DELETE}"
     with path.open("rb") as handle:
-        flags = int.from_bytes(handle.read(16)[_PYC_FLAGS], "little")
-    return flags & 0b11 == 0b01
+        data = handle.read(_MAX_PYC + 1)
+    if data[:4] != MAGIC_NUMBER:
+        return None  # Python refuses it and compiles the source
+    if len(data) > _MAX_PYC:
+        return f"bytecode larger than {_MAX_PYC} bytes; {_DELETE}"
+    source = (path.parent.parent / f"{found['module']}.py").read_bytes()
+    if _same_code(_unmarshal(data[16:]), _compiled(source, path, int(found["opt"] or 0))):
+        return None
+    kind = _KINDS.get(int.from_bytes(data[4:8], "little") & 0b11, "malformed")
+    return f"{kind} bytecode that is not the code of its source: Python runs it in place of the module; {_DELETE}"
+
+
+def _unmarshal(data: bytes) -> object:
+    try:
+        return marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        return None
+
+
+def _compiled(source: bytes, path: Path, optimize: int) -> CodeType | None:
+    """The source compiled as the import system compiles it (`SourceLoader.source_to_code`)."""
+    try:
+        return compile(source, str(path), "exec", dont_inherit=True, optimize=optimize)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _same_code(found: object, expected: CodeType | None) -> bool:
+    """Code objects equal as Python compares them (instructions, constants, names, line table;
+    not the file name, which import rewrites) and, recursively, in their qualified names, which
+    `==` skips but pickle resolves classes by."""
+    if not isinstance(found, CodeType) or expected is None or found != expected:
+        return False
+    if found.co_qualname != expected.co_qualname:
+        return False
+    inner = [(a, b) for a, b in zip(found.co_consts, expected.co_consts, strict=True) if isinstance(b, CodeType)]
+    return all(_same_code(a, b) for a, b in inner)
 
 
 _LINK = "a symbolic link or special file: what it points to is not the file orlgen writes, and Python follows it"
