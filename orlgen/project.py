@@ -295,7 +295,7 @@ class Project:
         path = self._checked_in(target, out, options)
         before = load(path)
         live = self.capture_like(target, before, progress, options.secrets)
-        return LiveCheck(path, before, live, diff(before, live))
+        return LiveCheck(path, before, live, diff(before, live, compare_targets=False))
 
     def _checked_in(self, target: str, out: Path, options: CaptureOptions) -> Path:
         """By `--name`, else the snapshot of the environment `target` reaches: the one a plain
@@ -319,8 +319,9 @@ class Project:
         """`diff OLD --against NEW`: every change from a snapshot file to another snapshot file,
         or to a live target captured the way OLD was."""
         before = load(old)
-        after = load(Path(against)) if against.endswith(SUFFIX) else self.capture_like(against, before, progress)
-        return diff(before, after)
+        if against.endswith(SUFFIX):
+            return diff(before, load(Path(against)))
+        return diff(before, self.capture_like(against, before, progress), compare_targets=False)
 
 
 def snapshots_in(directory: Path) -> list[Path]:
