@@ -87,6 +87,10 @@ names = st.one_of(
             "Literal",
             "UNSET",
             "None",
+            "tool_method",  # names the module binds for itself (orlgen.plan.planner.MODULE_NAMES)
+            "spec",
+            "build_dataset",
+            "Field",
         ]
     ),
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
@@ -414,7 +418,8 @@ def test_any_keyword_gives_a_working_module_or_a_one_line_error(tool_list, tmp_p
 
 
 # Shapes that once failed a linter, checked on every run: names whose numbers ruff's RUF022 sorts
-# naturally (`v2` before `v10`), and a parameter named as the module's `UNSET`.
+# naturally (`v2` before `v10`), a parameter named as the module's `UNSET`, and a required model
+# field of that name (no use of `UNSET`: ruff's F401 if it were imported).
 LINT_SHAPES = [
     [Tool(name=f"get_v{n}_rates", description="Rates.", input_schema=None, shared=True) for n in (10, 2, 1)],
     [
@@ -430,6 +435,14 @@ LINT_SHAPES = [
         Tool(
             name="Rates9", description="Rates.", input_schema={"type": "object", "properties": {"x": {}}}, shared=True
         ),
+    ],
+    [
+        Tool(
+            name="lookup",
+            description="Look up.",
+            input_schema={"type": "object", "properties": {"UNSET": {"type": "string"}}, "required": ["UNSET"]},
+            shared=True,
+        )
     ],
 ]
 
