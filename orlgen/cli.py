@@ -360,9 +360,27 @@ def _diff(path: Path, actual: bytes | None, expected: bytes | None) -> Iterator[
 
 @contextmanager
 def _progress(label: str, total: int) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr, for captures large enough to wait for."""
-    if total < 1000:
+    """One status line on stderr while a capture waits on its server (discovery, probe sessions,
+    tasks), rewritten in place and cleared at the end; only on a terminal, so that logs and
+    pipes get the command's output alone."""
+    if not sys.stderr.isatty():
         yield lambda n: None
         return
-    with click.progressbar(length=total, label=f"capturing {label}", file=sys.stderr) as bar:
-        yield bar.update
+    done = 0
+
+    def show() -> None:
+        count = f" {done}/{total}" if total else "..."
+        sys.stderr.write(f"\r\x1b[Korlgen: capturing: {escaped(label)}{count}")
+        sys.stderr.flush()
+
+    def advance(n: int) -> None:
+        nonlocal done
+        done += n
+        show()
+
+    show()
+    try:
+        yield advance
+    finally:
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()

@@ -208,9 +208,10 @@ class _Capture:
         self.conversations: list[Conversation] = []  # what each probe session's get_messages showed
 
     def run(self) -> Snapshot:
-        splits = self._splits()
-        shared = _unique_tools(self._sdk("list tools", lambda env: env.list_tools()), "/tools", self._fail)
-        terminal = self._sdk("read the terminal tool", lambda env: env.terminal_tool())
+        with self.progress("discovery", 0):
+            splits = self._splits()
+            shared = _unique_tools(self._sdk("list tools", lambda env: env.list_tools()), "/tools", self._fail)
+            terminal = self._sdk("read the terminal tool", lambda env: env.terminal_tool())
         probed, task_only = self._probe(splits, shared)
         tasks: dict[str, SplitTasks] = {}
         specs: list[dict[str, Any]] = []  # every task read, stored or not: the task schema's evidence
@@ -314,13 +315,16 @@ class _Capture:
         self, splits: list[Split], shared: dict[str, Any]
     ) -> tuple[list[TaskRef], dict[str, tuple[Any, list[TaskRef]]]]:
         """Open sessions on a few tasks per split; a tool a session lists beyond /tools is task-only."""
-        probed: list[TaskRef] = []
         task_only: dict[str, tuple[Any, list[TaskRef]]] = {}
-        for split in splits:
-            for index in probe_indices(split.num_tasks, self.options.probes):
-                ref = TaskRef(split=split.name, index=index)
-                probed.append(ref)
-                listed = _unique_tools(self._session_tools(ref), f"the session on {split.name}[{index}]", self._fail)
+        refs = [
+            TaskRef(split=split.name, index=index)
+            for split in splits
+            for index in probe_indices(split.num_tasks, self.options.probes)
+        ]
+        with self.progress("probe sessions", len(refs)) as advance:
+            for ref in refs:
+                listed = _unique_tools(self._session_tools(ref), f"the session on {ref.split}[{ref.index}]", self._fail)
+                advance(1)
                 for spec in listed.values():
                     if spec.name in shared:
                         continue
@@ -335,7 +339,7 @@ class _Capture:
                         )
                     else:
                         seen[1].append(ref)
-        return probed, task_only
+        return refs, task_only
 
     def _session_tools(self, ref: TaskRef) -> list[Any]:
         async def open_and_list(env: Any) -> list[Any]:
