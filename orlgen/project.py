@@ -293,7 +293,7 @@ class Project:
         path = self._checked_in(target, out, options.name)
         before = load(path)
         live = self.capture_like(target, before, progress, options.secrets)
-        return LiveCheck(path, before, live, diff(before, live))
+        return LiveCheck(path, before, live, diff(before, live, live=True))
 
     def _checked_in(self, target: str, out: Path, name: str | None) -> Path:
         if name is not None:
@@ -311,8 +311,9 @@ class Project:
         """`diff OLD --against NEW`: every change from a snapshot file to another snapshot file,
         or to a live target captured the way OLD was."""
         before = load(old)
-        after = load(Path(against)) if against.endswith(SUFFIX) else self.capture_like(against, before, progress)
-        return diff(before, after)
+        if against.endswith(SUFFIX):
+            return diff(before, load(Path(against)))
+        return diff(before, self.capture_like(against, before, progress), live=True)
 
 
 def snapshots_in(directory: Path) -> list[Path]:

@@ -129,7 +129,7 @@ def test_data_changes():
 
 
 def test_every_rule_has_a_category():
-    assert {category for category, _ in RULES.values()} == {"CALL", "PROMPT", "DATA"}
+    assert {category for category, _ in RULES.values()} == {"TRUST", "CALL", "PROMPT", "DATA"}
 
 
 def test_output_formats():
