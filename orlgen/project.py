@@ -295,7 +295,7 @@ class Project:
         path = self._checked_in(target, out, options)
         before = load(path)
         live = self.capture_like(target, before, progress, options.secrets)
-        return LiveCheck(path, before, live, diff(before, live, compare_targets=False))
+        return LiveCheck(path, before, live, diff(before, live, live=True))
 
     def _checked_in(self, target: str, out: Path, options: CaptureOptions) -> Path:
         """By `--name`, else the snapshot of the environment `target` reaches: the one a plain
@@ -321,7 +321,7 @@ class Project:
         before = load(old)
         if against.endswith(SUFFIX):
             return diff(before, load(Path(against)))
-        return diff(before, self.capture_like(against, before, progress), compare_targets=False)
+        return diff(before, self.capture_like(against, before, progress), live=True)
 
 
 def snapshots_in(directory: Path) -> list[Path]:

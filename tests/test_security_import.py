@@ -107,11 +107,27 @@ def test_bytecode_of_another_interpreter_fails_check(project: Path):
     """Another Python's cache (its tag) would be run by that Python, and this one cannot compile it."""
     cache = project / "generated" / "__pycache__"
     cache.mkdir()
-    (cache / "echo.cpython-399.pyc").write_bytes(b"\0" * 32)
-    assert any(
-        line.startswith(f"{cache / 'echo.cpython-399.pyc'}: bytecode for another interpreter")
-        for line in check_lines(project)
-    )
+    unchecked = b"\x00\x00\r\n" + (0b01).to_bytes(4, "little") + bytes(8) + b"code of another Python"
+    (cache / "echo.cpython-399.pyc").write_bytes(unchecked)
+    (cache / "helpdesk.cpython-399.pyc").write_bytes(b"\x00\x00\r\n" + bytes(12))  # a stale timestamp: inert
+    assert check_lines(project) == [
+        f"{cache / 'echo.cpython-399.pyc'}: unchecked-hash bytecode for another interpreter (cpython-399): orlgen "
+        "cannot compare it with its source; delete the __pycache__ folder (Python rebuilds it)"
+    ]
+
+
+def test_a_stale_cache_after_generate_is_inert(project: Path):
+    """After a module changes, Python's cache of the old source no longer passes its header check:
+    Python compiles the new source, so the old file is no problem (and the forged one still is)."""
+    cache = pythons_own_cache(project)
+    module = project / "generated" / "echo.py"
+    module.write_text(module.read_text() + "\n")  # as generate would rewrite it: a new mtime, size and hash
+    forged = forge_pyc(project, "")  # the forgery of the new source: the real threat
+    lines = check_lines(project)
+    assert [line for line in lines if "__pycache__" in line] == [
+        f"{forged}: checked-hash bytecode that is not the code of its source: {RUNS}"
+    ], lines
+    assert all(pyc.exists() for pyc in cache)
 
 
 # --------------------------------------------------------------------------------------------
@@ -350,7 +366,9 @@ def test_a_template_cannot_allocate_gigabytes(project: Path, payload: str):
     assert peak < 800 << 20, peak
 
 
-@pytest.mark.parametrize("payload", ["this is not python {{ context_version }}", "x = 1\n\x00"], ids=["prose", "null-byte"])
+@pytest.mark.parametrize(
+    "payload", ["this is not python {{ context_version }}", "x = 1\n\x00"], ids=["prose", "null-byte"]
+)
 def test_a_template_whose_output_is_not_python_is_one_line(project: Path, payload: str):
     test_security_repo.poison(project, payload)
     for args in (("check",), ("check", "--no-cache"), ("generate",)):

@@ -80,19 +80,18 @@ class Change:
         return {**asdict(self), "category": self.category, "breaking": self.breaking}
 
 
-def diff(old: Snapshot, new: Snapshot, *, compare_targets: bool = True) -> list[Change]:
-    """Every change from `old` to `new`, sorted by category, subject and rule. Without
-    `compare_targets` (`new` is a live capture of a target the user just named, which may be
-    another address of the same server), where each connects is not a change."""
-    changes = list(_trust(old, new, compare_targets)) + list(_tools(old, new)) + list(_data(old, new))
+def diff(old: Snapshot, new: Snapshot, live: bool = False) -> list[Change]:
+    """Every change from `old` to `new`, sorted by category, subject and rule. A `live` capture's
+    target is the one just given on the command line, not a change to report."""
+    changes = list(_trust(old, new, live)) + list(_tools(old, new)) + list(_data(old, new))
     order = {"TRUST": 0, "CALL": 1, "PROMPT": 2, "DATA": 3}
     return sorted(set(changes), key=lambda c: (order[c.category], c.subject, c.rule, c.detail))
 
 
-def _trust(old: Snapshot, new: Snapshot, compare_targets: bool) -> Iterator[Change]:
+def _trust(old: Snapshot, new: Snapshot, live: bool) -> Iterator[Change]:
     """Where the adapter connects by default, and which secrets' values it sends there: a pull
     request that reseals either can take the trainer's secrets to a host of its own."""
-    if compare_targets and (old.target.kind, old.target.value) != (new.target.kind, new.target.value):
+    if not live and (old.target.kind, old.target.value) != (new.target.kind, new.target.value):
         yield Change(
             "TARGET_CHANGED",
             "target",

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.machinery import EXTENSION_SUFFIXES
-from importlib.util import MAGIC_NUMBER
+from importlib.util import MAGIC_NUMBER, source_hash
 from pathlib import Path
 from types import CodeType
 
@@ -40,7 +40,6 @@ from orlgen.snapshot.model import SUFFIX, TASKS_SUFFIX
 _BOM = b"\xef\xbb\xbf"
 _CACHED = re.compile(r"(?P<module>[^.]+)\.(?P<tag>[^.]+)(?:\.opt-(?P<opt>[12]))?\.pyc")
 _MAX_PYC = 64 << 20  # a generated module's bytecode is well under a megabyte
-_KINDS = {0b00: "timestamp", 0b11: "checked-hash", 0b01: "unchecked-hash"}  # PEP 552 flags
 _DELETE = "delete the __pycache__ folder (Python rebuilds it)"
 _EXTENSIONS = tuple(sorted({*EXTENSION_SUFFIXES, ".so", ".pyd"}))
 
@@ -195,26 +194,51 @@ def _pycache_problems(directory: Path) -> list[Problem]:
 def _bytecode_problem(path: Path) -> str | None:
     """Why Python could run other code from this cached `.pyc` than its source holds, or None.
 
-    Python loads `__pycache__/<m>.<tag>[.opt-N].pyc` for `<m>.py` beside the cache, when the
-    interpreter's tag and the file's magic number are its own. This interpreter's bytecode is
-    recompiled from the source and compared code object by code object; another interpreter's
-    cannot be, so it is a problem (deleting `__pycache__` is always safe)."""
+    Python loads `__pycache__/<m>.<tag>[.opt-N].pyc` for `<m>.py` beside the cache when the
+    interpreter's tag is in its name and its header passes (`_used_as`); otherwise it compiles
+    the source, and the file is inert (a stale cache after `generate`). Bytecode of this
+    interpreter is recompiled from the source and compared code object by code object; another
+    interpreter's cannot be, so it is a problem (deleting `__pycache__` is always safe)."""
     found = _CACHED.fullmatch(path.name)
-    if found is None or not (path.parent.parent / f"{found['module']}.py").is_file():
+    source_path = path.parent.parent / f"{found['module']}.py" if found else path
+    if found is None or not source_path.is_file():
         return None  # a name Python never loads, or no source beside it: Python ignores it
-    if found["tag"] != sys.implementation.cache_tag:
-        return f"bytecode for another interpreter ({found['tag']}): orlgen cannot compare it with its source; {_DELETE}"
     with path.open("rb") as handle:
         data = handle.read(_MAX_PYC + 1)
-    if data[:4] != MAGIC_NUMBER:
-        return None  # Python refuses it and compiles the source
     if len(data) > _MAX_PYC:
         return f"bytecode larger than {_MAX_PYC} bytes; {_DELETE}"
-    source = (path.parent.parent / f"{found['module']}.py").read_bytes()
+    ours = found["tag"] == sys.implementation.cache_tag
+    if ours and data[:4] != MAGIC_NUMBER:
+        return None  # Python refuses it and compiles the source
+    source = source_path.read_bytes()
+    kind = _used_as(data, source_path, source if ours else None)
+    if kind is None:
+        return None
+    if not ours:
+        return f"{kind} bytecode for another interpreter ({found['tag']}): orlgen cannot compare it with its source; {_DELETE}"
     if _same_code(_unmarshal(data[16:]), _compiled(source, path, int(found["opt"] or 0))):
         return None
-    kind = _KINDS.get(int.from_bytes(data[4:8], "little") & 0b11, "malformed")
     return f"{kind} bytecode that is not the code of its source: Python runs it in place of the module; {_DELETE}"
+
+
+def _used_as(data: bytes, source_path: Path, source: bytes | None) -> str | None:
+    """The kind of a `.pyc` Python would run for this source, as its loader decides (PEP 552,
+    `SourceLoader.get_code`), or None when Python would compile the source instead: unknown
+    flags, a timestamp pyc whose mtime and size are not the source's, a checked-hash one whose
+    hash is not. An unchecked-hash pyc is always run; so is a checked-hash one when its hash
+    cannot be computed here (`source` None: another interpreter keys the hash differently)."""
+    if len(data) < 16:
+        return None
+    flags = int.from_bytes(data[4:8], "little")
+    if flags == 0b00:
+        info = source_path.stat()
+        stamp = (int(info.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little") + (info.st_size & 0xFFFFFFFF).to_bytes(
+            4, "little"
+        )
+        return "timestamp" if data[8:16] == stamp else None
+    if flags == 0b11:
+        return "checked-hash" if source is None or data[8:16] == source_hash(source) else None
+    return "unchecked-hash" if flags == 0b01 else None
 
 
 def _unmarshal(data: bytes) -> object:
