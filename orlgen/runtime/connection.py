@@ -158,6 +158,7 @@ class Connection:
         async def with_client() -> T:
             return await call(_client(self))
 
+        install_sigterm()
         return _sdk_loop().run(with_client(), timeout)
 
     def run_nowait(self, call: Callable[[ors.Client], Awaitable[Any]]) -> None:
@@ -218,6 +219,7 @@ class _Loop:
         future.add_done_callback(self.pending.discard)
 
 
+_sigterm_checked = False  # the main thread looked at SIGTERM's handler once
 _lock = threading.Lock()
 _loops: dict[int, _Loop] = {}
 _exit_hooks: list[Callable[[], None]] = []
@@ -241,7 +243,6 @@ def _client(connection: Connection) -> ors.Client:
         clients[connection] = ors.Client(
             connection.url, connection.catalog, connection.env, connection.api_key, connection.max_answer_bytes
         )
-        install_sigterm()
     return clients[connection]
 
 
@@ -250,8 +251,10 @@ def install_sigterm() -> None:
     a signal's default action, and TRL's async worker is stopped with SIGTERM. Only when the
     process has no handler of its own, and only from the main thread (where Python runs handlers);
     the handler raises SystemExit, so the process exits as it would have, after cleaning up."""
-    if threading.current_thread() is not threading.main_thread():
+    global _sigterm_checked
+    if _sigterm_checked or threading.current_thread() is not threading.main_thread():
         return
+    _sigterm_checked = True
     try:
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _exit_on_sigterm)

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import os
+import socket
 import time
 import urllib.parse
+import urllib.request
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,8 +39,8 @@ from typing import Any
 
 import aiohttp
 
+from . import backoff, sse, transport
 from . import secrets as _secrets
-from . import sse, transport
 from .errors import OrlgenRuntimeError, ServerDead
 
 DEFAULT_BASE_URL = "https://openreward.ai"
@@ -142,11 +145,21 @@ class Client:
     def http(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
             self._http = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0),
+                connector=aiohttp.TCPConnector(limit=0, resolver=_Resolver()),
                 response_class=transport.guarded_response(self.limit),
-                trust_env=True,  # the proxy settings the SDK honoured
             )
         return self._http
+
+    @functools.cached_property
+    def proxy(self) -> str | None:
+        """The proxy the environment's variables name for this server (`HTTPS_PROXY`, `NO_PROXY`...),
+        as the SDK's `trust_env` honoured them. Read once, here: aiohttp's `trust_env` would also
+        read `~/.netrc` on the loop's thread pool at every request, and that pool is gone at exit,
+        when the open sessions must still be deleted."""
+        parts = urllib.parse.urlsplit(self.address.base)
+        if urllib.request.proxy_bypass(parts.hostname or ""):
+            return None
+        return urllib.request.getproxies().get(parts.scheme)
 
     def headers(self, sid: str | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         headers = {"User-Agent": "orlgen", "X-Deployment": self.address.deployment}
@@ -173,7 +186,12 @@ class Client:
         while True:
             try:
                 async with self.http().request(
-                    method, self.address.base + path, json=body, headers=self.headers(sid, extra), timeout=timeout
+                    method,
+                    self.address.base + path,
+                    json=body,
+                    headers=self.headers(sid, extra),
+                    timeout=timeout,
+                    proxy=self.proxy,
                 ) as response:
                     await _raise_for_status(response)
                     data = await response.read()
@@ -207,6 +225,7 @@ class Client:
                     json=payload,
                     headers=self.headers(sid, {"Accept": "text/event-stream", **(extra or {})}),
                     timeout=timeout,
+                    proxy=self.proxy,
                 ) as response:
                     await _raise_for_status(response)
                     parts: list[str] = []
@@ -291,6 +310,30 @@ class Client:
     async def aclose(self) -> None:
         if self._http is not None:
             await self._http.close()
+
+
+class _Resolver(aiohttp.ThreadedResolver):
+    """aiohttp's resolver, which asks the loop's thread pool; at interpreter exit that pool takes
+    no more work (threads are shut down before `atexit` runs), and the sessions still open must
+    be deleted then: so the name is resolved here, blocking, instead."""
+
+    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
+        try:
+            return await super().resolve(host, port, family)
+        except RuntimeError:
+            infos = socket.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
+            flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
+            return [
+                {
+                    "hostname": host,
+                    "host": address[0],
+                    "port": address[1],
+                    "family": found,
+                    "proto": proto,
+                    "flags": flags,
+                }
+                for found, _, proto, _, address in infos
+            ]
 
 
 class Session:
@@ -409,13 +452,23 @@ def blocks(raw: Any) -> list[Any]:
     return [_block(block) for block in raw]
 
 
+class Block(SimpleNamespace):
+    """A wire block: its fields as attributes, shown as `TextBlock(text=...)` in messages."""
+
+    def __repr__(self) -> str:
+        fields = dict(vars(self))
+        kind = fields.pop("type", None)
+        name = "".join(part.capitalize() for part in str(kind).split("_")) if isinstance(kind, str) else ""
+        return f"{name}Block({', '.join(f'{key}={value!r}' for key, value in fields.items())})"
+
+
 def _block(raw: Any) -> Any:
     if not isinstance(raw, dict):
         return raw
     fields = dict(raw)
     if isinstance(fields.get("blocks"), list):
         fields["blocks"] = blocks(fields["blocks"])
-    return SimpleNamespace(**fields)
+    return Block(**fields)
 
 
 class _Retry:
@@ -489,6 +542,10 @@ async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
 
 
 def _session_status(exc: StatusError) -> BaseException:
+    """A session request's error status as the adapter reports it: 404/410 the session is gone,
+    402 the account's one line (`backoff.payment_required`), any other as it is."""
+    if exc.status == 402:
+        return backoff.payment_required()
     if exc.status in (404, 410):
         gone = SessionGone(f"the server no longer has the session ({exc.status}: {exc.detail})")
         gone.status = exc.status  # type: ignore[attr-defined]
