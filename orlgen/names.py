@@ -15,6 +15,10 @@ from collections.abc import Callable, Iterable
 from orlgen import lookalike
 from orlgen.errors import RefusedWrite
 
+# The longest name a tool or parameter is shown to the model under (OpenAI-compatible function
+# names are `^[a-zA-Z0-9_-]{1,64}$`; a longer one is refused by such endpoints or cut by them).
+MAX_NAME_LENGTH = 64
+
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]+")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*|[0-9]+[a-z0-9]*")
 
@@ -58,6 +62,8 @@ def identifier_problem(name: str) -> str | None:
         return "starts with _ (reserved for package files such as __init__)"
     if name != name.lower():
         return "not lower-case"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"longer than {MAX_NAME_LENGTH} characters"
     return None
 
 
@@ -102,18 +108,45 @@ def identifier(wire_name: str, *, taken: Iterable[str] = ()) -> PythonIdentifier
     """The Python name for a wire name: snake case, never a keyword, a reserved or a taken name.
 
     A name that needs changing gets a `_` suffix (`from` → `from_`), then a number when that is
-    taken too, so the rename is predictable from the wire name and the names before it.
+    taken too, so the rename is predictable from the wire name and the names before it. A name
+    longer than `MAX_NAME_LENGTH` is cut to fit, suffix included.
     """
     used = _as_set(taken)
     base = snake_case(wire_name) or "unnamed"
     if base[0].isdigit():
         base = f"n{base}"
-    for candidate in (base, f"{base}_"):
+    base = base[:MAX_NAME_LENGTH]
+    for candidate in (base, _fit(base, "_")):
         if _usable(candidate, used):
             return PythonIdentifier(candidate)
     return PythonIdentifier(
-        _numbered(("_", base), lambda number: f"{base}_{number}", lambda name: _usable(name, used), used)
+        _numbered(("_", base), lambda number: _fit(base, f"_{number}"), lambda name: _usable(name, used), used)
     )
+
+
+def _fit(base: str, suffix: str) -> str:
+    """`base` + `suffix`, `base` cut so that the whole is at most `MAX_NAME_LENGTH` long."""
+    return base[: MAX_NAME_LENGTH - len(suffix)] + suffix
+
+
+def method_names(wire_names: Iterable[str], *, taken: Iterable[str] = ()) -> list[PythonIdentifier]:
+    """Python names for a module's tools, in the given order, as the model sees them: each wire
+    name that is already a usable name is kept, whatever the order (`echo` stays `echo` beside
+    `Echo`, which becomes `echo_`); the others, and every name that looks like another or hides
+    characters (`еcho` beside `echo`, see `lookalikes`), are renamed to distinct ASCII names."""
+    wire_names = list(wire_names)
+    used = Taken(taken)
+    misleading = lookalikes(wire_names)
+    kept = {
+        wire for wire in wire_names if identifier_problem(wire) is None and wire not in used and wire not in misleading
+    }
+    used |= kept
+    out = []
+    for wire in wire_names:
+        name = PythonIdentifier(wire) if wire in kept else identifier(wire, taken=used)
+        used.add(name)
+        out.append(name)
+    return out
 
 
 def _usable(name: str, taken: set[str]) -> bool:
@@ -167,9 +200,23 @@ class ParamName(str):
         return super().__new__(cls, value)
 
 
+def shown_names(wire_names: Iterable[str], methods: Iterable[str]) -> list[str]:
+    """The name the model is shown for each tool (its method's `__name__`, which
+    `get_json_schema` reads): the wire name, unless it looks like another tool's, hides a
+    character or is longer than `MAX_NAME_LENGTH`; then the method's own distinct ASCII name.
+    The model then never sees two tools under names that display alike."""
+    wire_names = list(wire_names)
+    misleading = lookalikes(wire_names)
+    return [
+        wire if wire not in misleading and len(wire) <= MAX_NAME_LENGTH else method
+        for wire, method in zip(wire_names, methods, strict=True)
+    ]
+
+
 def _keepable(name: str) -> bool:
     return (
-        name.isidentifier()
+        len(name) <= MAX_NAME_LENGTH
+        and name.isidentifier()
         and not keyword.iskeyword(name)
         and unicodedata.normalize("NFKC", name) == name
         and re.fullmatch(r"\w+", name) is not None

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from orlgen import lookalike, names
-from orlgen.snapshot import tasks_file
+from orlgen.runtime import tasks_file
 from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Task, Tool, tasks_path
 from transformers.utils import get_json_schema
 

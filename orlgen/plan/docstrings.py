@@ -234,5 +234,18 @@ def safe(text: str) -> str:
     return _CHOICES.sub("(choices :", _SECTION_WORD.sub(r"\1 :", text))
 
 
+MAX_INDENT = 16  # columns of a prose line's own indentation kept (nested lists, code)
+
+
+def bounded_runs(text: str) -> str:
+    """Prose whose every run of whitespace is short: each line's inner runs one space, its
+    indentation at most `MAX_INDENT` columns, no blank line after another. The tool docstring
+    reaches `transformers.utils.get_json_schema` (TRL calls it for every prompt), whose
+    `(.*?)[\\n\\s]*(Args:|Returns:|Raises:|\\Z)` patterns rescan a whitespace run from each of its
+    characters: a run of n costs n², 47 s at 60,000 spaces; runs this short cost linear time.
+    Every character `\\s` matches counts (tabs, U+2028, U+3000, ...): each becomes a space."""
+    return _tidy([" " * min(_indent(line), MAX_INDENT) + " ".join(line.split()) for line in text.split("\n")])
+
+
 def one_line(text: str) -> str:
     return " ".join(text.split())

@@ -79,7 +79,7 @@ class Param:
 class ToolPlan:
     wire: Source
     method: PythonIdentifier
-    renamed: bool  # the method's name differs from the wire name, which is set as __name__
+    renamed: bool  # the model is shown the wire name, which differs from the method's: set as __name__
     params_class: ClassName | None
     params: tuple[Param, ...]
     aliases: Source | None  # {wire name: parameter name} for parameters Python had to rename
@@ -158,9 +158,9 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     env_var = f"ORLGEN_{PythonIdentifier(snapshot.name).upper()}_URL"  # names are checked identifiers
     task_schema = parse_schema(snapshot.task_schema, "task schema")
     bundle = Bundle(taken=RESERVED_CLASSES | {env_class})
-    methods = names.Taken(RESERVED_METHODS)  # linear renaming, however many tools share a name
     probed = tuple((ref.split, ref.index) for ref in snapshot.probed_tasks)
-    tools = tuple(_plan_tool(parsed, bundle, methods, probed) for parsed in _parsed_tools(snapshot))
+    named = tool_names(snapshot)
+    tools = tuple(_plan_tool(parsed, *named[parsed[0].name], bundle, probed) for parsed in _parsed_tools(snapshot))
     definitions = bundle.definitions()
     return ModulePlan(
         snapshot_file=literal(snapshot.file_name),
@@ -217,9 +217,12 @@ def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
 
 
 def lookalike_warnings(snapshot: Snapshot) -> tuple[str, ...]:
-    """Every parameter name renamed because it looks like another or hides characters
+    """Every tool and parameter name renamed because it looks like another or hides characters
     (`names.lookalikes`), for the CLI to report: the rename is never silent."""
-    found = []
+    found = [
+        f"tool '{printable(wire)}' {why}: the model is shown it as {tool_names(snapshot)[wire][1]!r}"
+        for wire, why in names.lookalikes(tool.name for tool in snapshot.tools).items()
+    ]
     for tool, schema in _parsed_tools(snapshot):
         wires = [wire for wire, _ in schema.resolve(schema.root).properties]
         for wire, why in names.lookalikes(wires).items():
@@ -247,12 +250,23 @@ def _module_summary(snapshot: Snapshot) -> str:
     )
 
 
+def tool_names(snapshot: Snapshot) -> dict[str, tuple[PythonIdentifier, str]]:
+    """wire name → (method name, the name the model is shown) for every tool of the snapshot:
+    `names.method_names` and `names.shown_names`, decided once for the planner and the verifier."""
+    wires = sorted(tool.name for tool in snapshot.tools)
+    # `Taken`: linear renaming, however many tools share a name
+    methods = names.method_names(wires, taken=names.Taken(RESERVED_METHODS))
+    return dict(zip(wires, zip(methods, names.shown_names(wires, methods), strict=True), strict=True))
+
+
 def _plan_tool(
-    parsed: tuple[Tool, Schema], bundle: Bundle, methods: set[str], probed: tuple[tuple[str, int], ...]
+    parsed: tuple[Tool, Schema],
+    method: PythonIdentifier,
+    shown: str,
+    bundle: Bundle,
+    probed: tuple[tuple[str, int], ...],
 ) -> ToolPlan:
     tool, schema = parsed
-    method = names.identifier(tool.name, taken=methods)
-    methods.add(method)
     root = schema.resolve(schema.root)
     params_class = names.class_name(tool.name, suffix="Params", taken=bundle.taken) if root.properties else None
     docs = docstrings.parse(tool.description, params=[wire for wire, _ in root.properties])
@@ -267,7 +281,7 @@ def _plan_tool(
     return ToolPlan(
         wire=literal(tool.name),
         method=method,
-        renamed=method != tool.name,
+        renamed=shown != method,
         params_class=params_class,
         params=tuple(param for param, _ in params),
         aliases=Source(_aliases_literal(renamed)) if renamed else None,
@@ -361,7 +375,7 @@ def _tool_docstring(
     """The method's docstring. An `Args:` entry that names no parameter of the schema (an
     argument the server reads some other way, or a stale one) stays in the description, where
     the model can still read it, since `Args:` may only list the method's parameters."""
-    summary = docstrings.safe(docs.prose) or _sentence(_humanise(wire))
+    summary = docstrings.safe(docstrings.bounded_runs(docs.prose)) or _sentence(_humanise(wire))
     if offer:
         summary += f"\n\n{docstrings.safe(docstrings.one_line(offer))}"
     if unmatched:

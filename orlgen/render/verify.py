@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from orlgen.errors import OrlgenError
+from orlgen.plan.planner import tool_names
 from orlgen.schema import Node, Schema
 from orlgen.snapshot.model import Snapshot
 
@@ -30,6 +31,11 @@ _MAX_SAMPLE_DEPTH = 8
 
 class VerifyError(OrlgenError):
     """A rendered module failed verification; the message names the module and the tool."""
+
+
+def shown(snapshot: Snapshot) -> dict[str, str]:
+    """wire name → the name `get_json_schema` must read off the tool's method."""
+    return {wire: name for wire, (_, name) in tool_names(snapshot).items()}
 
 
 def samples(snapshot: Snapshot) -> dict[str, dict[str, Any]]:
@@ -164,7 +170,9 @@ class Verifier:
             for i, (path, source, snapshot) in enumerate(modules):
                 file = Path(tmp) / f"m{i}.py"
                 file.write_text(source, encoding="utf-8")
-                jobs.append({"name": str(path), "file": str(file), "samples": samples(snapshot)})
+                jobs.append(
+                    {"name": str(path), "file": str(file), "samples": samples(snapshot), "shown": shown(snapshot)}
+                )
             try:
                 out, err = self._child.communicate(json.dumps(jobs), timeout=300)
             except subprocess.TimeoutExpired:

@@ -1,8 +1,9 @@
 """The verifier's child program (`python -I -m orlgen.render.verify_child`, started by `orlgen.render.verify`).
 
-It reads the jobs from stdin (`[{"name", "file", "samples"}]`: a module's display name, the
-temp file holding its source, a valid payload per tool), imports each module, and for every
-tool checks that a method carries its wire name, that `transformers.utils.get_json_schema`
+It reads the jobs from stdin (`[{"name", "file", "samples", "shown"}]`: a module's display name, the
+temp file holding its source, a valid payload per tool, the name the model is shown per tool),
+imports each module, and for every tool checks that a method carries the name the model is
+shown (its wire name unless that misleads: `planner.tool_names`), that `transformers.utils.get_json_schema`
 reads the method as TRL will, and that calling it with the payload hands the payload to the
 wire unchanged. It exits 1 with one line naming what failed, 0 when every module passes.
 """
@@ -86,14 +87,15 @@ def run(job: dict[str, Any], get_json_schema: JsonSchema | None) -> None:
     if len(classes) != 1:
         fail(f"{job['name']}: expected one adapter class, found {len(classes)}")
     cls = classes[0]
-    methods = {m.__name__: m for _, m in inspect.getmembers(cls, inspect.isfunction) if m.__name__ in module.TOOLS}
+    shown = job["shown"]  # wire name → the name the model is shown
+    methods = {m.__name__: m for _, m in inspect.getmembers(cls, inspect.isfunction)}
     for wire in module.TOOLS:
         where = f"{job['name']}: tool {wire!r}"
-        method = methods.get(wire)
+        method = methods.get(shown.get(wire, wire))
         if method is None:
-            fail(f"{where}: no method carries this name")
+            fail(f"{where}: no method carries the name {shown.get(wire, wire)!r}")
         if get_json_schema is not None:
-            _described(where, wire, method, get_json_schema)
+            _described(where, shown.get(wire, wire), method, get_json_schema)
         _call(where, cls, method, job["samples"].get(wire, {}))
 
 

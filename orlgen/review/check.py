@@ -16,7 +16,7 @@ from orlgen.render import header
 from orlgen.render.jobs import Job
 from orlgen.review.cache import Verdicts
 from orlgen.review.files import is_regular
-from orlgen.snapshot.model import SUFFIX
+from orlgen.snapshot.model import SUFFIX, TASKS_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,8 @@ def _compare(job: Job, cache: Verdicts | None) -> Drift | None:
         return None
     if job.path.name.endswith(SUFFIX):
         return Drift(job.path, _FORMAT_1 if actual.startswith(_FORMAT_1_START) else _NOT_CANONICAL, actual, expected)
+    if job.path.name.endswith(TASKS_SUFFIX):
+        return Drift(job.path, tasks_cause(actual, expected), actual, expected)
     return Drift(job.path, cause(actual, expected), actual, expected)
 
 
@@ -105,6 +107,13 @@ _FORMAT_1 = (
     "format 1 (its tasks inline): run `orlgen generate`, which rewrites it as format 2, its tasks "
     "in the .tasks.jsonl file beside it"
 )
+
+
+def tasks_cause(actual: bytes, expected: bytes) -> str:
+    """Why a tasks file differs from the rows its snapshot holds: the first line (split on `\n`
+    alone, as the one reader splits) that differs. A tasks file has no header to word it from."""
+    line = _first_different_line(actual, expected, max(actual.count(b"\n"), expected.count(b"\n")) + 1)
+    return f"not what orlgen writes from its snapshot: line {line} differs; `orlgen generate` rewrites it"
 
 
 def cause(actual: bytes, expected: bytes) -> str:

@@ -14,6 +14,16 @@ in the author's order. TRL's two trainers take different shapes:
 
 Blocks that are all text stay a `str`, joined by newlines: that is TRL's contract for a tool
 result, and what every text-only environment returned before images were kept.
+
+What a server sends is bounded before the model sees it:
+- images, per answer (a prompt or one tool output): at most `ORLGEN_MAX_IMAGES` (default 16)
+  decoded, and at most `ORLGEN_MAX_IMAGE_PIXELS` decoded pixels in all (default 40,000,000, about
+  160 MB as RGBA). An image's size is read from its header (`Image.open`) before any pixel is
+  decoded (`load()`); one over either limit becomes a one-line marker saying so, and is counted
+  (`images_refused` in the runtime's metrics). Eight 9000x9000 PNGs took an adapter to 3 GB.
+- text: terminal control characters (ESC, the other C0 and C1 controls but tab and newline, DEL)
+  are written as escapes (`\\x1b[2J`), so what the model reads, and what a log shows, is what the
+  server sent, never an instruction to a terminal. A CRLF line end is one newline.
 """
 
 from __future__ import annotations
@@ -25,9 +35,14 @@ import json
 import logging
 import multiprocessing
 import os
+import re
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
+
+from .errors import OrlgenRuntimeError
+from .metrics import COUNTERS
 
 logger = logging.getLogger("orlgen")
 
@@ -40,6 +55,47 @@ _logged: set[str] = set()
 _logged_lock = threading.Lock()
 
 
+@dataclass(frozen=True)
+class ImageLimits:
+    """How many images, and how many decoded pixels in all, one answer may bring the model."""
+
+    images: int = 16
+    pixels: int = 40_000_000
+
+    @classmethod
+    def from_environment(cls) -> ImageLimits:
+        """The defaults, or `ORLGEN_MAX_IMAGES` and `ORLGEN_MAX_IMAGE_PIXELS` where set."""
+        return cls(
+            images=_limit("ORLGEN_MAX_IMAGES", cls.images),
+            pixels=_limit("ORLGEN_MAX_IMAGE_PIXELS", cls.pixels),
+        )
+
+
+def _limit(variable: str, default: int) -> int:
+    value = os.environ.get(variable)
+    if value is None:
+        return default
+    if not value.strip().isdigit():
+        raise OrlgenRuntimeError(f"{variable}={value[:40]!r}: not a whole number ≥ 0")
+    return int(value)
+
+
+class _Budget:
+    """What is left of one answer's `ImageLimits` as its images are decoded."""
+
+    def __init__(self, limits: ImageLimits) -> None:
+        self.limits, self.images, self.pixels = limits, 0, 0
+
+    def refusal(self, size: tuple[int, int]) -> str | None:
+        """Why an image of `size` may not be decoded now, or None (and it is counted)."""
+        if self.images >= self.limits.images:
+            return f"over the limit of {self.limits.images} images per answer"
+        if self.pixels + size[0] * size[1] > self.limits.pixels:
+            return f"over the limit of {self.limits.pixels:,} decoded pixels per answer"
+        self.images, self.pixels = self.images + 1, self.pixels + size[0] * size[1]
+        return None
+
+
 def strings_only() -> bool:
     """True inside TRL's async rollout worker, which can carry text only, or when
     `ORLGEN_IMAGES=markers` asks for markers (a text-only model under GRPOTrainer)."""
@@ -48,23 +104,22 @@ def strings_only() -> bool:
     )
 
 
-def render(blocks: Iterable[Any] | None, *, parts: bool | None = None) -> str | Parts:
+def render(
+    blocks: Iterable[Any] | None, *, parts: bool | None = None, limits: ImageLimits | None = None
+) -> str | Parts:
     """`blocks` for TRL: a `str` when they are all text (or `parts` is False, or the caller is
-    TRL's async worker), else content parts with every image decoded, in the blocks' order."""
+    TRL's async worker), else content parts with each image decoded within `limits` (default:
+    `ImageLimits.from_environment()`), in the blocks' order."""
     blocks = list(blocks or ())
     if parts is None:
         parts = not strings_only()
     if not parts or not any(_kind(block) == "image" for block in blocks):
         return text(blocks)
+    budget = _Budget(limits or ImageLimits.from_environment())
     rendered: Parts = []
     for block in blocks:
         if _kind(block) == "image":
-            image = decode_image(block)
-            rendered.append(
-                {"type": "image", "image": image}
-                if image is not None
-                else {"type": "text", "text": image_marker(block)}
-            )
+            rendered.append(_image_part(block, budget))
             continue
         piece = _block_text(block)
         if piece:
@@ -72,7 +127,9 @@ def render(blocks: Iterable[Any] | None, *, parts: bool | None = None) -> str | 
     return rendered
 
 
-def conversation(messages: Iterable[Any], carried: Any = None, *, parts: bool | None = None) -> str | Parts:
+def conversation(
+    messages: Iterable[Any], carried: Any = None, *, parts: bool | None = None, limits: ImageLimits | None = None
+) -> str | Parts:
     """A conversation-shaped prompt (ORS `get_messages`) as the content `reset` returns.
 
     TRL appends what `reset` returns to the last user turn of the row's `prompt`; it cannot insert
@@ -83,12 +140,12 @@ def conversation(messages: Iterable[Any], carried: Any = None, *, parts: bool | 
     earlier turn is lost."""
     rest = _after_carried(list(messages), carried)
     if len(rest) == 1 and rest[0].role == "user":
-        return render(rest[0].blocks, parts=parts)
+        return render(rest[0].blocks, parts=parts, limits=limits)
     blocks: list[Any] = []
     for message in rest:
         blocks.append({"type": "text", "text": f"[{message.role}]"})
         blocks.extend(_flat(block) for block in message.blocks)
-    return render(blocks, parts=parts)
+    return render(blocks, parts=parts, limits=limits)
 
 
 def _after_carried(messages: list[Any], carried: Any) -> list[Any]:
@@ -147,19 +204,32 @@ def as_text(content: str | Parts) -> str:
     return "\n".join(part["text"] if part["type"] == "text" else _pil_marker(part["image"]) for part in content)
 
 
-def image_marker(block: Any) -> str:
-    """`[image: image/png, 56x56, 213 bytes]`: what the model reads where it cannot see."""
+def image_marker(block: Any, note: str = "") -> str:
+    """`[image: image/png, 56x56, 213 bytes]`: what the model reads where it cannot see (with
+    `note`, why it is not shown: `[image: image/png, 9000x9000, 1 bytes, not shown: over ...]`)."""
     data = _image_bytes(block)
     mime = "".join(c for c in str(_field(block, "mimeType") or "image")[:64] if c.isprintable())
     if data is None:
         return f"[image: {mime}, undecodable]"
     size = _dimensions(data)
-    return f"[image: {mime}, {size + ', ' if size else ''}{len(data)} bytes]"
+    return f"[image: {mime}, {size + ', ' if size else ''}{len(data)} bytes{', not shown: ' + note if note else ''}]"
 
 
-def decode_image(block: Any) -> Any | None:
-    """The block's image as a `PIL.Image.Image`, or None when Pillow or the data cannot make one
-    (the caller then shows the marker; the reason is logged once)."""
+def _image_part(block: Any, budget: _Budget) -> dict[str, Any]:
+    """The block as an image part, or as a text part holding its marker when it cannot be read
+    or is over the answer's limits (counted, and logged once)."""
+    image = decode_image(block, budget)
+    if isinstance(image, str):
+        COUNTERS.add("images_refused")
+        _log_once("limit", f"an image over the answer's limits was shown as a marker ({image})")
+        return {"type": "text", "text": image_marker(block, image)}
+    return {"type": "image", "image": image} if image is not None else {"type": "text", "text": image_marker(block)}
+
+
+def decode_image(block: Any, budget: _Budget | None = None) -> Any:
+    """The block's image as a `PIL.Image.Image`; None when Pillow or the data cannot make one
+    (the reason is logged once); or, with a `budget`, the reason it would overdraw it (a `str`),
+    found from the image's header before a pixel is decoded."""
     data = _image_bytes(block)
     if data is None:
         _log_once("undecodable", f"an image block is not base64 and was shown as {image_marker(block)}")
@@ -171,6 +241,9 @@ def decode_image(block: Any) -> Any | None:
         return None
     try:
         image = Image.open(io.BytesIO(data))
+        refused = budget.refusal(image.size) if budget is not None else None
+        if refused is not None:
+            return refused
         image.load()
     except Exception as exc:  # Pillow raises several unrelated types for bad data
         _log_once("unreadable", f"an image block could not be read ({type(exc).__name__}); shown as a marker")
@@ -190,7 +263,20 @@ def _kind(block: Any) -> str | None:
 
 def _block_text(block: Any) -> str:
     value = _field(block, "text")
-    return value if isinstance(value, str) else ""
+    return terminal_safe(value) if isinstance(value, str) else ""
+
+
+# C0 controls but tab and newline, DEL, and the C1 controls (U+0080-U+009F: CSI, OSC, NEL, ...).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every terminal control character written as its escape (`\\x1b`), a CRLF
+    line end as a newline: a server's text cannot clear a screen, move a cursor or hide a line
+    from whoever reads the model's transcript or a log, and the model reads what was sent."""
+    if not _CONTROL.search(text):
+        return text
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text.replace("\r\n", "\n"))
 
 
 def _image_bytes(block: Any) -> bytes | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import tasks_file
 from .errors import OrlgenRuntimeError
 
 RESERVED_COLUMNS = ("prompt", "split", "task_index", "environment")
@@ -87,18 +88,14 @@ def _parsed(path: Path, mtime_ns: int, size: int, recorded: str | None) -> Any:
     return json.loads(data) if recorded is None else _rows(recorded, data)
 
 
-def _rows(recorded: str, data: bytes) -> dict[str, list[tuple[int, dict[str, Any]]]]:
-    """split → [(index, spec)] of a tasks file whose bytes hash to `recorded` (`orlgen check`
-    proves such a file canonical; this only refuses one that changed since)."""
+def _rows(recorded: str, data: bytes) -> tasks_file.Rows:
+    """split → [(index, spec)] of a tasks file whose bytes hash to `recorded`, read by the one
+    reader `orlgen check` gives its verdict with (`tasks_file.decode`)."""
     if hashlib.sha256(data).hexdigest() != recorded:
         raise ValueError(
             "its sha256 does not match the one its snapshot records: restore it, or re-run `orlgen snapshot`"
         )
-    found: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for line in data.decode().splitlines():
-        row = json.loads(line)
-        found.setdefault(row["split"], []).append((row["index"], row["spec"]))
-    return found
+    return tasks_file.decode(data)
 
 
 def build(

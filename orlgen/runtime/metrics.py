@@ -70,12 +70,14 @@ def gather(raw: Raw, accelerator: Any) -> Raw:
 
 
 def runtime_metrics(raw: Mapping[str, float]) -> dict[str, float]:
-    """Logged names from merged counters: sessions opened, capacity waits, breaker rejections, tool latency (ms)."""
+    """Logged names from merged counters: sessions opened, capacity waits, breaker rejections,
+    images refused (over an answer's `content.ImageLimits`), tool latency (ms)."""
     metrics = {
         "sessions_opened": raw.get("sessions_opened", 0.0),
         "capacity_waits": raw.get("capacity_waits", 0.0),
         "capacity_wait_s": raw.get("capacity_wait_s", 0.0),
         "breaker_rejections": raw.get("breaker_rejections", 0.0),
+        "images_refused": raw.get("images_refused", 0.0),
     }
     for name, count in raw.items():
         if name.startswith("tool_count/") and count:

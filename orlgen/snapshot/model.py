@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orlgen.errors import OrlgenError
+from orlgen.runtime import tasks_file
 from orlgen.runtime.dataset import TASKS_SUFFIX, tasks_path
-from orlgen.snapshot import tasks_file
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 if TYPE_CHECKING:
@@ -368,8 +368,19 @@ def _read_interface(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read_rows(path: Path, recorded: str) -> dict[str, list[tuple[int, dict[str, Any]]]]:
+def _read_rows(path: Path, recorded: str) -> tasks_file.Rows:
     """The tasks file's rows, its bytes checked against the hash the interface records."""
+    return _verified(path, recorded)[1]
+
+
+def tasks_text(path: Path, recorded: str) -> str:
+    """The text of the tasks file of the snapshot at `path`, verified: its bytes hash to
+    `recorded` and the one reader (`tasks_file.decode`) accepts every line (`SnapshotError`
+    naming the file and line if not). The bytes read are the bytes returned: no second read."""
+    return _verified(path, recorded)[0].decode()
+
+
+def _verified(path: Path, recorded: str) -> tuple[bytes, tasks_file.Rows]:
     rows_path = tasks_path(path)
     if rows_path.is_symlink() or (rows_path.exists() and not rows_path.is_file()):
         raise SnapshotError(f"{rows_path}: refused to read: not a regular file (a symbolic link or a special file)")
@@ -383,16 +394,9 @@ def _read_rows(path: Path, recorded: str) -> dict[str, list[tuple[int, dict[str,
             "re-capture with `orlgen snapshot`, or restore both files from version control"
         )
     try:
-        return tasks_file.decode(data)
+        return data, tasks_file.decode(data)
     except tasks_file.TasksFileError as exc:
         raise SnapshotError(f"{rows_path}: not a valid tasks file: {exc}") from exc
-
-
-def tasks_text(path: Path, recorded: str) -> str:
-    """The text of the tasks file of the snapshot at `path`, verified: its bytes hash to
-    `recorded` and every line is canonical (`SnapshotError` naming the file if not)."""
-    _read_rows(path, recorded)
-    return tasks_path(path).read_text(encoding="utf-8")
 
 
 def _with_rows(
