@@ -105,6 +105,8 @@ def test_a_module_named_like_one_of_the_envs_own_files_is_found(tmp_path, monkey
     assert shadowed_file(_module_target("zebra"), "puzzles") == tmp_path / "puzzles"
     assert shadowed_file(_module_target("zebra"), "zebra_env") is None
     assert shadowed_file(Target(kind="url", value="http://h:1", env="zebra"), "zebra") is None
+    # a dotted target's siblings are imported through its package
+    assert shadowed_file(Target(kind="module", value="examples.echo:Echo", env="echo"), "echo") is None
 
 
 @pytest.mark.slow

@@ -14,12 +14,15 @@ from orlgen.snapshot.model import Target
 
 def shadowed_file(target: Target, name: str) -> Path | None:
     """The env's own file or package that a generated module `name` would hide, if any: a
-    module of that name in the directory of the target's module. The capture imported the
-    module already, so finding it runs nothing new."""
-    if target.kind != "module":
+    module of that name beside the target's top-level module (`zebra:Zebra`), whose directory
+    is the flat one on `sys.path`; a dotted target (`examples.echo:Echo`) imports its siblings
+    through its package, which a generated module cannot hide. `find_spec` of a top-level
+    module runs none of its code."""
+    module = target.value.partition(":")[0]
+    if target.kind != "module" or "." in module:
         return None
     try:
-        spec = importlib.util.find_spec(target.value.partition(":")[0])
+        spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         return None
     if spec is None or spec.origin is None:

@@ -193,6 +193,9 @@ def run_on_loop(coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
     return _sdk_loop().run(coro, timeout)
 
 
+_CLEANUP_SECONDS = 3.0  # how long an interrupted request may take to close what it opened
+
+
 class _Loop:
     """An event loop on a daemon thread, owned by one process."""
 
@@ -204,14 +207,29 @@ class _Loop:
         self.pending: set[concurrent.futures.Future[Any]] = set()  # background work, awaited at exit
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
+        """`await coro` on the loop. A timeout or an interrupt (Ctrl-C) cancels it there at once:
+        its `async with` blocks then close what they opened (a session is deleted), for which an
+        interrupt waits a moment, instead of the request running on to its end unwanted."""
         if threading.current_thread() is self.thread:
             raise RuntimeError("orlgen cannot wait for its loop from the loop's own thread")
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        settled = threading.Event()
+
+        async def tracked() -> T:
+            try:
+                return await coro
+            finally:
+                settled.set()
+
+        future = asyncio.run_coroutine_threadsafe(tracked(), self.loop)
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise CallTimeout(f"no answer within {timeout:g} s") from None
+        except BaseException:  # KeyboardInterrupt and the like: nobody wants the answer now
+            future.cancel()
+            settled.wait(_CLEANUP_SECONDS)
+            raise
 
     def submit(self, coro: Coroutine[Any, Any, Any]) -> None:
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)

@@ -1,0 +1,37 @@
+"""Ctrl-C during a capture cancels the request in flight at once, and what it opened is closed:
+a probe session is deleted on the server, not left for the server to reap 15 minutes later."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from orlgen.serve import ServerProcess
+
+from tests.support.cli import start_orlgen
+
+
+def wait_for(path: Path, seconds: float = 90) -> bool:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return path.exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_probe_deletes_the_session_it_opened(tmp_path, monkeypatch):
+    stalled, torn_down = tmp_path / "stalled", tmp_path / "torn-down"
+    monkeypatch.setenv("ORLGEN_STALL_FILE", str(stalled))
+    monkeypatch.setenv("ORLGEN_TEARDOWN_FILE", str(torn_down))
+    out = tmp_path / "out"
+    with ServerProcess("tests.support.envs.stalling:StallingSession") as server:
+        process = start_orlgen("snapshot", server.url, "--out", out)
+        assert wait_for(stalled), process.communicate()  # the probe session is open, its prompt stalls
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130, (stdout, stderr)
+        assert stderr == "orlgen: interrupted\n"
+        assert wait_for(torn_down, 10), "the interrupted capture left its probe session open on the server"
+    assert not out.exists()
