@@ -152,7 +152,8 @@ def test_stale_module_after_the_snapshot_changed(gen: Path):
     )
 
 
-def test_missing_module(gen: Path):  # no render: one line, no diff
+@pytest.mark.slow
+def test_missing_module(gen: Path):
     (gen / "helpdesk.py").unlink()
     result = orlgen("check", gen)
     assert result.returncode == 1
