@@ -68,7 +68,7 @@ def test_a_tool_named_like_a_module_name_is_renamed_and_keeps_its_wire_name(wire
     assert (planned.method, planned.renamed, planned.wire) == (f"{wire}_", True, repr(wire))
 
 
-@pytest.mark.slow  # a render, verified in a child interpreter
+@pytest.mark.slow  # a render (datamodel-code-generator, black) and an import
 def test_a_tool_named_tool_method_does_not_break_the_tools_after_it(tmp_path):
     tools = [Tool(name=name, description="Do it.", input_schema=None, shared=True) for name in ("tool_method", "zeta")]
     path = tmp_path / "named.py"
