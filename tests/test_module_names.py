@@ -68,6 +68,7 @@ def test_a_tool_named_like_a_module_name_is_renamed_and_keeps_its_wire_name(wire
     assert (planned.method, planned.renamed, planned.wire) == (f"{wire}_", True, repr(wire))
 
 
+@pytest.mark.slow  # a render (datamodel-code-generator, black) and an import
 def test_a_tool_named_tool_method_does_not_break_the_tools_after_it(tmp_path):
     tools = [Tool(name=name, description="Do it.", input_schema=None, shared=True) for name in ("tool_method", "zeta")]
     path = tmp_path / "named.py"
@@ -76,6 +77,7 @@ def test_a_tool_named_tool_method_does_not_break_the_tools_after_it(tmp_path):
     assert {module.NamedEnv.tool_method_.__name__, module.NamedEnv.zeta.__name__} == {"tool_method", "zeta"}
 
 
+@pytest.mark.slow  # a render and a ruff run
 def test_a_model_field_named_unset_imports_no_unset(tmp_path):
     """ruff's F401: a required field `UNSET: str` is no use of the runtime's `UNSET`."""
     schema = {"type": "object", "properties": {"UNSET": {"type": "string"}}, "required": ["UNSET"]}

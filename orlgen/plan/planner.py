@@ -52,7 +52,7 @@ _MODULE_GLOBALS = (
 # Every name a generated module binds at top level, whatever its tools. A tool method or a model
 # class of the same name would shadow it: a method named `tool_method` replaces the decorator for
 # the methods after it in the class body. Such a name is renamed like a keyword (the wire name is
-# kept), and tests/test_names.py holds this table to what the checked-in modules bind.
+# kept), and tests/test_module_names.py holds this table to what the checked-in modules bind.
 MODULE_NAMES = frozenset(
     {*(name for members in TEMPLATE_IMPORTS.values() for name in members), *_MODEL_IMPORTS, *_MODULE_GLOBALS}
 )
