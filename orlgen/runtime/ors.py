@@ -475,7 +475,7 @@ class _Retry:
     """When to send a request again, and after how long (see the module docstring)."""
 
     def __init__(self, busy: bool, window: float, broken: int = 0) -> None:
-        self.busy = busy
+        self.busy = busy  # retry 429 and 503 too (False: they are raised for `backoff`)
         self.window = window
         self.broken = broken  # breaks still allowed (only once a call has its task_id)
         self.started = time.monotonic()
@@ -489,7 +489,8 @@ class _Retry:
             self.refused_since = None
             if exc.status == 503 and exc.backend_starting:
                 return _capped(exc.retry_after, self.attempts) if now - self.started < STARTING_CAP else None
-            if self.busy and exc.status in RETRY_STATUSES and self.attempts < MAX_ATTEMPTS:
+            busy = exc.status in (429, 503)  # the env's own "not now": the caller may wait it out itself
+            if exc.status in RETRY_STATUSES and (self.busy or not busy) and self.attempts < MAX_ATTEMPTS:
                 return _capped(exc.retry_after, self.attempts)
             return None
         if isinstance(exc, aiohttp.ClientConnectorError):  # nothing reached the server
