@@ -1,5 +1,5 @@
-"""`python -m bench.capacity [ROLLOUTS ...]`: concurrent rollouts against an env that allows 4 open
-sessions (default: batches of 24 and 64).
+"""`python -m bench.capacity [--one-try] [ROLLOUTS ...]`: concurrent rollouts against an env that
+allows 4 open sessions (default: batches of 24 and 64).
 
 The env is `bench.slow_env` (setup 1 s) behind the capacity middleware of
 `tests/support/servers/capacity.py` (429 with `Retry-After: 1` past 4 open sessions). Each rollout is
@@ -7,7 +7,11 @@ AsyncGRPOTrainer's order on its own thread: `reset` (which waits for the setup),
 then `get_reward` (which deletes the session). The floor is ROLLOUTS / 4 waves of one setup. Each
 batch runs without a budget (the runtime learns the env's capacity from its first refusals) and
 with `ORLGEN_MAX_SESSIONS=4` (the env refuses nothing); prints wall time and its ratio to the
-floor, the rollouts that ran and the creates the env refused per rollout.
+floor, the rollouts that ran, the creates the env refused per rollout and the asks refused (a
+new session refused at least once; the SDK retries a refused `/create` up to three times within
+about two seconds, Retry-After honoured, before the runtime hears of it). `--one-try` sets the
+SDK's attempts at an env-server request to one, as the runtime's own ORS client asks (issue 28):
+each ask is then one create, and the runtime hears of every refusal.
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ BATCHES = (24, 64)
 def main(argv: list[str]) -> None:
     from bench.slow import generated_module, slow_server
 
-    batches = [int(arg) for arg in argv] or list(BATCHES)
+    if "--one-try" in argv:
+        import openreward.api._session.http as sdk_http
+
+        sdk_http._ENV_SERVER_MAX_ATTEMPTS = 1  # a bench-only stand-in for a client without retries
+    batches = [int(arg) for arg in argv if arg != "--one-try"] or list(BATCHES)
     with slow_server(SETUP_S, 0, entry="tests.support.servers.capacity") as url:
         module = generated_module(Path(tempfile.mkdtemp(prefix="orlgen-capacity-")))
         for rollouts in batches:
@@ -55,7 +63,7 @@ def measure(module, url: str, rollouts: int, limit: int | None, floor: float) ->
     ran = sum(error is None for error in errors)
     return (
         f"{seconds:.2f} s ({seconds / floor:.2f}x floor), {ran}/{rollouts} ran, env refused {seen['refused']} "
-        f"({seen['refused'] / rollouts:.2f} per rollout), most open {seen['max_open']}"
+        f"({seen['refused'] / rollouts:.2f} per rollout; {seen['refused_asks']} asks), most open {seen['max_open']}"
     )
 
 

@@ -202,10 +202,12 @@ class Budget:
         return True
 
     def acquire(self, timeout: float | None, block: bool = True) -> float:
-        """Take a slot, waiting at most `timeout` seconds; return the seconds waited.
+        """Take a slot, waiting at most `timeout` seconds; return the seconds waited (0 when a
+        slot was free: taking one from the job's store is a round trip, not a wait).
         Raises NoSlot when none came free in time (or at once, with `block=False`)."""
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
+        waited = False
         with self._free:
             while not self._take():
                 if self._grow_if_calm():
@@ -214,7 +216,8 @@ class Budget:
                 if not block or (left is not None and left <= 0):
                     raise NoSlot(self._why_full(timeout))
                 self._free.wait(self._nap(left))
-        return time.monotonic() - started
+                waited = True
+        return time.monotonic() - started if waited else 0.0
 
     def _nap(self, left: float | None) -> float | None:
         """How long a waiter sleeps before it looks again: until woken by a slot this process
