@@ -2,8 +2,10 @@
 a fault-injecting middleware on the real SDK server), driven through the checked-in echo module
 the way AsyncGRPOTrainer's worker drives it: each rollout on its own thread, all at once.
 
-What must hold: with no budget, rollouts past the env's limit wait for it instead of failing;
-with `ORLGEN_MAX_SESSIONS` at the limit the env refuses nothing; a slot comes back however a
+What must hold: with no budget, rollouts past the env's limit wait for it instead of failing, the
+runtime learns the limit from the env's first refusals and queues the rest behind it (a window
+that shrinks to what was open at a refusal and grows again after a calm period); with
+`ORLGEN_MAX_SESSIONS` at the limit the env refuses nothing; a slot comes back however a
 rollout ends; 402 says what it means; the breaker stops asking a dead env and recovers by a probe.
 """
 
@@ -16,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from orlgen.runtime import breaker, budget, set_max_sessions
+from orlgen.runtime import admission, breaker, budget, set_max_sessions
 from orlgen.serve import ServerProcess
 
 from tests.support.servers.capacity import post, stats
@@ -36,10 +38,10 @@ def faulty(faulty_url):
     """The faulty server with the given faults (`capacity=N`, `payment`, `down`), counts at zero,
     and this process's budgets and breakers made anew."""
 
-    def start(capacity=None, payment=False):
+    def start(capacity=None, payment=False, retry_after=1):
         post(faulty_url, "/_fault/clear")
         if capacity is not None:
-            post(faulty_url, f"/_fault/capacity?n={capacity}")
+            post(faulty_url, f"/_fault/capacity?n={capacity}&retry_after={retry_after}")
         if payment:
             post(faulty_url, "/_fault/payment")
         return faulty_url
@@ -74,15 +76,56 @@ def play(echo_module, url, **options):
         return list(pool.map(rollout, envs, range(ROLLOUTS), [barrier] * ROLLOUTS))
 
 
+def learned_window(echo_module, url):
+    """The capacity this process learned for the env at `url` (None: none yet)."""
+    connection = echo_module.EchoEnv(base_url=url)._connection
+    return budget.for_env(admission.env_key(connection), echo_module.EchoEnv).window
+
+
 @pytest.mark.slow
-def test_without_a_budget_rollouts_wait_for_a_busy_env_and_all_score(echo_module, faulty):
+def test_without_a_budget_rollouts_learn_the_envs_capacity_and_queue_behind_it(echo_module, faulty):
     url = faulty(capacity=CAPACITY)
     results = play(echo_module, url)
     assert [reward for reward, _ in results] == [1.0] * ROLLOUTS, [error for _, error in results if error]
     seen = stats(url)
-    assert seen["refused"] > 0  # they did ask past the limit, and were told to wait
     assert seen["max_open"] <= CAPACITY
+    assert 0 < seen["refused_asks"] <= ROLLOUTS  # asked past the limit, each rollout at most once
+    assert learned_window(echo_module, url) == CAPACITY
     assert wait_for(lambda: stats(url)["open"] == 0)  # every session deleted
+    post(url, "/_fault/clear")  # counts back to zero, the same limit
+    post(url, f"/_fault/capacity?n={CAPACITY}")
+    results = play(echo_module, url)  # the next batch: queued behind what was learned, not asking
+    assert [reward for reward, _ in results] == [1.0] * ROLLOUTS, [error for _, error in results if error]
+    assert stats(url)["refused_asks"] <= 1  # at most the window's growth probing past it
+
+
+def test_the_learned_window_shrinks_at_a_refusal_and_grows_after_a_calm_period(echo_module, faulty, monkeypatch):
+    """`Retry-After: 0` so that the SDK's own retries of a refused create take no time."""
+    monkeypatch.setattr(budget, "GROW_PERIOD_S", 0.5)
+    url = faulty(capacity=2, retry_after=0)
+    make = lambda: echo_module.EchoEnv(base_url=url, timeout=20.0)  # noqa: E731
+    first, second, third_env, fourth_env = envs = [make() for _ in range(4)]
+    for env in (first, second):
+        env.reset(task_index=0)
+    third = threading.Thread(target=third_env.reset, kwargs={"task_index": 0})
+    third.start()
+    assert wait_for(lambda: learned_window(echo_module, url) == 2)  # shrank to the 2 open
+    refused = stats(url)["refused"]
+    time.sleep(0.3)
+    assert third.is_alive() and stats(url)["refused"] == refused  # queued, not asking again
+    post(url, "/_fault/capacity?n=3&retry_after=0")
+    third.join(5.0)  # the window grew by one after the calm period, and the env took the third
+    assert not third.is_alive() and learned_window(echo_module, url) == 3 and stats(url)["refused_asks"] == 1
+    fourth = threading.Thread(target=fourth_env.reset, kwargs={"task_index": 0})
+    fourth.start()  # waits a calm period, grows the window to 4, is refused, shrinks it to 3 again
+    assert wait_for(lambda: stats(url)["refused_asks"] == 2) and wait_for(lambda: learned_window(echo_module, url) == 3)
+    first.get_reward()  # a slot frees: the queued fourth takes it
+    fourth.join(5.0)
+    assert not fourth.is_alive() and stats(url)["max_open"] == 3
+    assert [env.error for env in envs] == [None] * 4
+    for env in envs:
+        env.get_reward()
+    assert wait_for(lambda: stats(url)["open"] == 0)
 
 
 def test_with_the_budget_at_the_limit_the_env_refuses_nothing(echo_module, faulty, monkeypatch):

@@ -8,6 +8,7 @@ deleted it. See `budget`, `backoff` and `breaker` for each rule.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -50,13 +51,22 @@ def open_sessions(
     try:
         waited = slots.acquire(timeout)
         taken = 1
+        taken += _take_free(slots, count - 1)
+        while True:
+            left = max(0.001, deadline - time.monotonic())
+            try:
+                opening = functools.partial(_open_together, open_once=open_once, count=taken, timeout=left, slots=slots)
+                opened: list[Any] = connection.run(opening, left + 5.0)
+                break
+            except budget.Requeue:  # refused at the env's learned capacity: queue for a slot
+                for _ in range(taken):
+                    slots.release()
+                taken = 0
+                waited += slots.acquire(max(0.0, deadline - time.monotonic()))
+                taken = 1
         if waited > 0.001:
             COUNTERS.add("capacity_waits")
             COUNTERS.add("capacity_wait_s", waited)
-        taken += _take_free(slots, count - 1)
-        left = max(0.001, deadline - time.monotonic())
-        holding = lambda: slots.held  # noqa: E731
-        opened: list[Any] = connection.run(lambda env: _open_together(env, open_once, taken, left, holding), left + 5.0)
     except BaseException as exc:
         for _ in range(taken):
             slots.release()
@@ -99,19 +109,29 @@ def _take_free(slots: budget.Budget, wanted: int) -> int:
 
 
 async def _open_together(
-    env: Any, open_once: Callable[[Any], Awaitable[Any]], count: int, timeout: float, holding: Callable[[], int]
+    env: Any, open_once: Callable[[Any], Awaitable[Any]], count: int, timeout: float, slots: budget.Budget
 ) -> list[Any]:
-    """`count` sessions opened at once, each retried while the env is busy; the ones that
-    opened, or the first failure when none did."""
+    """`count` sessions opened at once, each retried while the env is busy (or handed back to
+    the budget's queue, `_requeue`); the ones that opened, or the first failure when none did."""
     import asyncio
 
+    holding = lambda: slots.held  # noqa: E731
+    requeue = lambda exc: _requeue(slots, exc)  # noqa: E731
     if count == 1:
-        return [await backoff.open_patiently(lambda: open_once(env), timeout, holding)]
+        return [await backoff.open_patiently(lambda: open_once(env), timeout, holding, requeue)]
     results = await asyncio.gather(
-        *(backoff.open_patiently(lambda: open_once(env), timeout, holding) for _ in range(count)),
+        *(backoff.open_patiently(lambda: open_once(env), timeout, holding, requeue) for _ in range(count)),
         return_exceptions=True,
     )
     opened = [result for result in results if not isinstance(result, BaseException)]
     if not opened:
         raise next(result for result in results if isinstance(result, BaseException))
     return opened
+
+
+def _requeue(slots: budget.Budget, refusal: BaseException) -> None:
+    """A new session refused (the env is at its limit): the budget learns the env's capacity, and
+    when sessions of the env are open or opening the rollout waits in the budget's queue for one
+    to close (woken when its slot frees) rather than sleeping out `Retry-After` and asking again."""
+    if slots.refused():
+        raise budget.Requeue("the environment is at its session limit") from refusal

@@ -46,10 +46,17 @@ def status_of(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-async def open_patiently(open_once: Callable[[], Awaitable[T]], timeout: float, holding: Callable[[], int]) -> T:
+async def open_patiently(
+    open_once: Callable[[], Awaitable[T]],
+    timeout: float,
+    holding: Callable[[], int],
+    on_busy: Callable[[BaseException], None] | None = None,
+) -> T:
     """`await open_once()`, retried on 429/503 until `timeout` seconds have passed.
 
-    `holding()` tells how many sessions this process holds on the env, for the message.
+    `holding()` tells how many sessions this process holds on the env, for the message;
+    `on_busy(exc)` hears of each refusal first, and may end the retries by raising (the budget's
+    `Requeue`: the rollout waits in its queue instead).
     """
     started = time.monotonic()
     deadline = started + timeout
@@ -67,6 +74,8 @@ async def open_patiently(open_once: Callable[[], Awaitable[T]], timeout: float, 
                 raise payment_required() from exc
             if status not in BUSY:
                 raise
+            if on_busy is not None:
+                on_busy(exc)
             wait = _wait(getattr(exc, "retry_after", None), attempt)
             if time.monotonic() + wait > deadline:
                 raise AtCapacity(

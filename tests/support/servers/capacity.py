@@ -4,13 +4,16 @@ SDK server's app; the env and the SDK's server are untouched.
 
 Each fault is switched on by a control request (`POST /_fault/<what>`), so one server serves a
 whole test module:
-- `capacity?n=N`: at most N sessions open at once, keyed by `X-Session-ID` from their `/create`
-  to their `/delete`; beyond that `/create` answers 429 with `Retry-After: 1`, as a hosted env at
-  its concurrency limit does. Counts what it refused and the most ever open.
+- `capacity?n=N[&retry_after=S]`: at most N sessions open at once, keyed by `X-Session-ID` from their
+  `/create` to their `/delete`; beyond that `/create` answers 429 with `Retry-After: S` (1 unless
+  given), as a hosted env at
+  its concurrency limit does. Counts what it refused (`refused`), the sessions it refused at least
+  once (`refused_asks`: a client's own retries of one `/create` share its session id; a new ask
+  is a new session) and the most ever open (`max_open`).
 - `payment`: every request answers 402, as for an unfunded platform account.
 - `down`: every request answers 500 (a flapping env).
 - `clear`: no fault, no limit, every count back to zero.
-`GET /_stats`: `{"refused", "max_open", "open", "created", "deleted", "requests"}` as JSON;
+`GET /_stats`: `{"refused", "refused_asks", "max_open", "open", "created", "deleted", "requests"}` as JSON;
 `requests` counts the requests that reached the middleware apart from the control paths.
 """
 
@@ -31,8 +34,10 @@ class Faults:
 
     def _clear(self) -> None:
         self.capacity: int | None = None
+        self.retry_after = b"1"
         self.payment = self.down = False
         self.stats = {"refused": 0, "max_open": 0, "created": 0, "deleted": 0, "requests": 0}
+        self.refused: set[str] = set()
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -40,7 +45,9 @@ class Faults:
         path = scope["path"]
         if path == "/_stats":
             with self.lock:
-                return await _answer(send, 200, {**self.stats, "open": len(self.open)})
+                return await _answer(
+                    send, 200, {**self.stats, "open": len(self.open), "refused_asks": len(self.refused)}
+                )
         if path.startswith("/_fault/"):
             return await _answer(send, 200, self._switch(path.removeprefix("/_fault/"), scope["query_string"]))
         with self.lock:
@@ -51,7 +58,7 @@ class Faults:
             return await _answer(send, 500, {"detail": "the environment is down"})
         sid = dict(scope["headers"]).get(b"x-session-id", b"").decode()
         if path == "/create" and not self._admit(sid):
-            return await _answer(send, 429, {"detail": "at capacity"}, [(b"retry-after", b"1")])
+            return await _answer(send, 429, {"detail": "at capacity"}, [(b"retry-after", self.retry_after)])
         if path == "/delete":
             with self.lock:
                 if sid in self.open:
@@ -64,7 +71,9 @@ class Faults:
             if what == "clear":
                 self._clear()
             elif what == "capacity":
-                self.capacity = int(query.decode().removeprefix("n="))
+                options = dict(part.split("=", 1) for part in query.decode().split("&"))
+                self.capacity = int(options["n"])
+                self.retry_after = options.get("retry_after", "1").encode()
             elif what in ("payment", "down"):
                 setattr(self, what, True)
             elif what == "up":
@@ -75,6 +84,7 @@ class Faults:
         with self.lock:
             if self.capacity is not None and sid not in self.open and len(self.open) >= self.capacity:
                 self.stats["refused"] += 1
+                self.refused.add(sid)
                 return False
             if sid not in self.open:
                 self.open.add(sid)
