@@ -41,7 +41,7 @@ class PaymentRequired(OrlgenRuntimeError):
 
 
 def status_of(exc: BaseException) -> int | None:
-    """The HTTP status of an SDK error, None for anything else."""
+    """The HTTP status of an ORS client error, None for anything else."""
     status = getattr(exc, "status", None)
     return status if isinstance(status, int) else None
 
@@ -74,8 +74,8 @@ async def open_patiently(
                 raise payment_required() from exc
             if status not in BUSY:
                 raise
-            if on_busy is not None:
-                on_busy(exc)
+            if on_busy is not None and not getattr(exc, "backend_starting", False):
+                on_busy(exc)  # a refusal at capacity; a backend still starting says nothing of it
             wait = _wait(getattr(exc, "retry_after", None), attempt)
             if time.monotonic() + wait > deadline:
                 raise AtCapacity(
