@@ -46,7 +46,12 @@ def test_scripted_rollout_wins(both_module, ors_server):
     assert [env.guess(guess=5), env.guess(guess=90), env.guess(guess=TARGET)] == ["higher", "lower", "equal"]
     assert env.count() == "3"
     assert env.submit(answer=TARGET) == "correct"
-    assert (env.reward, env.rewards, env.finished, env.outcome) == (1.0, [None, None, None, None, 1.0], True, "finished")
+    assert (env.reward, env.rewards, env.finished, env.outcome) == (
+        1.0,
+        [None, None, None, None, 1.0],
+        True,
+        "finished",
+    )
     assert env.get_reward() == 1.0
 
 

@@ -17,9 +17,7 @@ from types import ModuleType
 from pydantic import BaseModel, Field
 
 # A 1x1 PNG: the image block's payload.
-PIXEL = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-)
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 TASKS = {"train": [{"id": i, "target": 10 + 7 * i} for i in range(6)], "test": [{"id": 100, "target": 3}]}
 
 
@@ -48,6 +46,7 @@ def twin(sdk: ModuleType) -> type:
         def __init__(self, task_spec=None, secrets=None):
             super().__init__(task_spec or {}, secrets or {})
             self.guesses = 0
+            self.secret_names = sorted(secrets or {})
 
         @classmethod
         def list_splits(cls):
@@ -95,6 +94,11 @@ def twin(sdk: ModuleType) -> type:
         def count(self) -> sdk.ToolOutput:
             """How many guesses this session has taken."""
             return self._text(str(self.guesses))
+
+        @sdk.tool
+        def keys(self) -> sdk.ToolOutput:
+            """The names of the secrets this session was given."""
+            return self._text(",".join(self.secret_names))
 
         @sdk.tool
         def long(self, params: LongParams) -> sdk.ToolOutput:
