@@ -1,7 +1,9 @@
 """`pip install orlgen` is the runtime alone: a fresh venv gets orlgen's wheel with the `train`
-extra (and the local `torch==2.13.0`), holds none of the generator's toolchain, answers
-`orlgen snapshot` with the one line that says what to install, and trains a GRPO step on the
-checked-in `generated/echo.py` (its env served by the adapter itself, as in the quickstart).
+extra (and the local `torch==2.13.0`), holds none of the generator's toolchain and nothing of
+the openreward SDK or the LLM vendors' clients it brings, answers `orlgen snapshot` with the one
+line that says what to install, and trains a GRPO step on the checked-in `generated/echo.py`
+against its env served on a loopback port by this process (the venv has no ORS server), with
+nothing importing `openreward`. And `orlgen[train]` resolves beside `verifiers==0.4.0`.
 
 Nothing is faked: the wheel is built from a copy of the source (non-editable), pip resolves the
 runtime's real requirement set (its cache makes that quick), and the step runs in the venv's own
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from orlgen.serve import ServerProcess
 
 from tests.support.cli import run_orlgen
 from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
@@ -29,6 +32,8 @@ from tests.support.modules import REPO
 # Installed by datamodel-code-generator, black and the other pins of `orlgen[generate]`.
 GENERATOR = ("datamodel-code-generator", "black", "isort", "genson", "inflect")
 INSTALL_LINE = "pip install 'orlgen[generate]'"
+# Brought by the openreward SDK, none of it needed to train: absent from the runtime's venv.
+SDK_AND_VENDORS = ("openreward", "anthropic", "openai", "google-genai")
 
 
 def _run(*command: str | Path, timeout: float, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -140,14 +145,19 @@ def test_runtime_installs_alone_and_trains_a_step(tmp_path):
             "        return version(name)\n"
             "    except PackageNotFoundError:\n"
             "        return None\n"
-            "print(json.dumps({'found': {n: found(n) for n in sys.argv[1:]}, 'requires': requires('orlgen')}))",
-            *GENERATOR, timeout=60, cwd=work, env=env,
+            "from importlib.metadata import distributions\n"
+            "telemetry = sorted(d.metadata['Name'] for d in distributions() if d.metadata['Name'].startswith('opentelemetry'))\n"
+            "print(json.dumps({'found': {n: found(n) for n in sys.argv[1:]}, 'requires': requires('orlgen'),"
+            " 'opentelemetry': telemetry}))",
+            *GENERATOR, *SDK_AND_VENDORS, timeout=60, cwd=work, env=env,
         )
     )  # fmt: skip
     facts = json.loads(absent.stdout)
-    assert facts["found"] == dict.fromkeys(GENERATOR)
+    assert facts["found"] == dict.fromkeys(GENERATOR + SDK_AND_VENDORS)
+    assert facts["opentelemetry"] == []
     runtime_needs = {line.split(";")[0] for line in facts["requires"] if "extra ==" not in line}
-    assert runtime_needs == {"pydantic>=2.7", "openreward==0.1.167", "datasets>=3"}
+    assert runtime_needs == set(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
+    assert not any(need.startswith("openreward") for need in runtime_needs)
 
     # The venv's own console script (`python -m orlgen` goes through the same entry.main).
     refused = _run(python.parent / "orlgen", "snapshot", "examples.echo:Echo", timeout=60, cwd=work, env=env)
@@ -160,8 +170,26 @@ def test_runtime_installs_alone_and_trains_a_step(tmp_path):
         path.name for path in (REPO / "generated").iterdir() if path.name != "__pycache__"
     )  # nothing written
 
-    step = _ok(_run(python, "runtime_only_step.py", model, tmp_path / "out", timeout=600, cwd=work, env=env))
-    result = json.loads(step.stdout.strip().splitlines()[-1])
+    with ServerProcess("examples.echo:Echo") as server:  # served from this venv, which has the SDK
+        step = _run(python, "runtime_only_step.py", model, tmp_path / "out", server.url, timeout=600, cwd=work, env=env)
+    result = json.loads(_ok(step).stdout.strip().splitlines()[-1])
     assert result["orlgen"].startswith(str(tmp_path / "venv"))  # the wheel's orlgen, not the source tree
-    assert (result["steps"], result["tokens"] > 0) == (1, True)
+    assert (result["steps"], result["tokens"] > 0, result["openreward_imported"]) == (1, True, False)
     assert all(name == "orlgen" or name.startswith("orlgen.runtime") for name in result["modules"])
+
+
+@pytest.mark.slow
+def test_train_extra_resolves_beside_verifiers(tmp_path):
+    """verifiers 0.4 pins mcp 2, which needs sse-starlette>=3; the openreward SDK pinned 2.3.6, so
+    `orlgen[train]` and verifiers could not share a venv while the runtime depended on it. pip
+    resolves against PyPI for a fresh venv (`--dry-run`: nothing is installed)."""
+    wheel = _wheel(tmp_path)
+    _ok(_run(sys.executable, "-m", "venv", "--without-pip", tmp_path / "venv", timeout=120))
+    resolved = _run(
+        sys.executable, "-m", "pip", "--python", tmp_path / "venv" / "bin" / "python", "install", "--dry-run",
+        f"orlgen[train] @ {wheel.as_uri()}", "verifiers==0.4.0", "torch==2.13.0", timeout=900,
+    )  # fmt: skip
+    assert resolved.returncode == 0, resolved.stderr[-3000:]
+    (would,) = [line for line in resolved.stdout.splitlines() if line.startswith("Would install")]
+    assert " verifiers-0.4.0 " in f"{would} " and " trl-1.16.0 " in f"{would} "
+    assert " openreward-" not in would
