@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tomllib
 from importlib.metadata import version
@@ -25,6 +24,7 @@ import pytest
 import yaml
 from orlgen.serve import ServerProcess
 
+from bench.install import ok, run, venv, wheel
 from tests.support.cli import run_orlgen
 from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
 from tests.support.modules import REPO
@@ -36,49 +36,11 @@ INSTALL_LINE = "pip install 'orlgen[generate]'"
 SDK_AND_VENDORS = ("openreward", "anthropic", "openai", "google-genai")
 
 
-def _run(*command: str | Path, timeout: float, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(part) for part in command], capture_output=True, text=True, timeout=timeout, **kwargs)
-
-
-def _ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"{result.args}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
-
-
-def _wheel(tmp: Path) -> Path:
-    """orlgen's wheel, built from a copy of what it packages (no build files left in the repo)."""
-    source = tmp / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, source / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(REPO / "templates", source / "templates", ignore=ignore)
-    shutil.copytree(REPO / "orlgen", source / "orlgen", symlinks=True, ignore=ignore)
-    wheels = tmp / "wheels"
-    _ok(
-        _run(
-            sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-            "--wheel-dir", wheels, source, timeout=300,
-        )
-    )  # fmt: skip
-    (wheel,) = wheels.glob("orlgen-*.whl")
-    return wheel
-
-
 def _venv(tmp: Path, wheel: Path) -> Path:
     """A fresh venv with `orlgen[train]` from the wheel and the local torch; its interpreter.
     `--no-compile` leaves bytecode to the imports that need it: compiling all of torch and
     transformers up front is most of the install's CPU time, and none of what it installs."""
-    venv = tmp / "venv"
-    _ok(_run(sys.executable, "-m", "venv", "--without-pip", venv, timeout=120))
-    python = venv / "bin" / "python"
-    _ok(
-        _run(
-            sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-compile",
-            "torch==2.13.0", f"orlgen[train] @ {wheel.as_uri()}", timeout=900,
-        )
-    )  # fmt: skip
-    return python
+    return venv(tmp / "venv", "torch==2.13.0", f"orlgen[train] @ {wheel.as_uri()}", compile=False)
 
 
 def _workdir(tmp: Path) -> Path:
@@ -132,11 +94,11 @@ def test_the_shipped_pre_commit_hook_installs_the_generator():
 @pytest.mark.slow
 def test_runtime_installs_alone_and_trains_a_step(tmp_path):
     model = tiny_qwen3_dir()
-    python = _venv(tmp_path, _wheel(tmp_path))
+    python = _venv(tmp_path, wheel(tmp_path))
     work, env = _workdir(tmp_path), _child_env()
 
-    absent = _ok(
-        _run(
+    absent = ok(
+        run(
             python, "-c",
             "import json, sys\n"
             "from importlib.metadata import PackageNotFoundError, requires, version\n"
@@ -160,7 +122,7 @@ def test_runtime_installs_alone_and_trains_a_step(tmp_path):
     assert not any(need.startswith("openreward") for need in runtime_needs)
 
     # The venv's own console script (`python -m orlgen` goes through the same entry.main).
-    refused = _run(python.parent / "orlgen", "snapshot", "examples.echo:Echo", timeout=60, cwd=work, env=env)
+    refused = run(python.parent / "orlgen", "snapshot", "examples.echo:Echo", timeout=60, cwd=work, env=env)
     assert (refused.returncode, refused.stdout) == (2, "")
     assert refused.stderr == (
         "orlgen: error: the generator needs genson==1.4.0 (missing), datamodel-code-generator==0.89.0 "
@@ -171,8 +133,8 @@ def test_runtime_installs_alone_and_trains_a_step(tmp_path):
     )  # nothing written
 
     with ServerProcess("examples.echo:Echo") as server:  # served from this venv, which has the SDK
-        step = _run(python, "runtime_only_step.py", model, tmp_path / "out", server.url, timeout=600, cwd=work, env=env)
-    result = json.loads(_ok(step).stdout.strip().splitlines()[-1])
+        step = run(python, "runtime_only_step.py", model, tmp_path / "out", server.url, timeout=600, cwd=work, env=env)
+    result = json.loads(ok(step).stdout.strip().splitlines()[-1])
     assert result["orlgen"].startswith(str(tmp_path / "venv"))  # the wheel's orlgen, not the source tree
     assert (result["steps"], result["tokens"] > 0, result["openreward_imported"]) == (1, True, False)
     assert all(name == "orlgen" or name.startswith("orlgen.runtime") for name in result["modules"])
@@ -183,11 +145,11 @@ def test_train_extra_resolves_beside_verifiers(tmp_path):
     """verifiers 0.4 pins mcp 2, which needs sse-starlette>=3; the openreward SDK pinned 2.3.6, so
     `orlgen[train]` and verifiers could not share a venv while the runtime depended on it. pip
     resolves against PyPI for a fresh venv (`--dry-run`: nothing is installed)."""
-    wheel = _wheel(tmp_path)
-    _ok(_run(sys.executable, "-m", "venv", "--without-pip", tmp_path / "venv", timeout=120))
-    resolved = _run(
+    built = wheel(tmp_path)
+    ok(run(sys.executable, "-m", "venv", "--without-pip", tmp_path / "venv", timeout=120))
+    resolved = run(
         sys.executable, "-m", "pip", "--python", tmp_path / "venv" / "bin" / "python", "install", "--dry-run",
-        f"orlgen[train] @ {wheel.as_uri()}", "verifiers==0.4.0", "torch==2.13.0", timeout=900,
+        f"orlgen[train] @ {built.as_uri()}", "verifiers==0.4.0", "torch==2.13.0", timeout=900,
     )  # fmt: skip
     assert resolved.returncode == 0, resolved.stderr[-3000:]
     (would,) = [line for line in resolved.stdout.splitlines() if line.startswith("Would install")]
