@@ -29,6 +29,7 @@ import asyncio
 import functools
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -40,7 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.common import QUIET_ENV, REPO, child_env, child_environ, log, median, versions, write_json
+from bench.common import QUIET_ENV, REPO, child_environ, log, median, versions, write_json
 from bench.install import ok, run, venv, wheel
 
 os.environ.update(QUIET_ENV)
@@ -56,6 +57,10 @@ START_SCRIPT = (
     "assert env.echo(text=row['target']) == 'correct', env.error\n"
     "print(time.perf_counter() - t)\n"
 )
+
+
+# A child of the runtime-only venv imports from that venv and its working directory only.
+ISOLATED = {key: value for key, value in {**os.environ, **QUIET_ENV}.items() if not key.startswith("PYTHON")}
 
 
 def label() -> str:
@@ -98,7 +103,7 @@ def _installed(python: Path) -> dict[str, Any]:
 def _seconds(python: Path | str, *args: str, cwd: Path) -> float:
     """The wall of a fresh interpreter running `args` (the process's, start to exit)."""
     started = time.perf_counter()
-    ok(run(python, *args, timeout=300, cwd=cwd, env=child_env()))
+    ok(run(python, *args, timeout=300, cwd=cwd, env=ISOLATED))
     return time.perf_counter() - started
 
 
@@ -107,8 +112,7 @@ def start_and_install(tmp: Path, reps: int) -> dict[str, Any]:
     python = venv(tmp / "runtime", f"orlgen @ {wheel(tmp).as_uri()}", compile=False)
     installed = _installed(python)
     work = tmp / "work"
-    (work / "generated").mkdir(parents=True)
-    (work / "generated" / "echo.py").write_text((REPO / "generated" / "echo.py").read_text())
+    shutil.copytree(REPO / "generated", work / "generated", ignore=shutil.ignore_patterns("__pycache__"))
     peer = python if "openreward" in installed["names"] else Path(sys.executable)
     server = echo_server()
     try:

@@ -229,3 +229,10 @@ def test_402_on_a_call_says_the_account_has_no_credit(both_module, refusing):
     text = env.long(size=402)
     assert env.outcome == "env_error" and env.get_reward() is None
     assert "402 Payment Required" in text and "credit" in text
+
+
+def test_402_at_create_says_the_account_has_no_credit(both_module, refusing):
+    env = both_module.BothEnv(base_url=refusing.url)
+    text = env.reset(task_spec={"id": 402, "target": 1})
+    assert text.startswith("Error: the environment failed") and env.outcome == "env_error"
+    assert "402 Payment Required" in env.error and "credit" in env.error

@@ -8,9 +8,10 @@ untouched; each middleware plays one fault of a real deployment, the same on eit
   `GET /_cuts` answers `{"cut": N, "resumed": M}` (calls cut; calls that came back with a task_id).
 - `StartingBackend`: the first two `/create`s answer `503` with `X-Backend-State: starting` and
   `Retry-After: 1`, as a hosted env whose backend is still booting does.
-- `StatusOnCall`: a `/call` of `long` whose `size` is 402, 404, 410 or 422 answers that status
-  (a `{"detail": ...}` body, as FastAPI writes): an unfunded account, a session the server no
-  longer knows, one it has deleted, a request it cannot read.
+- `StatusOnCall`: a `/call` of `long` whose `size` is 402, 404, 410 or 422, or a `/create` whose
+  `task_spec` has that `id`, answers that status (a `{"detail": ...}` body, as FastAPI writes):
+  an unfunded account, a session the server no longer knows, one it has deleted, a request it
+  cannot read.
 """
 
 import json
@@ -115,16 +116,21 @@ class StartingBackend:
         return await self.app(scope, receive, send)
 
 
+def _status_asked(path: str, body: dict) -> object:
+    if path.endswith("/create"):
+        return (body.get("task_spec") or {}).get("id")
+    return (body.get("input") or {}).get("size") if body.get("name") == "long" else None
+
+
 class StatusOnCall:
     def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or not scope["path"].endswith("/call"):
+        if scope["type"] != "http" or not scope["path"].endswith(("/call", "/create")):
             return await self.app(scope, receive, send)
         body = await _read_body(receive)
-        call = _call(scope, body)
-        status = (call.get("input") or {}).get("size") if call.get("name") == "long" else None
+        status = _status_asked(scope["path"], json.loads(body or b"{}"))
         if status in REFUSALS:
             return await answer(send, status, {"detail": REFUSALS[status]})
         return await self.app(scope, _replay(body, receive), send)
