@@ -360,9 +360,10 @@ def text_table(runs: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.wire", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and shorter caps")
+    parser.add_argument("--label", choices=("before", "after"), help="record under this label (default: by pyproject)")
     args = parser.parse_args(argv)
     runs = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    which = label()
+    which = args.label or label()
     log(f"measuring '{which}'")
     runs[which] = {**measure(args.quick), "quick": args.quick, "versions": versions()}
     write_json(RESULTS, runs)
