@@ -148,7 +148,12 @@ def _timed_call(env: Any, cap: float) -> tuple[float | None, str]:
     """The seconds a call takes (None past `cap`) and the model's text."""
     answer: list[tuple[float, str]] = []
     started = time.monotonic()
-    call = threading.Thread(target=lambda: answer.append((time.monotonic() - started, env.echo(text="x"))), daemon=True)
+
+    def call_once() -> None:
+        text = env.echo(text="x")
+        answer.append((time.monotonic() - started, text))
+
+    call = threading.Thread(target=call_once, daemon=True)
     call.start()
     call.join(cap)
     return answer[0] if answer else (None, "")
@@ -298,25 +303,31 @@ def slow64(module: Any, quick: bool) -> dict[str, Any]:
 # ── the run ─────────────────────────────────────────────────────────────────────────────
 
 
-def measure(quick: bool) -> dict[str, Any]:
-    reps = 3 if quick else 7
+PARTS = ("start", "kill", "stop", "grpo_kill", "overhead", "slow64")
+
+
+def measure(quick: bool, parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
+    """The scenarios named in `parts` (`start` is start and install)."""
     from bench.slow import generated_module
 
+    reps = 3 if quick else 7
+    found: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-wire-") as tmp:
         (Path(tmp) / "install").mkdir()
         (Path(tmp) / "slow").mkdir()
-        found = start_and_install(Path(tmp) / "install", reps)
-        module = generated_module(Path(tmp) / "slow")
-        log(f"start: {found['start']['ratio']:.2f}x; install: {found['install']['packages']} packages")
-        found["kill"] = killed(cap=60.0)
-        log(f"kill: {found['kill']['seconds']}")
-        found["stop"] = stopped(cap=60.0 if quick else 240.0)
-        log(f"stop: {found['stop']['seconds']}")
-        found["grpo_kill"] = grpo_kill(module, cap=30.0 if quick else 90.0)
-        log(f"grpo_kill: {found['grpo_kill']}")
-        found["overhead"] = overhead(module, reps, calls=5 if quick else 20)
-        found["slow64"] = slow64(module, quick)
-        log(f"slow64: {found['slow64']['ratio']:.2f}x")
+        if "start" in parts:
+            found.update(start_and_install(Path(tmp) / "install", reps))
+        if "kill" in parts:
+            found["kill"] = killed(cap=60.0)
+        if "stop" in parts:
+            found["stop"] = stopped(cap=60.0 if quick else 240.0)
+        module = generated_module(Path(tmp) / "slow") if {"grpo_kill", "overhead", "slow64"} & set(parts) else None
+        if "grpo_kill" in parts:
+            found["grpo_kill"] = grpo_kill(module, cap=30.0 if quick else 90.0)
+        if "overhead" in parts:
+            found["overhead"] = overhead(module, reps, calls=5 if quick else 20)
+        if "slow64" in parts:
+            found["slow64"] = slow64(module, quick)
     return found
 
 
@@ -361,11 +372,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.wire", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and shorter caps")
     parser.add_argument("--label", choices=("before", "after"), help="record under this label (default: by pyproject)")
+    parser.add_argument("--only", help=f"comma-separated scenarios, of {','.join(PARTS)} (others kept from the file)")
     args = parser.parse_args(argv)
     runs = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     which = args.label or label()
-    log(f"measuring '{which}'")
-    runs[which] = {**measure(args.quick), "quick": args.quick, "versions": versions()}
+    parts = tuple(args.only.split(",")) if args.only else PARTS
+    log(f"measuring '{which}': {', '.join(parts)}")
+    runs[which] = {**runs.get(which, {}), **measure(args.quick, parts), "quick": args.quick, "versions": versions()}
     write_json(RESULTS, runs)
     print(text_table(runs))
 
