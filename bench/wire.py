@@ -217,7 +217,7 @@ def grpo_kill(module: Any, cap: float) -> dict[str, Any]:
         "calls_timed": done,
         "calls_in_turn": left,
         "cap": cap,
-        "unscored": sum(env.get_reward() is None for env in envs),
+        "env_errors": sum(env.outcome == "env_error" for env in envs[ROLLOUTS // 2 :][:done]),
     }
 
 
