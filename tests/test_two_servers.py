@@ -226,9 +226,9 @@ def test_a_refused_call_ends_the_rollout_unscored_and_the_next_one_plays(both_mo
 def test_402_on_a_call_says_the_account_has_no_credit(both_module, refusing):
     env = both_module.BothEnv(base_url=refusing.url)
     started(env)
-    text = env.long(size=402)
+    assert env.long(size=402).startswith("Error: the environment failed")
     assert env.outcome == "env_error" and env.get_reward() is None
-    assert "402 Payment Required" in text and "credit" in text
+    assert "402 Payment Required" in env.error and "credit" in env.error
 
 
 def test_402_at_create_says_the_account_has_no_credit(both_module, refusing):
