@@ -306,8 +306,9 @@ def slow64(module: Any, quick: bool) -> dict[str, Any]:
 PARTS = ("start", "kill", "stop", "grpo_kill", "overhead", "slow64")
 
 
-def measure(quick: bool, parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
-    """The scenarios named in `parts` (`start` is start and install)."""
+def measure(quick: bool, parts: tuple[str, ...], save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """The scenarios named in `parts` (`start` is start and install); `save` gets what is found
+    so far after each (a slow machine may not see the end)."""
     from bench.slow import generated_module
 
     reps = 3 if quick else 7
@@ -317,17 +318,23 @@ def measure(quick: bool, parts: tuple[str, ...] = PARTS) -> dict[str, Any]:
         (Path(tmp) / "slow").mkdir()
         if "start" in parts:
             found.update(start_and_install(Path(tmp) / "install", reps))
+            save(found)
         if "kill" in parts:
             found["kill"] = killed(cap=60.0)
+            save(found)
         if "stop" in parts:
             found["stop"] = stopped(cap=60.0 if quick else 240.0)
+            save(found)
         module = generated_module(Path(tmp) / "slow") if {"grpo_kill", "overhead", "slow64"} & set(parts) else None
         if "grpo_kill" in parts:
             found["grpo_kill"] = grpo_kill(module, cap=30.0 if quick else 90.0)
+            save(found)
         if "overhead" in parts:
             found["overhead"] = overhead(module, reps, calls=5 if quick else 20)
+            save(found)
         if "slow64" in parts:
             found["slow64"] = slow64(module, quick)
+            save(found)
     return found
 
 
@@ -378,8 +385,14 @@ def main(argv: list[str] | None = None) -> None:
     which = args.label or label()
     parts = tuple(args.only.split(",")) if args.only else PARTS
     log(f"measuring '{which}': {', '.join(parts)}")
-    runs[which] = {**runs.get(which, {}), **measure(args.quick, parts), "quick": args.quick, "versions": versions()}
-    write_json(RESULTS, runs)
+    kept = {**runs.get(which, {}), "quick": args.quick, "versions": versions()}
+
+    def save(found: dict[str, Any]) -> None:
+        runs[which] = {**kept, **found}
+        write_json(RESULTS, runs)
+        log(f"saved: {', '.join(found)}")
+
+    save(measure(args.quick, parts, save))
     print(text_table(runs))
 
 
