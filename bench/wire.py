@@ -309,7 +309,7 @@ PARTS = ("start", "kill", "stop", "grpo_kill", "overhead", "slow64")
 def measure(quick: bool, parts: tuple[str, ...], save: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     """The scenarios named in `parts` (`start` is start and install); `save` gets what is found
     so far after each (a slow machine may not see the end)."""
-    from bench.slow import generated_module
+    from bench.slow import TURNS, generated_module
 
     reps = 3 if quick else 7
     found: dict[str, Any] = {}
@@ -330,7 +330,7 @@ def measure(quick: bool, parts: tuple[str, ...], save: Callable[[dict[str, Any]]
             found["grpo_kill"] = grpo_kill(module, cap=30.0 if quick else 90.0)
             save(found)
         if "overhead" in parts:
-            found["overhead"] = overhead(module, reps, calls=5 if quick else 20)
+            found["overhead"] = overhead(module, reps, calls=TURNS)  # the slow env finishes after TURNS
             save(found)
         if "slow64" in parts:
             found["slow64"] = slow64(module, quick)

@@ -124,10 +124,10 @@ def test_runtime_installs_alone_and_trains_a_step(tmp_path):
     # The venv's own console script (`python -m orlgen` goes through the same entry.main).
     refused = run(python.parent / "orlgen", "snapshot", "examples.echo:Echo", timeout=60, cwd=work, env=env)
     assert (refused.returncode, refused.stdout) == (2, "")
-    assert refused.stderr == (
-        "orlgen: error: the generator needs genson==1.4.0 (missing), datamodel-code-generator==0.89.0 "
-        f"(missing), black==26.10.1 (missing): {INSTALL_LINE}\n"
-    )
+    assert refused.stderr.startswith("orlgen: error: the generator needs ")
+    assert refused.stderr.endswith(f"(missing): {INSTALL_LINE}\n") and len(refused.stderr.splitlines()) == 1
+    for pin in ("genson==1.4.0", "datamodel-code-generator==0.89.0", "black==26.10.1"):
+        assert f"{pin} (missing)" in refused.stderr
     assert sorted(path.name for path in (work / "generated").iterdir()) == sorted(
         path.name for path in (REPO / "generated").iterdir() if path.name != "__pycache__"
     )  # nothing written
