@@ -159,11 +159,14 @@ def judged_module(judged_url, tmp_path_factory):
 
 
 def _session_secrets(module, **options) -> dict:
-    """What the server received as the session's secrets (reported by its `whoami` tool)."""
+    """What the server received as the session's secrets (reported by its `whoami` tool, read
+    from the session itself: what reaches the model has the secret values masked)."""
     adapter = module.JudgedEnv(**options)
     adapter.reset(task_index=0)
     assert adapter.outcome == "running", adapter.error
-    return json.loads(adapter.whoami())
+    session = adapter._session
+    output = adapter._connection.run(lambda client: session.call_tool("whoami", {}), 30)
+    return json.loads(output.blocks[0].text)
 
 
 def test_the_adapter_forwards_the_named_secrets_from_the_environment(judged_module, judged_url, monkeypatch):

@@ -27,17 +27,10 @@ from orlgen.capture.cleaning import MESSAGE_CHARS, clean, last_line
 from orlgen.capture.conversation import Conversation, conversation_fields, conversation_of
 from orlgen.capture.options import CaptureOptions
 from orlgen.capture.sampling import probe_indices, reads
+from orlgen.capture.sdk import deployment, run, session_secrets
 from orlgen.capture.targets import server_url, target_kind
 from orlgen.errors import CaptureError
-from orlgen.runtime import provenance
-from orlgen.runtime.connection import (
-    CallTimeout,
-    Connection,
-    choose_api_key,
-    platform_key,
-    run_on_loop,
-    session_secrets,
-)
+from orlgen.runtime.connection import CallTimeout, Connection, choose_api_key, platform_key, run_on_loop
 from orlgen.runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
 from orlgen.schema import infer_task_schema
 from orlgen.snapshot.model import Deployment, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
@@ -231,7 +224,7 @@ class _Capture:
         if self.target.kind == "module":  # served here, by this SDK: nothing to learn
             return None
         try:
-            found = self._call(provenance.live)
+            found = self._call(deployment)
         except Exception:  # an old server without /version: the schema is what matters
             return None
         return None if found is None else Deployment(**found)  # fields `provenance.parse` checked
@@ -242,7 +235,7 @@ class _Capture:
 
     def _call(self, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """`await call(environment)`, bounded by the request timeout and the capture's deadline."""
-        return self.clock.run(lambda timeout: self.connection.run(call, timeout=timeout))
+        return self.clock.run(lambda timeout: run(self.connection, call, timeout))
 
     def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """`_call`, with any failure turned into a one-line CaptureError."""

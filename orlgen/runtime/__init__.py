@@ -1,5 +1,5 @@
-"""What generated modules import at training time. Never imports the generator, and imports
-`openreward` only when a session or a live task fetch needs it."""
+"""What generated modules import at training time. Never imports the generator nor the
+`openreward` SDK: it speaks ORS itself (`ors`), importing aiohttp on the first request."""
 
 from __future__ import annotations
 

@@ -19,7 +19,6 @@ never counts a reward twice (see `orlgen.runtime.scoring`).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import json
@@ -36,7 +35,7 @@ from . import draw as _draw
 from . import offers as _offers
 from . import prefetch as _prefetch
 from . import wire as _wire
-from .connection import Connection, choose_api_key, on_exit, secrets_from_env, session_secrets
+from .connection import Connection, choose_api_key, mask_secrets, on_exit, redact, secrets_from_env
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
 from .spec import Aggregate, EnvSpec
@@ -196,7 +195,7 @@ class EnvAdapter:
     error: str | None
     tool_calls: int
     tool_errors: int
-    _session: Any  # the open SDK session, or None
+    _session: Any  # the open session (`ors.Session`), or None
     _task: tuple[str, int] | None  # the rollout's (split, index)
     _listed: frozenset[str] | None  # the session's tool names, once read
     _scored_by: str | None  # the scorer that owns this rollout's reward
@@ -256,7 +255,8 @@ class EnvAdapter:
         self._split = split
         self._timeout = timeout
         self._on_drift = on_drift
-        self._session_slot: list[Any] = []  # the open SDK session, when there is one
+        self._session_slot: list[Any] = []  # the open session, when there is one
+        self._secret_values: tuple[str, ...] = ()  # masked as *** in server text (set at each reset)
         weakref.finalize(self, _close_slot, self._session_slot, self._connection)
         _live.add(self)
         self._clear_state()
@@ -312,12 +312,12 @@ class EnvAdapter:
         end the rollout. Only for a running episode of an env that declares one."""
         if self.spec.terminal_tool is None or self._session is None or self.finished:
             return
-        from openreward.api.errors import ToolCallError
+        from .ors import ToolRefused
 
         session = self._session
         try:
             output = self._connection.run(lambda env: session.call_terminal_tool(message), self._timeout)
-        except ToolCallError as exc:
+        except ToolRefused as exc:
             self._env_failed(f"terminal tool {self.spec.terminal_tool} was not run ({exc.reason})", exc)
             return
         except Exception as exc:  # transport, dead session, crashed tool, timeout
@@ -340,8 +340,8 @@ class EnvAdapter:
         self._end_session()
         self._clear_state()
         split = row.get("split") or self._split
-        given = self._secrets if self._secrets is not None else secrets_from_env(self.spec.secret_names)
-        secrets = session_secrets(given, self._connection)
+        secrets = self._secrets if self._secrets is not None else secrets_from_env(self.spec.secret_names)
+        self._secret_values = _secret_values(secrets, self._connection.api_key)
         spec = _task_spec(row.get("task_spec"))
         index = None if spec is not None or row.get("task_index") is None else int(row["task_index"])
         label = "(task_spec)" if spec is not None else f"{split}[{'?' if index is None else index}]"
@@ -353,14 +353,14 @@ class EnvAdapter:
             session = self._open_session(split, index, secrets, spec)
             self._session_slot.append(session)
             self._session = session
-            prompt = self._prompt(session, row.get("prompt"))
+            prompt = self._masked(self._prompt(session, row.get("prompt")))
             self._check_drift(session)
             return prompt
         except (DriftError, budget.BudgetError):  # the run's setup is wrong: not the env's failure
             raise
         except _wire.WireError as exc:
             return self._wire_failed(f"the prompt of task {label}", exc)
-        except Exception as exc:  # any SDK or transport failure is the environment's
+        except Exception as exc:  # any transport or server failure is the environment's
             return self._env_failed(f"could not start task {label}", exc)
 
     def _draw(self, split: str) -> int:
@@ -382,7 +382,7 @@ class EnvAdapter:
         blocks = _wire.blocks(self._connection.run(lambda env: session.get_prompt(), self._timeout))
         return _content.render(blocks)
 
-    def _open_session(self, split: str, index: int | None, secrets: dict[str, Any] | None, spec: Any = None) -> Any:
+    def _open_session(self, split: str, index: int | None, secrets: Mapping[str, Any] | None, spec: Any = None) -> Any:
         """A new session for the task, within the env's budget and breaker (`admission`);
         with `prefetch`, one of the group opened together (never for an ad-hoc task)."""
         opener = lambda env: _open(env, split, index, secrets, spec)  # noqa: E731
@@ -439,15 +439,18 @@ class EnvAdapter:
                 payload = model.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude_defaults=True)
             except ValidationError as exc:
                 return self._model_error(f"invalid arguments for {name}: {_validation_text(exc)}")
-        from openreward.api.errors import ToolCallError
+        refusal = admission.call_refusal(self._connection)
+        if refusal is not None:  # the env was found dead by another rollout: nothing is sent
+            return self._env_failed(f"{name} was not run", admission.CircuitOpen(refusal))
+        from .ors import ToolRefused
 
         session = self._session
         started = time.monotonic()
         try:
             output = self._connection.run(lambda env: session.call_tool(name, payload), self._timeout)
-        except ToolCallError as exc:
+        except ToolRefused as exc:
             detail = _wire.cut(str(exc.detail), self._max_output_chars)  # server text, for the model: bounded too
-            return self._model_error(f"{name} was not run ({exc.reason}): {detail}")
+            return self._model_error(f"{name} was not run ({exc.reason}): {self._masked(detail)}")
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
         finally:
@@ -477,7 +480,7 @@ class EnvAdapter:
         if step.reward is not None:
             self.reward = step.reward
         self.metadata.append(step.metadata)
-        result = _content.render(step.blocks)
+        result = self._masked(_content.render(step.blocks))
         bound = self._max_output_chars
         result = _wire.cut(result, bound) if isinstance(result, str) else _cut_parts(result, bound)
         self.last_output = _content.as_text(result) or "(no output)"
@@ -495,7 +498,7 @@ class EnvAdapter:
 
     def _env_failed(self, what: str, exc: BaseException) -> str:
         """The environment failed: end the rollout, unscored, and tell the model in one line."""
-        self.error = f"{what}: {type(exc).__name__}: {exc}".splitlines()[0]
+        self.error = redact(f"{what}: {type(exc).__name__}: {exc}", self._secret_values).splitlines()[0]
         admission.env_failed(self._connection, exc)
         self.outcome = "env_error"
         self.finished = True
@@ -510,6 +513,24 @@ class EnvAdapter:
         text = self._env_failed(f"{what} answered badly", exc)
         logger.warning("%s: %s", type(self).__name__, self.error)
         return text
+
+    def _masked(self, result: Any) -> Any:
+        """Server text for the model with the session's secret values replaced by `***`: a
+        string, or the text of content parts (images pass as they are)."""
+        if not self._secret_values:
+            return result
+        if isinstance(result, str):
+            return mask_secrets(result, self._secret_values)
+        if isinstance(result, list):
+            return [
+                (
+                    {**part, "text": mask_secrets(part["text"], self._secret_values)}
+                    if isinstance(part, dict) and isinstance(part.get("text"), str)
+                    else part
+                )
+                for part in result
+            ]
+        return result
 
     def _end_session(self, wait: bool = True) -> None:
         self._session = None
@@ -568,27 +589,18 @@ def tool_drift(expected: Mapping[str, tuple[bool, str]], live: dict[str, Any]) -
     return problems
 
 
-async def _open(env: Any, split: str, index: int | None, secrets: dict[str, str] | None, spec: Any = None) -> Any:
+async def _open(client: Any, split: str, index: int | None, secrets: Mapping[str, Any] | None, spec: Any = None) -> Any:
+    """A session on the task; an ad-hoc task (`spec`) is created from its spec, not a split and index."""
     if spec is None:
-        session = env.session(split=split, index=index, secrets=secrets)
-    else:  # an ad-hoc task: ORS `create` takes its spec instead of a split and index
-        from openreward.api.environments.types import Task
-
-        task = Task(server_name=env.server, environment_name=env.name, task_spec=spec, namespace=env.namespace)
-        session = env.session(task=task, secrets=secrets)
-    try:
-        await session.__aenter__()
-    except BaseException:  # e.g. refused at /create: delete the id /create_session gave
-        await asyncio.shield(_quietly(session.__aexit__(None, None, None)))
-        raise
-    return session
+        return await client.open_session(split=split, index=index, secrets=secrets)
+    return await client.open_session(task_spec=spec, secrets=secrets)
 
 
-async def _quietly(closing: Any) -> None:
-    try:
-        await closing
-    except Exception:
-        pass
+def _secret_values(secrets: Mapping[str, Any] | None, api_key: str | None) -> tuple[str, ...]:
+    """The values to mask in server text: every secret's (a `(value, domains)` pair's value too)
+    and the API key."""
+    values = [entry[0] if isinstance(entry, tuple) else entry for entry in (secrets or {}).values()]
+    return tuple(value for value in (*values, api_key) if isinstance(value, str) and value)
 
 
 def _cut_parts(parts: list[dict[str, Any]], max_chars: int) -> list[dict[str, Any]]:
@@ -629,7 +641,7 @@ def _close_slot(slot: list[Any], connection: Connection, wait: bool = True) -> N
 async def _deleted(session: Any) -> None:
     """Delete the session, then give its budget slot back (once the server no longer counts it)."""
     try:
-        await session.__aexit__(None, None, None)
+        await session.close()
     finally:
         budget.release(session)
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from . import backoff, breaker, budget
-from .errors import OrlgenRuntimeError
+from .errors import OrlgenRuntimeError, ServerDead
 from .metrics import COUNTERS
 
 # Failures that say nothing about the env's health: it is busy, or we did not ask it.
@@ -73,9 +73,18 @@ def open_sessions(
 
 
 def env_failed(connection: Any, exc: BaseException) -> None:
-    """A rollout's environment failed after its session opened: the breaker counts it."""
-    if not isinstance(exc, (*_NOT_THE_ENVS, CircuitOpen)):
+    """A rollout's environment failed after its session opened: the breaker counts it; a server
+    found dead (refusing connections, or silent) opens it at once."""
+    if isinstance(exc, ServerDead):
+        breaker.for_env(env_key(connection)).trip(f"{type(exc).__name__}: {exc}")
+    elif not isinstance(exc, (*_NOT_THE_ENVS, CircuitOpen)):
         breaker.for_env(env_key(connection)).failed()
+
+
+def call_refusal(connection: Any) -> str | None:
+    """Why a tool call of an open session should not be sent (the env's breaker is open), or
+    None. Unlike `open_sessions`, a call never takes the half-open probe."""
+    return breaker.for_env(env_key(connection)).refusing()
 
 
 def _take_free(slots: budget.Budget, wanted: int) -> int:

@@ -64,10 +64,7 @@ async def open_patiently(open_once: Callable[[], Awaitable[T]], timeout: float, 
         except Exception as exc:
             status = status_of(exc)
             if status == 402:
-                raise PaymentRequired(
-                    "402 Payment Required: the OpenReward account of this API key has no credit left "
-                    "for this environment; fund it (or use another key) and rerun"
-                ) from exc
+                raise payment_required() from exc
             if status not in BUSY:
                 raise
             wait = _wait(getattr(exc, "retry_after", None), attempt)
@@ -79,6 +76,14 @@ async def open_patiently(open_once: Callable[[], Awaitable[T]], timeout: float, 
                 ) from exc
             attempt += 1
             await asyncio.sleep(wait)
+
+
+def payment_required() -> PaymentRequired:
+    """The one line for a 402, at a session's opening or at any later request."""
+    return PaymentRequired(
+        "402 Payment Required: the OpenReward account of this API key has no credit left "
+        "for this environment; fund it (or use another key) and rerun"
+    )
 
 
 def _wait(retry_after: Any, attempt: int) -> float:

@@ -15,6 +15,10 @@ Without one, a down or flapping env makes every rollout of every batch wait for 
 
 What counts as a failure: an error the environment caused (unreachable, timed out, a 5xx, 402,
 a crashed tool). A busy env (429 past the deadline) or a model's bad arguments are no failure.
+A server found dead (`errors.ServerDead`: it refuses connections after a session opened, or
+sends no byte for `ORLGEN_HANG_SECONDS`) opens the breaker at once (`trip`), and the breaker
+covers tool calls too (`refusing`): every other rollout of the env ends at its next call instead
+of finding the same thing out for itself.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ class Breaker:
         self.failures = 0  # in a row
         self.opened_at: float | None = None  # None: closed
         self.probing = False
+        self.dead: str | None = None  # why the breaker was tripped at once, if it was
         self._lock = threading.Lock()
 
     def admit(self) -> str | None:
@@ -47,14 +52,29 @@ class Breaker:
             if left <= 0 and not self.probing:
                 self.probing = True  # half-open: this caller is the probe
                 return None
-            when = "a probe is running" if left <= 0 else f"next try in {left:.0f} s"
-            return (
-                f"circuit open: the last {self.failures} requests to this environment failed; "
-                f"rollouts end at once until it answers again ({when})"
-            )
+            return self._why(left)
+
+    def refusing(self) -> str | None:
+        """Why a call should not be sent (open, and cooling down or probed), without becoming the
+        probe; None when it may go."""
+        with self._lock:
+            if self.opened_at is None:
+                return None
+            left = self.opened_at + self.cooldown - time.monotonic()
+            return self._why(left) if left > 0 or self.probing else None
+
+    def _why(self, left: float) -> str:
+        when = "a probe is running" if left <= 0 else f"next try in {left:.0f} s"
+        cause = (
+            f"the server was found dead ({self.dead})"
+            if self.dead
+            else f"the last {self.failures} requests to this environment failed"
+        )
+        return f"circuit open: {cause}; rollouts end at once until it answers again ({when})"
 
     def succeeded(self) -> None:
         with self._lock:
+            self.dead = None
             self.failures = 0
             self.opened_at = None
             self.probing = False
@@ -62,13 +82,22 @@ class Breaker:
 
     def failed(self) -> None:
         with self._lock:
-            self.failures += 1
-            if self.probing:  # the probe failed: open again, for longer
-                self.probing = False
-                self.cooldown = min(MAX_COOLDOWN, self.cooldown * 2)
-                self.opened_at = time.monotonic()
-            elif self.opened_at is None and self.failures >= self.threshold:
-                self.opened_at = time.monotonic()
+            self._count(self.threshold)
+
+    def trip(self, why: str) -> None:
+        """The server was found dead: open now, whatever the count."""
+        with self._lock:
+            self.dead = why.splitlines()[0][:200]
+            self._count(1)
+
+    def _count(self, threshold: int) -> None:
+        self.failures += 1
+        if self.probing:  # the probe failed: open again, for longer
+            self.probing = False
+            self.cooldown = min(MAX_COOLDOWN, self.cooldown * 2)
+            self.opened_at = time.monotonic()
+        elif self.opened_at is None and self.failures >= threshold:
+            self.opened_at = time.monotonic()
 
     def abandon(self) -> None:
         """The caller asked nothing of the env after all (no budget slot came free): if it was

@@ -1,12 +1,11 @@
-"""How orlgen reaches an environment: the async `openreward` SDK on one event-loop thread per
-process, every call bounded by a timeout.
+"""How orlgen reaches an environment: its own ORS client (`ors.Client`) on one event-loop thread
+per process, every call bounded by a timeout.
 
-The SDK's synchronous wrappers wait forever (`future.result()` without a timeout) and a dead
-server takes them 15-20 s to give up; running the async SDK on our own loop lets every call
-have a bound, and a bound that expires leaves the loop free for the next rollout.
+Adapters are synchronous (TRL calls `reset` and tools from plain threads); the client is async so
+that one thread serves every rollout of the process. Every call waits at most its timeout, and a
+bound that expires cancels the request and leaves the loop free for the next rollout.
 
-`openreward` is imported lazily, on the first session or live fetch: it costs about two seconds
-and training scripts import generated modules at start-up.
+At exit (normal end, an exception, SIGTERM: see `install_sigterm`) the open sessions are deleted.
 """
 
 from __future__ import annotations
@@ -16,14 +15,17 @@ import atexit
 import concurrent.futures
 import os
 import re
+import signal
 import threading
 import urllib.parse
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from . import transport
 from .errors import OrlgenRuntimeError
+
+if TYPE_CHECKING:
+    from . import ors
 
 T = TypeVar("T")
 
@@ -33,15 +35,15 @@ class ConfigError(OrlgenRuntimeError):
 
 
 class CallTimeout(OrlgenRuntimeError):
-    """An SDK call did not finish within its bound."""
+    """A call to the environment did not finish within its bound."""
 
 
 # Session secrets, by who wins. `api_key=` is the OpenReward key: it authenticates requests and
-# the SDK forwards it to every session as the `api_key` and `OPENREWARD_API_KEY` secrets,
-# replacing any caller value of those two. So a key given only in `secrets=` under one of these
-# names is promoted to the API key, rather than being overwritten by the SDK's own (often empty)
-# key; an explicit `api_key=` beats it. The `OPENREWARD_API_KEY` environment variable comes last,
-# and only for the platform (`platform_key`): a self-hosted server never gets it unasked.
+# is forwarded to every session (as the SDK does) as the `api_key` and `OPENREWARD_API_KEY`
+# secrets, replacing any caller value of those two. So a key given only in `secrets=` under one
+# of these names is promoted to the API key, rather than being overwritten by an empty one; an
+# explicit `api_key=` beats it. The `OPENREWARD_API_KEY` environment variable comes last, and
+# only for the platform (`platform_key`): a self-hosted server never gets it unasked.
 API_KEY_SECRETS = ("api_key", "OPENREWARD_API_KEY")
 
 
@@ -58,7 +60,7 @@ def choose_api_key(api_key: str | None, secrets: Mapping[str, Any] | None) -> st
 
 def platform_key(api_key: str | None) -> str | None:
     """The key for a catalog (platform) connection: the explicit one, else the
-    `OPENREWARD_API_KEY` environment variable. Read here, not by the SDK, so that it is part of
+    `OPENREWARD_API_KEY` environment variable. Read here, so that it is part of
     the connection a handle is cached under. A URL connection (a self-hosted server, a served
     `module:Class`) never falls back to it: the platform key is sent only to the platform."""
     return api_key or os.environ.get("OPENREWARD_API_KEY") or None
@@ -68,27 +70,6 @@ def secrets_from_env(names: Iterable[str]) -> dict[str, str]:
     """The values of the environment variables `names` that are set (a generated adapter's
     default secrets: the snapshot records the names an environment needs, never the values)."""
     return {name: os.environ[name] for name in names if os.environ.get(name)}
-
-
-def session_secrets(secrets: Mapping[str, Any] | None, connection: Connection) -> dict[str, Any] | None:
-    """`secrets` in the form the SDK accepts for a session.
-
-    The SDK takes a plain value only for names in its `WELL_KNOWN_SECRETS` (it knows which
-    domains they are for); any other name needs `(value, allowed_domains)`. We allow such a
-    secret to reach the host that serves the environment, and no other: a self-hosted ORS server
-    ignores the domains, and on the platform they are the domains the secret may be sent to.
-    A caller that knows better passes the tuple itself.
-    """
-    if not secrets:
-        return None
-    from openreward.api.sandboxes.secrets import WELL_KNOWN_SECRETS
-
-    host = urllib.parse.urlsplit(connection.url or "").hostname
-    domains = [host] if host else []
-    return {
-        name: value if isinstance(value, tuple) or name in WELL_KNOWN_SECRETS else (value, domains)
-        for name, value in secrets.items()
-    }
 
 
 # Query parameters whose value is a credential, as far as a name can tell.
@@ -125,7 +106,11 @@ def public_url(url: str, mask: str | None = None) -> str:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with every URL's credentials masked and every value in `secrets` replaced."""
-    text = _URL.sub(lambda match: public_url(match.group(0), mask="***"), text)
+    return mask_secrets(_URL.sub(lambda match: public_url(match.group(0), mask="***"), text), secrets)
+
+
+def mask_secrets(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every value in `secrets` (of 3 characters or more) replaced by `***`, longest first."""
     for value in sorted((v for v in secrets if isinstance(v, str) and len(v) >= 3), key=len, reverse=True):
         text = text.replace(value, "***")
     return text
@@ -167,24 +152,25 @@ class Connection:
         where = public_url(self.url, mask="***") if self.url else self.catalog
         return f"Connection({where!r}, env={self.env!r})"
 
-    def run(self, call: Callable[[Any], Awaitable[T]], timeout: float | None) -> T:
-        """`await call(environment)` on the SDK's loop, waiting at most `timeout` seconds."""
+    def run(self, call: Callable[[ors.Client], Awaitable[T]], timeout: float | None) -> T:
+        """`await call(client)` on the runtime's loop, waiting at most `timeout` seconds."""
 
-        async def with_environment() -> T:
-            return await call(await _environment(self))
+        async def with_client() -> T:
+            return await call(_client(self))
 
-        return _sdk_loop().run(with_environment(), timeout)
+        install_sigterm()
+        return _sdk_loop().run(with_client(), timeout)
 
-    def run_nowait(self, call: Callable[[Any], Awaitable[Any]]) -> None:
-        """Start `call(environment)` on the SDK's loop without waiting (for finalizers)."""
+    def run_nowait(self, call: Callable[[ors.Client], Awaitable[Any]]) -> None:
+        """Start `call(client)` on the runtime's loop without waiting (for finalizers)."""
 
-        async def with_environment() -> None:
+        async def with_client() -> None:
             try:
-                await call(await _environment(self))
+                await call(_client(self))
             except Exception:  # best effort; nobody is waiting
                 pass
 
-        _sdk_loop().submit(with_environment())
+        _sdk_loop().submit(with_client())
 
 
 def _serve_locally(target: Target, env_var: str) -> str:
@@ -202,8 +188,8 @@ def _serve_locally(target: Target, env_var: str) -> str:
 
 
 def run_on_loop(coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
-    """`await coro` on the SDK's loop, waiting at most `timeout` seconds: for the few requests
-    orlgen makes without an environment handle, under the same bounds."""
+    """`await coro` on the runtime's loop, waiting at most `timeout` seconds: for the few requests
+    orlgen makes without a client, under the same bounds."""
     return _sdk_loop().run(coro, timeout)
 
 
@@ -214,13 +200,12 @@ class _Loop:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="orlgen-sdk", daemon=True)
         self.thread.start()
-        self.environments: dict[Connection, Any] = {}
-        self.clients: list[Any] = []  # SDK clients, closed at exit
+        self.clients: dict[Connection, ors.Client] = {}  # closed at exit
         self.pending: set[concurrent.futures.Future[Any]] = set()  # background work, awaited at exit
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
         if threading.current_thread() is self.thread:
-            raise RuntimeError("orlgen cannot wait for the SDK from the SDK's own thread")
+            raise RuntimeError("orlgen cannot wait for its loop from the loop's own thread")
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result(timeout)
@@ -234,6 +219,7 @@ class _Loop:
         future.add_done_callback(self.pending.discard)
 
 
+_sigterm_checked = False  # the main thread looked at SIGTERM's handler once
 _lock = threading.Lock()
 _loops: dict[int, _Loop] = {}
 _exit_hooks: list[Callable[[], None]] = []
@@ -248,26 +234,40 @@ def _sdk_loop() -> _Loop:
     return loop
 
 
-async def _environment(connection: Connection) -> Any:
-    """The SDK's environment handle for `connection`, made once per process on the loop."""
-    cached = _sdk_loop().environments
-    if connection not in cached:
-        from openreward import AsyncOpenReward
+def _client(connection: Connection) -> ors.Client:
+    """The ORS client for `connection`, made once per process (on the loop)."""
+    from . import ors  # aiohttp: imported on first use, not when a generated module is
 
-        client = AsyncOpenReward(api_key=connection.api_key, base_url=connection.url)
-        if connection.url is not None:
-            client.api_key = connection.api_key  # the SDK falls back to OPENREWARD_API_KEY; we do not
-            handle = client.environments.get(connection.env, variant=connection.env, base_url=connection.url)
-        else:
-            handle = client.environments.get(connection.catalog)
-        _sdk_loop().clients.append(client)
-        transport.guard(handle, connection.max_answer_bytes)
-        cached[connection] = handle
-    return cached[connection]
+    clients = _sdk_loop().clients
+    if connection not in clients:
+        clients[connection] = ors.Client(
+            connection.url, connection.catalog, connection.env, connection.api_key, connection.max_answer_bytes
+        )
+    return clients[connection]
+
+
+def install_sigterm() -> None:
+    """Make SIGTERM run the exit hooks (which delete the open sessions): `atexit` does not run on
+    a signal's default action, and TRL's async worker is stopped with SIGTERM. Only when the
+    process has no handler of its own, and only from the main thread (where Python runs handlers);
+    the handler raises SystemExit, so the process exits as it would have, after cleaning up."""
+    global _sigterm_checked
+    if _sigterm_checked or threading.current_thread() is not threading.main_thread():
+        return
+    _sigterm_checked = True
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    except (ValueError, OSError):  # not the main interpreter, or no signals here
+        pass
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def on_exit(hook: Callable[[], None]) -> None:
-    """Run `hook` at interpreter exit, while the SDK's loop still runs."""
+    """Run `hook` at interpreter exit, while the runtime's loop still runs."""
     _exit_hooks.append(hook)
 
 
@@ -284,11 +284,13 @@ def _run_exit_hooks() -> None:
         return
     concurrent.futures.wait(list(loop.pending), timeout=5.0)  # sessions being deleted
 
-    async def close_clients() -> None:
-        # Together: each `aclose` sleeps 0.25 s for aiohttp's graceful shutdown.
-        await asyncio.gather(*(client.environments.aclose() for client in loop.clients), return_exceptions=True)
+    async def close_everything() -> None:
+        from . import ors
+
+        await ors.close_all()  # any session no adapter held any more
+        await asyncio.gather(*(client.aclose() for client in loop.clients.values()), return_exceptions=True)
 
     try:
-        loop.run(close_clients(), timeout=5.0)
+        loop.run(close_everything(), timeout=5.0)
     except Exception:
         pass

@@ -6,3 +6,8 @@ from __future__ import annotations
 
 class OrlgenRuntimeError(RuntimeError):
     """A failure of a generated adapter or its connection, explained in one line."""
+
+
+class ServerDead(OrlgenRuntimeError):
+    """The environment's server is gone or stuck (it refuses connections, or sends nothing):
+    the breaker opens at once, so every other rollout of the env learns it at its next call."""

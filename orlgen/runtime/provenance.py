@@ -23,14 +23,10 @@ _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,79}")
 
 
 async def live(env: Any) -> dict[str, str] | None:
-    """The deployment `env` (an SDK environment handle) reports, as snapshot fields; None when
-    it reports nothing usable (best effort: an old server may have no `/version`)."""
-    from openreward.api._session import request_retryable
-
-    answer = await request_retryable(
-        env.client, "GET", "/version", expect_json=True, deployment=env.deployment_name, token=env.api_key
-    )
-    return parse(answer)
+    """The deployment `env` (anything with an async `version()`: the runtime's `ors.Client`,
+    capture's SDK handle) reports, as snapshot fields; None when it reports nothing usable (best
+    effort: an old server may have no `/version`)."""
+    return parse(await env.version())
 
 
 def parse(answer: Any) -> dict[str, str] | None:

@@ -55,8 +55,7 @@ def dataset_builder(spec: EnvSpec, module: str) -> BuildDataset:
 
         def fetch(split: str, start: int, stop: int) -> list[dict[str, Any]]:
             connection = Connection.resolve(spec.target, spec.env_var, base_url, api_key)
-            tasks = connection.run(lambda env: env.get_task_range(split, start, stop), timeout=FETCH_TIMEOUT)
-            return [task.task_spec for task in tasks]
+            return connection.run(lambda env: env.get_task_range(split, start, stop), timeout=FETCH_TIMEOUT)
 
         return build(spec.dataset, fetch, split, num_tasks, indices)
 

@@ -1,15 +1,14 @@
-"""Guards on the SDK's HTTP clients: answers bounded in size, redirects kept to one origin.
+"""Guards on aiohttp responses: answers bounded in size, redirects kept to one origin.
 
-The SDK reads with aiohttp and sets no bound of its own: whole JSON bodies are read into
-memory, and streamed answers (session events) are read line by line, each event's data kept
-until the stream ends (aiohttp bounds a line, not their sum). A hostile server could make it hold any amount of memory. And aiohttp
-follows redirects to any origin, dropping only `Authorization` and cookies: the SDK's
-`X-API-Key` and `X-Secrets` headers would go along. aiohttp builds responses from the client's
-`response_class` (a constructor option; the SDK builds the clients, so we set it after), and
-that response class is where both guards live.
+aiohttp sets no bound of its own: whole JSON bodies are read into memory, and a stream is read
+as it comes (aiohttp bounds a line, not their sum), so a hostile server could make a client hold
+any amount of memory. And aiohttp follows redirects to any origin, dropping only `Authorization`
+and cookies: `X-API-Key` and `X-Secrets` would go along. aiohttp builds responses from the
+client's `response_class`, and that response class is where both guards live: the runtime's ORS
+client (`ors.Client`) is built with it, and capture sets it on the SDK's clients
+(`orlgen.capture.sdk.guard`).
 
-`aiohttp` is imported only when a handle is guarded: it comes with the SDK, which is imported
-lazily too (see `connection`).
+`aiohttp` is imported only when a response class is built, not with the runtime.
 """
 
 from __future__ import annotations
@@ -25,14 +24,6 @@ class AnswerTooLarge(RuntimeError):
 
 class RedirectRefused(RuntimeError):
     """A server redirected a request to another origin (another scheme, host or port)."""
-
-
-def guard(handle: Any, limit: int | None) -> None:
-    """Guard every client of an SDK environment handle: refuse redirects to another origin, and,
-    with `limit`, refuse any answer (JSON or streamed) of more than `limit` bytes."""
-    response_class = guarded_response(limit)
-    for client in {id(c): c for c in (handle.client, getattr(handle, "api_client", None)) if c is not None}.values():
-        client._response_class = response_class
 
 
 def guarded_response(limit: int | None) -> type:

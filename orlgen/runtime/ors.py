@@ -1,0 +1,595 @@
+"""The ORS client: orlgen's runtime speaks the wire protocol itself, on aiohttp.
+
+One `Client` per resolved `Connection` and process, used on the connection's event-loop thread
+(`connection.run`). What it implements (see docs/design.md, "Wire"):
+
+- Addressing: a URL target is asked directly, its env named in the path (`/{env}/...`) and in
+  `X-Deployment`; a catalog target (`Owner/Env`) goes to the platform's sessions host with
+  `X-Deployment: Owner/Env` and `X-API-Key` (`platform_urls` resolves `OPENREWARD_URL`,
+  `OPENREWARD_SESSION_URL` and `OPENREWARD_API_URL` as the SDK does).
+- The session: `/create_session` (SSE) → `/create` → `task_tools`, `messages` (`prompt` on a
+  404), `call` (SSE) → `/delete` and `/delete_session`, whatever happens (`Session.close`).
+- Retries (`_Retry`): 429/502/503/504 and refused connections, honouring `Retry-After` (seconds
+  or an HTTP date, capped); `503` with `X-Backend-State: starting` ridden out to a cap; never a
+  500 or another 4xx. A refused connection is retried for `REFUSED_WINDOW` seconds only, then
+  the server is gone (`ServerGone`). A `/call` is re-sent only when that cannot run the tool
+  twice: before the server named its task (`task_id`) only if nothing reached it; after, with the
+  `task_id`, so the server replays the one run's result.
+- Liveness: no byte for `ORLGEN_HANG_SECONDS` (default 30) is a hung server (`Hung`); one
+  keepalive task per process pings every open session every `PING_EVERY` seconds, well inside the
+  server's 900 s reaper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import functools
+import json
+import os
+import socket
+import time
+import urllib.parse
+import urllib.request
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+
+from . import backoff, sse, transport
+from . import secrets as _secrets
+from .errors import OrlgenRuntimeError, ServerDead
+
+DEFAULT_BASE_URL = "https://openreward.ai"
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+MAX_ATTEMPTS = 3  # for a transient status that is not "starting"
+MAX_WAIT = 10.0  # cap on any one wait, Retry-After included
+STARTING_CAP = float(os.environ.get("ORLGEN_STARTING_SECONDS") or 600.0)  # riding out "503 starting"
+REFUSED_WINDOW = 2.0  # seconds a refused connection is retried
+BROKEN_RETRIES = 5  # re-sends of a call whose stream broke after its task_id
+CONNECT_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 5.0  # per delete request: a stopped server must not hold the exit
+PING_EVERY = 60.0
+DEFAULT_LIMIT = 256 * 1024 * 1024  # bytes in one answer, streams included, unless the connection sets one
+HANG_VAR = "ORLGEN_HANG_SECONDS"
+
+
+class StatusError(OrlgenRuntimeError):
+    """The server answered with an HTTP error status (`status`, the server's `detail`)."""
+
+    def __init__(self, status: int, detail: str, retry_after: float | None = None, starting: bool = False) -> None:
+        super().__init__(f"{status}: {detail}")
+        self.status = status
+        self.detail = detail
+        self.retry_after = retry_after
+        self.backend_starting = starting
+
+
+class ServerGone(ServerDead):
+    """The server refused connections for longer than `REFUSED_WINDOW` (it is not running)."""
+
+
+class SessionGone(OrlgenRuntimeError):
+    """The server no longer knows the session (404 or 410 on a session request)."""
+
+
+class StreamBroken(OrlgenRuntimeError):
+    """A stream ended before its `end` event."""
+
+
+class ToolRaised(OrlgenRuntimeError):
+    """The tool raised on the server (an SSE `error` event): the rollout cannot go on."""
+
+
+class ToolRefused(OrlgenRuntimeError):
+    """The server did not run the call (`ok: false`): `reason` and the server's `detail`."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+Hung = sse.Hung
+
+
+def hang_seconds() -> float:
+    return float(os.environ.get(HANG_VAR) or 30.0)
+
+
+def platform_urls() -> tuple[str, str]:
+    """The platform's (sessions, API) base URLs, resolved exactly as the SDK's client does."""
+    base = os.environ.get("OPENREWARD_URL") or DEFAULT_BASE_URL
+    return (
+        os.environ.get("OPENREWARD_SESSION_URL") or _subdomain(base, "sessions"),
+        os.environ.get("OPENREWARD_API_URL") or _subdomain(base, "api"),
+    )
+
+
+def _subdomain(url: str, name: str) -> str:
+    parts = urllib.parse.urlparse(url)
+    return urllib.parse.urlunparse(parts._replace(netloc=f"{name}.{parts.netloc}"))
+
+
+@dataclass(frozen=True)
+class Address:
+    """Where a connection's requests go and how they name the environment."""
+
+    base: str  # scheme://host[:port][/path], no trailing slash
+    deployment: str  # X-Deployment
+    prefix: str  # before env routes: "/{env}" on a URL target, "" on the platform
+    env_name: str | None  # `env_name` in /create (a URL target's env)
+    api_url: str | None  # the platform's API host, for the API key's allowed domains
+    platform: bool
+
+    @classmethod
+    def of(cls, url: str | None, catalog: str | None, env: str) -> Address:
+        if url is not None:
+            return cls(url.rstrip("/"), env, f"/{env}", env, None, False)
+        sessions, api = platform_urls()
+        return cls(sessions.rstrip("/"), catalog or env, "", None, api, True)
+
+
+class Client:
+    """Requests to one environment, on one event loop (see the module docstring)."""
+
+    def __init__(self, url: str | None, catalog: str | None, env: str, api_key: str | None, limit: int | None) -> None:
+        self.address = Address.of(url, catalog, env)
+        self.api_key = api_key
+        self.limit = limit or DEFAULT_LIMIT
+        self._http: aiohttp.ClientSession | None = None
+
+    def http(self) -> aiohttp.ClientSession:
+        if self._http is None or self._http.closed:
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, resolver=_Resolver()),
+                response_class=transport.guarded_response(self.limit),
+            )
+        return self._http
+
+    @functools.cached_property
+    def proxy(self) -> str | None:
+        """The proxy the environment's variables name for this server (`HTTPS_PROXY`, `NO_PROXY`...),
+        as the SDK's `trust_env` honoured them. Read once, here: aiohttp's `trust_env` would also
+        read `~/.netrc` on the loop's thread pool at every request, and that pool is gone at exit,
+        when the open sessions must still be deleted."""
+        parts = urllib.parse.urlsplit(self.address.base)
+        if urllib.request.proxy_bypass(parts.hostname or ""):
+            return None
+        return urllib.request.getproxies().get(parts.scheme)
+
+    def headers(self, sid: str | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        headers = {"User-Agent": "orlgen", "X-Deployment": self.address.deployment}
+        if self.api_key:
+            headers["X-API-Key"] = self.api_key
+        if sid:
+            headers["X-Session-ID"] = sid
+        return {**headers, **(extra or {})}
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        sid: str | None = None,
+        extra: Mapping[str, str] | None = None,
+        busy: bool = True,
+        window: float = REFUSED_WINDOW,
+    ) -> Any:
+        """One JSON request, retried by `_Retry` (`busy=False`: a busy answer is the caller's to
+        wait out). Returns the parsed answer, None for an empty body."""
+        retry = _Retry(busy, window)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=hang_seconds())
+        while True:
+            try:
+                async with self.http().request(
+                    method,
+                    self.address.base + path,
+                    json=body,
+                    headers=self.headers(sid, extra),
+                    timeout=timeout,
+                    proxy=self.proxy,
+                ) as response:
+                    await _raise_for_status(response)
+                    data = await response.read()
+                    return json.loads(data) if data.strip() else None
+            except Exception as exc:
+                wait = retry.wait(exc, idempotent=method == "GET" or path.endswith("ping"))
+                if wait is None:
+                    raise _plain(exc, hang_seconds()) from exc
+                await asyncio.sleep(wait)
+
+    async def stream(
+        self,
+        path: str,
+        body: dict[str, Any],
+        sid: str | None = None,
+        extra: Mapping[str, str] | None = None,
+        busy: bool = True,
+    ) -> tuple[Any, str | None]:
+        """POST and read the SSE answer: `(result, task_id)`. After a break the request is re-sent
+        with the `task_id` the server gave (the server replays that one run); before it, only when
+        nothing reached the server (a refused connection, a backend still starting)."""
+        task_id: str | None = None
+        retry = _Retry(busy, REFUSED_WINDOW)
+        hang = hang_seconds()
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=None)
+        while True:
+            payload = {**body, "task_id": task_id} if task_id else body
+            try:
+                async with self.http().post(
+                    self.address.base + path,
+                    json=payload,
+                    headers=self.headers(sid, {"Accept": "text/event-stream", **(extra or {})}),
+                    timeout=timeout,
+                    proxy=self.proxy,
+                ) as response:
+                    await _raise_for_status(response)
+                    parts: list[str] = []
+                    async for event, data in sse.events(response.content, hang):
+                        if event == "task_id":
+                            if task_id is None:
+                                retry = _Retry(busy, REFUSED_WINDOW, broken=BROKEN_RETRIES)
+                            task_id = data.strip() or task_id
+                        elif event in ("chunk", "end"):
+                            parts.append(data)
+                            if event == "end":
+                                text = "".join(parts)
+                                return (json.loads(text) if text else None), task_id
+                        elif event == "error":
+                            raise ToolRaised(data or "the tool raised (no message)")
+                    raise StreamBroken("the stream ended before its end event")
+            except (ToolRaised, sse.Hung, sse.EventTooLarge, transport.AnswerTooLarge):
+                raise
+            except Exception as exc:
+                wait = retry.wait(exc, idempotent=task_id is not None)
+                if wait is None:
+                    raise _plain(exc, hang) from exc
+                await asyncio.sleep(wait)
+
+    # -- the environment, outside any session --------------------------------------------------
+
+    def route(self, suffix: str) -> str:
+        return self.address.prefix + suffix
+
+    async def list_splits(self) -> list[Any]:
+        """The env's splits (the eval preflight's reachability check)."""
+        answer = await self.request("GET", self.route("/splits"))
+        return list(answer or [])
+
+    async def num_tasks(self, split: str) -> int:
+        answer = await self.request("POST", self.route("/num_tasks"), {"split": split})
+        return int(answer["num_tasks"])
+
+    async def get_task_range(self, split: str, start: int | None, stop: int | None) -> list[dict[str, Any]]:
+        """The task specs of `split[start:stop]`."""
+        payload: dict[str, Any] = {"split": split}
+        payload.update({key: value for key, value in (("start", start), ("stop", stop)) if value is not None})
+        answer = await self.request("POST", self.route("/task_range"), payload)
+        return list(answer["tasks"])
+
+    async def version(self) -> Any:
+        return await self.request("GET", "/version")
+
+    async def open_session(
+        self,
+        split: str | None = None,
+        index: int | None = None,
+        task_spec: dict[str, Any] | None = None,
+        secrets: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """A new session on the task (`split`/`index`, or an ad-hoc `task_spec`). A session the
+        server named is deleted again when `/create` fails. Busy answers (429/503) are raised
+        for `backoff` to wait out, with their `Retry-After`."""
+        extra = self.secrets_header(secrets)
+        _, sid = await self.stream("/create_session", {}, extra=extra, busy=False)
+        if not sid:
+            raise StreamBroken("/create_session named no session")
+        session = Session(self, sid)
+        try:
+            create: dict[str, Any] = {"split": split, "index": index} if task_spec is None else {"task_spec": task_spec}
+            if self.address.env_name is not None:
+                create["env_name"] = self.address.env_name
+            await self.request("POST", "/create", create, sid=sid, extra=extra, busy=False)
+        except BaseException:
+            await asyncio.shield(session.close())
+            raise
+        _open_sessions(asyncio.get_running_loop()).add(session)
+        return session
+
+    def secrets_header(self, given: Mapping[str, Any] | None) -> dict[str, str]:
+        """`X-Secrets` for a new session: the secrets this server may receive (`secrets.for_host`)."""
+        base = self.address.base
+        chosen = _secrets.with_api_key(_secrets.allowed(given, base), self.api_key, base, self.address.api_url)
+        chosen = _secrets.for_host(chosen, base, self.address.platform)
+        return {"X-Secrets": _secrets.header(chosen)} if chosen else {}
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+
+
+class _Resolver(aiohttp.ThreadedResolver):
+    """aiohttp's resolver, which asks the loop's thread pool; at interpreter exit that pool takes
+    no more work (threads are shut down before `atexit` runs), and the sessions still open must
+    be deleted then: so the name is resolved here, blocking, instead."""
+
+    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[Any]:
+        try:
+            return await super().resolve(host, port, family)
+        except RuntimeError:
+            infos = socket.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM)
+            flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
+            return [
+                {
+                    "hostname": host,
+                    "host": address[0],
+                    "port": address[1],
+                    "family": found,
+                    "proto": proto,
+                    "flags": flags,
+                }
+                for found, _, proto, _, address in infos
+            ]
+
+
+class Session:
+    """One open ORS session. Its methods are named as the SDK's, which the adapter used."""
+
+    def __init__(self, client: Client, sid: str) -> None:
+        self.client = client
+        self.sid = sid
+        self.gone: BaseException | None = None  # set when a ping learns the server dropped it
+        self.closed = False
+        self._terminal: Any = None
+        self._tools: list[Any] | None = None
+        self._messages_route = True
+
+    async def _request(self, method: str, suffix: str, body: Any = None) -> Any:
+        if self.gone is not None:
+            raise SessionGone(str(self.gone))
+        try:
+            return await self.client.request(method, self.client.route(suffix), body, sid=self.sid)
+        except StatusError as exc:
+            raise _session_status(exc) from exc
+
+    async def list_tools(self) -> list[Any]:
+        """The session's tools (`task_tools`; `tools` on a server without it), each with `name`,
+        `description`, `input_schema`; remembers the terminal tool."""
+        try:
+            answer = await self._request("GET", "/task_tools")
+        except SessionGone as exc:
+            if not _is_404(exc):
+                raise
+            answer = await self._request("GET", "/tools")
+        self._terminal = answer.get("terminal_tool") or None
+        self._tools = [SimpleNamespace(**tool) for tool in answer["tools"]]
+        return self._tools
+
+    async def get_prompt(self) -> list[Any]:
+        return blocks(await self._request("GET", "/prompt"))
+
+    async def get_messages(self) -> list[Any]:
+        """The task's conversation; a server without `/messages` gives its prompt as one user turn."""
+        if self._messages_route:
+            try:
+                answer = await self._request("GET", "/messages")
+                return [SimpleNamespace(role=m.get("role"), blocks=blocks(m.get("blocks"))) for m in answer]
+            except SessionGone as exc:
+                if not _is_404(exc):
+                    raise
+                self._messages_route = False
+        return [SimpleNamespace(role="user", blocks=await self.get_prompt())]
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        """Run a tool: its output (`blocks`, `reward`, `finished`, `metadata`, checked by
+        `wire.tool_output`), `ToolRefused` for `ok: false`, `ToolRaised` when it raised."""
+        if self.gone is not None:
+            raise SessionGone(str(self.gone))
+        body = {"name": name, "input": dict(arguments)}
+        try:
+            answer, _ = await self.client.stream(self.client.route("/call"), body, sid=self.sid)
+        except StatusError as exc:
+            raise _session_status(exc) from exc
+        if not isinstance(answer, Mapping):
+            raise StreamBroken(f"the call's answer is not an object: {type(answer).__name__}")
+        if answer.get("ok") is False:
+            raise ToolRefused(str(answer.get("reason") or "not_found"), str(answer.get("error", "")))
+        output = answer.get("output")
+        if not isinstance(output, Mapping):
+            return SimpleNamespace()  # every field missing: `wire.tool_output` names the first
+        return SimpleNamespace(
+            blocks=blocks(output.get("blocks")),
+            reward=output.get("reward"),
+            finished=output.get("finished"),
+            metadata=output.get("metadata"),
+        )
+
+    async def call_terminal_tool(self, message: str) -> Any:
+        """The env's `@terminal` tool on the model's final message (its one argument, if any)."""
+        if self._tools is None:
+            await self.list_tools()
+        term = self._terminal
+        if not isinstance(term, Mapping) or not term.get("name"):
+            raise ToolRefused("not_found", "the environment has no @terminal tool")
+        arg = term.get("arg")
+        return await self.call_tool(str(term["name"]), {arg: message} if arg else {})
+
+    async def ping(self) -> None:
+        try:
+            await self.client.request("POST", "/ping", sid=self.sid, window=0.0)
+        except StatusError as exc:
+            if exc.status in (404, 410):
+                self.gone = _session_status(exc)
+
+    async def close(self) -> None:
+        """`/delete`, then `/delete_session`; each bounded, failures ignored (the server reaps
+        what we miss). Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        for path in ("/delete", "/delete_session"):
+            try:
+                await asyncio.wait_for(
+                    self.client.request("POST", path, sid=self.sid, window=0.5, busy=False), CLOSE_TIMEOUT
+                )
+            except Exception:
+                pass
+        _open_sessions(asyncio.get_running_loop()).discard(self)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+def blocks(raw: Any) -> list[Any]:
+    """Wire blocks as objects with the block's fields as attributes (nested `blocks` too); a
+    value that is not an object stays as it is, for `wire.blocks` to report."""
+    if not isinstance(raw, list):
+        return raw  # type: ignore[no-any-return]
+    return [_block(block) for block in raw]
+
+
+class Block(SimpleNamespace):
+    """A wire block: its fields as attributes, shown as `TextBlock(text=...)` in messages."""
+
+    def __repr__(self) -> str:
+        fields = dict(vars(self))
+        kind = fields.pop("type", None)
+        name = "".join(part.capitalize() for part in str(kind).split("_")) if isinstance(kind, str) else ""
+        return f"{name}Block({', '.join(f'{key}={value!r}' for key, value in fields.items())})"
+
+
+def _block(raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        return raw
+    fields = dict(raw)
+    if isinstance(fields.get("blocks"), list):
+        fields["blocks"] = blocks(fields["blocks"])
+    return Block(**fields)
+
+
+class _Retry:
+    """When to send a request again, and after how long (see the module docstring)."""
+
+    def __init__(self, busy: bool, window: float, broken: int = 0) -> None:
+        self.busy = busy  # retry 429 and 503 too (False: they are raised for `backoff`)
+        self.window = window
+        self.broken = broken  # breaks still allowed (only once a call has its task_id)
+        self.started = time.monotonic()
+        self.attempts = 0
+        self.refused_since: float | None = None
+
+    def wait(self, exc: BaseException, idempotent: bool) -> float | None:
+        self.attempts += 1
+        now = time.monotonic()
+        if isinstance(exc, StatusError):
+            self.refused_since = None
+            if exc.status == 503 and exc.backend_starting:
+                return _capped(exc.retry_after, self.attempts) if now - self.started < STARTING_CAP else None
+            busy = exc.status in (429, 503)  # the env's own "not now": the caller may wait it out itself
+            if exc.status in RETRY_STATUSES and (self.busy or not busy) and self.attempts < MAX_ATTEMPTS:
+                return _capped(exc.retry_after, self.attempts)
+            return None
+        if isinstance(exc, aiohttp.ClientConnectorError):  # nothing reached the server
+            self.refused_since = self.refused_since or now
+            return min(0.25 * 2 ** min(self.attempts, 3), 1.0) if now - self.refused_since < self.window else None
+        if isinstance(
+            exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, StreamBroken)
+        ):
+            if idempotent and (self.broken > 0 or self.attempts < MAX_ATTEMPTS):
+                self.broken -= 1
+                return 0.05
+        return None
+
+
+def _capped(retry_after: float | None, attempt: int) -> float:
+    wait = retry_after if retry_after is not None else 0.5 * 2 ** (attempt - 1)
+    return max(0.0, min(MAX_WAIT, wait))
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """`Retry-After` in seconds: an integer, or an HTTP date (seconds from now); None otherwise."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
+    if response.status < 400:
+        return
+    text = (await response.read())[:4096].decode("utf-8", "replace")
+    try:
+        detail = json.loads(text).get("detail", text)
+    except (ValueError, AttributeError):
+        detail = text
+    raise StatusError(
+        response.status,
+        " ".join(str(detail).split())[:500] or response.reason or "",
+        parse_retry_after(response.headers.get("Retry-After")),
+        response.headers.get("X-Backend-State") == "starting",
+    )
+
+
+def _session_status(exc: StatusError) -> BaseException:
+    """A session request's error status as the adapter reports it: 404/410 the session is gone,
+    402 the account's one line (`backoff.payment_required`), any other as it is."""
+    if exc.status == 402:
+        return backoff.payment_required()
+    if exc.status in (404, 410):
+        gone = SessionGone(f"the server no longer has the session ({exc.status}: {exc.detail})")
+        gone.status = exc.status  # type: ignore[attr-defined]
+        return gone
+    return exc
+
+
+def _is_404(exc: BaseException) -> bool:
+    return getattr(exc, "status", None) == 404
+
+
+def _plain(exc: BaseException, hang: float) -> BaseException:
+    """The error a caller sees: a refused connection is `ServerGone`, a read timeout `Hung`."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return ServerGone(f"the server refuses connections ({exc.os_error or exc})")
+    if isinstance(exc, TimeoutError):
+        return sse.Hung(f"no byte from the server for {hang:g} s")
+    return exc
+
+
+# -- the process's open sessions: one keepalive, and deletion at exit -------------------------
+
+_registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[Session]] = weakref.WeakKeyDictionary()
+_keepalives: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = weakref.WeakKeyDictionary()
+
+
+def _open_sessions(loop: asyncio.AbstractEventLoop) -> set[Session]:
+    """The loop's open sessions; the first one starts the loop's keepalive task."""
+    if loop not in _registry:
+        _registry[loop] = set()
+        _keepalives[loop] = loop.create_task(_keepalive(_registry[loop]))
+    return _registry[loop]
+
+
+async def _keepalive(sessions: set[Session]) -> None:
+    """Ping every open session every `PING_EVERY` seconds (a session the server no longer has
+    is marked gone; its next call says so)."""
+    while True:
+        await asyncio.sleep(PING_EVERY)
+        await asyncio.gather(*(session.ping() for session in list(sessions)), return_exceptions=True)
+
+
+async def close_all() -> None:
+    """Delete every session still open on this loop (at exit)."""
+    sessions = _registry.get(asyncio.get_running_loop(), set())
+    await asyncio.gather(*(session.close() for session in list(sessions)), return_exceptions=True)

@@ -1,0 +1,137 @@
+"""Session secrets on the wire: the `X-Secrets` header, and which host may receive which secret.
+
+ORS passes a session's secrets in one header at `/create_session` and `/create`: base64 of the
+JSON object `{name: {"value": ..., "allowed_domains": [...]}}`. On the OpenReward platform the
+allowed domains are enforced by the sandbox's egress proxy: the secret can reach only those
+hosts. For the well-known names (vendor API keys) the domains come from `WELL_KNOWN_SECRETS`,
+orlgen's own copy of the SDK's table (`tests/test_ors_client.py` holds it equal to the SDK's),
+so that the runtime does not lean on an SDK internal that may change in any release.
+
+A self-hosted server (a URL target) receives the values itself; no proxy stands between. So a
+secret is sent to it only when its allowed domains name that server's host (a name outside the
+table is allowed the host that serves the environment, as before), or when the server is on
+this machine's loopback. A resealed target pointing at another host therefore cannot collect a
+vendor key: the secret is left out, and a warning names it (never its value).
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import logging
+import os
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any
+
+from .connection import API_KEY_SECRETS
+
+logger = logging.getLogger("orlgen")
+
+_KNOWN: dict[str, list[str]] = {
+    "OPENAI_API_KEY": ["api.openai.com"],
+    "ANTHROPIC_API_KEY": ["api.anthropic.com"],
+    "GEMINI_API_KEY": ["generativelanguage.googleapis.com"],
+    "TAVILY_API_KEY": ["api.tavily.com"],
+    "GOOGLE_API_KEY": ["generativelanguage.googleapis.com"],
+    "COHERE_API_KEY": ["api.cohere.com"],
+    "MISTRAL_API_KEY": ["api.mistral.ai"],
+    "GROQ_API_KEY": ["api.groq.com"],
+    "TOGETHER_API_KEY": ["api.together.xyz"],
+    "REPLICATE_API_TOKEN": ["api.replicate.com"],
+    "HUGGINGFACE_API_KEY": ["api-inference.huggingface.co", "huggingface.co"],
+    "HF_TOKEN": ["huggingface.co", "api-inference.huggingface.co"],
+    "HUGGING_FACE_HUB_TOKEN": ["huggingface.co", "api-inference.huggingface.co"],
+    "PERPLEXITY_API_KEY": ["api.perplexity.ai"],
+    "FIREWORKS_API_KEY": ["api.fireworks.ai"],
+    "DEEPSEEK_API_KEY": ["api.deepseek.com"],
+    "KAGGLE_KEY": ["www.kaggle.com"],
+    "KAGGLE_USERNAME": ["www.kaggle.com"],
+    "KAGGLE_API_KEY": ["www.kaggle.com"],
+    "E2B_API_KEY": ["api.e2b.app"],
+    "MODAL_TOKEN_ID": ["api.modal.com"],
+    "MODAL_TOKEN_SECRET": ["api.modal.com"],
+    "DAYTONA_API_KEY": ["app.daytona.io"],
+}
+# The SDK also lists each name in lower case (and one lower-case-only name).
+WELL_KNOWN_SECRETS: dict[str, list[str]] = {
+    **_KNOWN,
+    **{name.lower(): domains for name, domains in _KNOWN.items()},
+    "gh_auth_token": [
+        "github.com",
+        "api.github.com",
+        "uploads.github.com",
+        "objects.githubusercontent.com",
+        "raw.githubusercontent.com",
+    ],
+}
+# First-party services the OpenReward key may reach from a sandbox (the SDK's list, env-overridable).
+SERVICE_URLS = (
+    ("OPENREWARD_WEB_SEARCH_URL", "https://search.openreward.ai/search"),
+    ("OPENREWARD_WEB_FETCH_URL", "https://search.openreward.ai/fetch"),
+)
+
+Secrets = dict[str, tuple[str, list[str]]]  # name → (value, allowed domains)
+
+
+def host_of(url: str | None) -> str | None:
+    return urllib.parse.urlsplit(url or "").hostname
+
+
+def allowed(secrets: Mapping[str, Any] | None, serving_url: str) -> Secrets:
+    """Every secret with its allowed domains: a `(value, domains)` pair as given, a well-known
+    name's domains from the table, any other name the serving host."""
+    host = host_of(serving_url)
+    result: Secrets = {}
+    for name, entry in (secrets or {}).items():
+        if isinstance(entry, tuple):
+            value, domains = entry
+            result[name] = (str(value), [str(domain) for domain in domains])
+        elif isinstance(entry, str):
+            result[name] = (entry, list(WELL_KNOWN_SECRETS.get(name, [host] if host else [])))
+    return result
+
+
+def with_api_key(secrets: Secrets, api_key: str | None, session_url: str, api_url: str | None) -> Secrets:
+    """The OpenReward key forwarded as the `api_key` and `OPENREWARD_API_KEY` secrets, as the SDK
+    does, allowed the platform's hosts and its first-party services (and their `.internal` twins)."""
+    if not api_key:
+        return secrets
+    domains: list[str] = []
+    for url in (session_url, api_url, *(os.environ.get(var, default) for var, default in SERVICE_URLS)):
+        host = host_of(url)
+        if host and host not in domains:
+            domains.append(host)
+    domains += [f"{host.split('.')[0]}.openreward.internal" for host in list(domains) if host.count(".") >= 2]
+    return {**secrets, **{name: (api_key, domains) for name in API_KEY_SECRETS}}
+
+
+def for_host(secrets: Secrets, serving_url: str, platform: bool) -> Secrets:
+    """The secrets that may be sent to the server at `serving_url`: all of them on the platform
+    (its proxy enforces the domains); for a self-hosted server, those whose domains name its host,
+    or all when it is on loopback. Each one left out is logged by name."""
+    host = host_of(serving_url) or ""
+    if platform or is_loopback(host):
+        return secrets
+    kept = {name: entry for name, entry in secrets.items() if host in entry[1]}
+    for name in sorted(set(secrets) - set(kept)):
+        logger.warning(
+            "secret %s not sent to %s: its allowed domains are %s", name, host, ", ".join(secrets[name][1]) or "none"
+        )
+    return kept
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def header(secrets: Secrets) -> str:
+    """The `X-Secrets` value: base64 of `{name: {value, allowed_domains}}`."""
+    payload = {name: {"value": value, "allowed_domains": domains} for name, (value, domains) in secrets.items()}
+    return base64.b64encode(json.dumps(payload).encode()).decode()
