@@ -17,7 +17,8 @@ if str(REPO) not in sys.path:
 
 from orlgen.serve import ServerProcess  # noqa: E402
 
-from tests.support.modules import load_module  # noqa: E402
+from tests.support.modules import generated, load_module  # noqa: E402
+from tests.support.servers.both import KINDS, BothServer  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +56,22 @@ def recording_module(tmp_path_factory) -> ModuleType:
     write_files(snapshot.files(path))
     write_files(generate([(path, snapshot)]))
     return load_module(out / "recording.py")
+
+
+@pytest.fixture(scope="session", params=KINDS)
+def ors_server(request) -> BothServer:
+    """The both-env (`tests/support/envs/both.py`) served by each ORS implementation in turn, in a
+    child process on a free loopback port: the openreward SDK's `Server` (id `openreward-sdk`)
+    and ors-sdk's `ors.Server` (id `ors-sdk`). `.url`, `.kind`; `.process` to kill it."""
+    with BothServer(request.param) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def both_module(tmp_path_factory) -> ModuleType:
+    """The both-env's generated module, captured from its openreward twin (capture uses the SDK);
+    `BothEnv(base_url=...)` reaches either server."""
+    return generated("tests.support.envs.both:Both", tmp_path_factory.mktemp("both"))
 
 
 @pytest.fixture(scope="session")

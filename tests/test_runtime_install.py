@@ -1,7 +1,9 @@
 """`pip install orlgen` is the runtime alone: a fresh venv gets orlgen's wheel with the `train`
-extra (and the local `torch==2.13.0`), holds none of the generator's toolchain, answers
-`orlgen snapshot` with the one line that says what to install, and trains a GRPO step on the
-checked-in `generated/echo.py` (its env served by the adapter itself, as in the quickstart).
+extra (and the local `torch==2.13.0`), holds none of the generator's toolchain and nothing of
+the openreward SDK or the LLM vendors' clients it brings, answers `orlgen snapshot` with the one
+line that says what to install, and trains a GRPO step on the checked-in `generated/echo.py`
+against its env served on a loopback port by this process (the venv has no ORS server), with
+nothing importing `openreward`. And `orlgen[train]` resolves beside `verifiers==0.4.0`.
 
 Nothing is faked: the wheel is built from a copy of the source (non-editable), pip resolves the
 runtime's real requirement set (its cache makes that quick), and the step runs in the venv's own
@@ -13,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tomllib
 from importlib.metadata import version
@@ -21,7 +22,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from orlgen.serve import ServerProcess
 
+from bench.install import ok, run, venv, wheel
 from tests.support.cli import run_orlgen
 from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
 from tests.support.modules import REPO
@@ -29,51 +32,15 @@ from tests.support.modules import REPO
 # Installed by datamodel-code-generator, black and the other pins of `orlgen[generate]`.
 GENERATOR = ("datamodel-code-generator", "black", "isort", "genson", "inflect")
 INSTALL_LINE = "pip install 'orlgen[generate]'"
-
-
-def _run(*command: str | Path, timeout: float, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(part) for part in command], capture_output=True, text=True, timeout=timeout, **kwargs)
-
-
-def _ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, f"{result.args}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
-    return result
-
-
-def _wheel(tmp: Path) -> Path:
-    """orlgen's wheel, built from a copy of what it packages (no build files left in the repo)."""
-    source = tmp / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(REPO / name, source / name)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(REPO / "templates", source / "templates", ignore=ignore)
-    shutil.copytree(REPO / "orlgen", source / "orlgen", symlinks=True, ignore=ignore)
-    wheels = tmp / "wheels"
-    _ok(
-        _run(
-            sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-            "--wheel-dir", wheels, source, timeout=300,
-        )
-    )  # fmt: skip
-    (wheel,) = wheels.glob("orlgen-*.whl")
-    return wheel
+# Brought by the openreward SDK, none of it needed to train: absent from the runtime's venv.
+SDK_AND_VENDORS = ("openreward", "anthropic", "openai", "google-genai")
 
 
 def _venv(tmp: Path, wheel: Path) -> Path:
     """A fresh venv with `orlgen[train]` from the wheel and the local torch; its interpreter.
     `--no-compile` leaves bytecode to the imports that need it: compiling all of torch and
     transformers up front is most of the install's CPU time, and none of what it installs."""
-    venv = tmp / "venv"
-    _ok(_run(sys.executable, "-m", "venv", "--without-pip", venv, timeout=120))
-    python = venv / "bin" / "python"
-    _ok(
-        _run(
-            sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-compile",
-            "torch==2.13.0", f"orlgen[train] @ {wheel.as_uri()}", timeout=900,
-        )
-    )  # fmt: skip
-    return python
+    return venv(tmp / "venv", "torch==2.13.0", f"orlgen[train] @ {wheel.as_uri()}", compile=False)
 
 
 def _workdir(tmp: Path) -> Path:
@@ -127,11 +94,11 @@ def test_the_shipped_pre_commit_hook_installs_the_generator():
 @pytest.mark.slow
 def test_runtime_installs_alone_and_trains_a_step(tmp_path):
     model = tiny_qwen3_dir()
-    python = _venv(tmp_path, _wheel(tmp_path))
+    python = _venv(tmp_path, wheel(tmp_path))
     work, env = _workdir(tmp_path), _child_env()
 
-    absent = _ok(
-        _run(
+    absent = ok(
+        run(
             python, "-c",
             "import json, sys\n"
             "from importlib.metadata import PackageNotFoundError, requires, version\n"
@@ -140,28 +107,51 @@ def test_runtime_installs_alone_and_trains_a_step(tmp_path):
             "        return version(name)\n"
             "    except PackageNotFoundError:\n"
             "        return None\n"
-            "print(json.dumps({'found': {n: found(n) for n in sys.argv[1:]}, 'requires': requires('orlgen')}))",
-            *GENERATOR, timeout=60, cwd=work, env=env,
+            "from importlib.metadata import distributions\n"
+            "telemetry = sorted(d.metadata['Name'] for d in distributions() if d.metadata['Name'].startswith('opentelemetry'))\n"
+            "print(json.dumps({'found': {n: found(n) for n in sys.argv[1:]}, 'requires': requires('orlgen'),"
+            " 'opentelemetry': telemetry}))",
+            *GENERATOR, *SDK_AND_VENDORS, timeout=60, cwd=work, env=env,
         )
     )  # fmt: skip
     facts = json.loads(absent.stdout)
-    assert facts["found"] == dict.fromkeys(GENERATOR)
+    assert facts["found"] == dict.fromkeys(GENERATOR + SDK_AND_VENDORS)
+    assert facts["opentelemetry"] == []
     runtime_needs = {line.split(";")[0] for line in facts["requires"] if "extra ==" not in line}
-    assert runtime_needs == {"pydantic>=2.7", "openreward==0.1.167", "datasets>=3"}
+    assert runtime_needs == set(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
+    assert not any(need.startswith("openreward") for need in runtime_needs)
 
     # The venv's own console script (`python -m orlgen` goes through the same entry.main).
-    refused = _run(python.parent / "orlgen", "snapshot", "examples.echo:Echo", timeout=60, cwd=work, env=env)
+    refused = run(python.parent / "orlgen", "snapshot", "examples.echo:Echo", timeout=60, cwd=work, env=env)
     assert (refused.returncode, refused.stdout) == (2, "")
-    assert refused.stderr == (
-        "orlgen: error: the generator needs genson==1.4.0 (missing), datamodel-code-generator==0.89.0 "
-        f"(missing), black==26.10.1 (missing): {INSTALL_LINE}\n"
-    )
+    assert refused.stderr.startswith("orlgen: error: the generator needs ")
+    assert refused.stderr.endswith(f"(missing): {INSTALL_LINE}\n") and len(refused.stderr.splitlines()) == 1
+    for pin in ("genson==1.4.0", "datamodel-code-generator==0.89.0", "black==26.10.1"):
+        assert f"{pin} (missing)" in refused.stderr
     assert sorted(path.name for path in (work / "generated").iterdir()) == sorted(
         path.name for path in (REPO / "generated").iterdir() if path.name != "__pycache__"
     )  # nothing written
 
-    step = _ok(_run(python, "runtime_only_step.py", model, tmp_path / "out", timeout=600, cwd=work, env=env))
-    result = json.loads(step.stdout.strip().splitlines()[-1])
+    with ServerProcess("examples.echo:Echo") as server:  # served from this venv, which has the SDK
+        step = run(python, "runtime_only_step.py", model, tmp_path / "out", server.url, timeout=600, cwd=work, env=env)
+    result = json.loads(ok(step).stdout.strip().splitlines()[-1])
     assert result["orlgen"].startswith(str(tmp_path / "venv"))  # the wheel's orlgen, not the source tree
-    assert (result["steps"], result["tokens"] > 0) == (1, True)
+    assert (result["steps"], result["tokens"] > 0, result["openreward_imported"]) == (1, True, False)
     assert all(name == "orlgen" or name.startswith("orlgen.runtime") for name in result["modules"])
+
+
+@pytest.mark.slow
+def test_train_extra_resolves_beside_verifiers(tmp_path):
+    """verifiers 0.4 pins mcp 2, which needs sse-starlette>=3; the openreward SDK pinned 2.3.6, so
+    `orlgen[train]` and verifiers could not share a venv while the runtime depended on it. pip
+    resolves against PyPI for a fresh venv (`--dry-run`: nothing is installed)."""
+    built = wheel(tmp_path)
+    ok(run(sys.executable, "-m", "venv", "--without-pip", tmp_path / "venv", timeout=120))
+    resolved = run(
+        sys.executable, "-m", "pip", "--python", tmp_path / "venv" / "bin" / "python", "install", "--dry-run",
+        f"orlgen[train] @ {built.as_uri()}", "verifiers==0.4.0", "torch==2.13.0", timeout=900,
+    )  # fmt: skip
+    assert resolved.returncode == 0, resolved.stderr[-3000:]
+    (would,) = [line for line in resolved.stdout.splitlines() if line.startswith("Would install")]
+    assert " verifiers-0.4.0 " in f"{would} " and " trl-1.16.0 " in f"{would} "
+    assert " openreward-" not in would

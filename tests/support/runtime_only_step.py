@@ -1,9 +1,11 @@
 """One GRPO step on the checked-in `generated/echo.py`, run by `tests/test_runtime_install.py` in a
-venv that holds the runtime alone: `python runtime_only_step.py MODEL_DIR OUT_DIR`.
+venv that holds the runtime alone: `python runtime_only_step.py MODEL_DIR OUT_DIR BASE_URL`.
 
-The working directory holds copies of `generated/` and `examples/` only, so `orlgen` can come from
-nowhere but the installed wheel. Prints one JSON line: where `orlgen` came from, the step count,
-the tokens trained on, and which `orlgen` modules the run imported.
+The env is served on the loopback `BASE_URL` by another process (the venv has no ORS server: the
+openreward SDK is not installed). The working directory holds copies of `generated/` and
+`examples/` only, so `orlgen` can come from nowhere but the installed wheel. Prints one JSON
+line: where `orlgen` came from, the step count, the tokens trained on, which `orlgen` modules
+the run imported, and whether anything imported `openreward`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import json
 import sys
 
 
-def main(model: str, out: str) -> None:
+def main(model: str, out: str, base_url: str) -> None:
+    import functools
+
     import orlgen
     import torch
     from trl import GRPOConfig, GRPOTrainer
@@ -39,7 +43,7 @@ def main(model: str, out: str) -> None:
         model=model,
         args=config,
         train_dataset=build_dataset("train", num_tasks=2),
-        environment_factory=EchoEnv,
+        environment_factory=functools.partial(EchoEnv, base_url=base_url),
         reward_funcs=reward_funcs,
     )
     trainer.train()
@@ -48,6 +52,7 @@ def main(model: str, out: str) -> None:
         "steps": trainer.state.global_step,
         "tokens": trainer.state.log_history[0]["num_tokens"],
         "modules": sorted(name for name in sys.modules if name == "orlgen" or name.startswith("orlgen.")),
+        "openreward_imported": any(name.partition(".")[0] == "openreward" for name in sys.modules),
     }
     print(json.dumps(result), flush=True)
 
