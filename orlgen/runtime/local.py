@@ -309,6 +309,7 @@ class ServerProcess:
 
 _servers: dict[tuple[int, str], ServerProcess] = {}
 _servers_lock = threading.Lock()
+_exit_hooks: set[int] = set()  # the processes whose `_at_exit` is registered (a fork inherits the set)
 
 
 def local_url(spec: str) -> str:
@@ -324,10 +325,12 @@ def local_url(spec: str) -> str:
         if server is None or server._process is None or server._process.poll() is not None:
             if server is not None:
                 _keep(server, "exited while in use")
-            if not _servers:
+                del _servers[key]
+            if os.getpid() not in _exit_hooks:
+                _exit_hooks.add(os.getpid())
                 atexit.register(_at_exit, os.getpid())
-            server = _servers[key] = ServerProcess(spec, log=open_log(spec.rpartition(":")[2]))
-            server.start()
+            # Kept only once started: a server that never started has its log named in the error.
+            server = _servers[key] = ServerProcess(spec, log=open_log(spec.rpartition(":")[2])).start()
     return server.url
 
 
