@@ -246,7 +246,25 @@ def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
     "--pass-threshold", type=float, help="Reward a rollout must reach to pass (default: 1.0, or the max seen)."
 )
 @click.option("--format", "style", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write one JSONL row per rollout here.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Write one JSONL row per rollout here (`-`: stdout, the table then goes to stderr).",
+)
+@click.option(
+    "--turn-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds one model turn may take in all (retries included).",
+)
+@click.option(
+    "--max-tool-calls",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Tool calls run per model turn; the rest count as failed calls.",
+)
 def eval_(subject: str, **options: object) -> None:
     """Score a model on the environments of SUBJECT (a generated module, its dotted name, or a
     snapshot), through the generated adapter, as training plays them."""

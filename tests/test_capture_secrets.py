@@ -78,6 +78,18 @@ def test_without_its_secret_the_probe_failure_is_one_line_naming_task_cause_and_
 
 
 @pytest.mark.slow
+def test_a_secret_the_server_quotes_is_masked_in_the_kept_server_log(tmp_path):
+    secret = "revoked-judge-77e1"  # the judge env's error quotes a revoked key
+    result = _run("snapshot", TARGET, "--out", str(tmp_path), "--secret", f"JUDGE_API_KEY={secret}")
+    assert result.returncode == 2 and secret not in result.stderr, result.stderr
+    log = Path(result.stderr.rsplit("(server log: ", 1)[1].removesuffix(")\n"))
+    mode, text = log.stat().st_mode & 0o777, log.read_text()
+    log.unlink()
+    assert "PermissionError: the judge refused the key ***" in text and secret not in text
+    assert mode == 0o600
+
+
+@pytest.mark.slow
 def test_with_secret_from_the_environment_the_task_only_tool_is_found(tmp_path):
     result = _run("snapshot", TARGET, "--secret", "JUDGE_API_KEY", "--out", str(tmp_path), JUDGE_API_KEY=KEY)
     assert result.returncode == 0, result.stderr

@@ -41,12 +41,14 @@ assert first._connection.url == second._connection.url, (first._connection, seco
 row = build_dataset("train", num_tasks=1)[0]
 print("PROMPT", first.reset(**row).splitlines()[0])
 print("CALL", first.list_policies()[:40].replace("\\n", " "))
-print("SERVER", [server.pid for server in local._servers.values()][0], local.log_path("examples.helpdesk:Helpdesk"))
+log = local.log_path("examples.helpdesk:Helpdesk")
+print("MODE", oct(log.stat().st_mode & 0o777))
+print("SERVER", [server.pid for server in local._servers.values()][0], log)
 """
 
 
-def fresh(code: str, **kwargs) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORLGEN_")}
+def fresh(code: str, env_extra: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORLGEN_")} | (env_extra or {})
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)], cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, **kwargs
     )
@@ -64,8 +66,10 @@ def test_zero_argument_adapter_serves_its_class_in_a_fresh_interpreter():
     assert "error" not in lines["CALL"].lower()
     pid, log = lines["SERVER"].split(" ", 1)
     assert gone(int(pid)), "the local server outlived its interpreter"
-    assert Path(log).is_file() and "orlgen-helpdesk-" in log
-    Path(log).unlink()
+    assert lines["MODE"] == "0o600" and Path(log).name.startswith("orlgen-helpdesk-")
+    assert str(process.pid) not in Path(log).name  # not a name another user could guess and plant
+    assert not Path(log).exists(), "a clean exit removes the server's log"
+    assert err == ""
 
 
 @pytest.mark.slow
@@ -85,6 +89,60 @@ def test_local_server_dies_with_a_killed_parent():
         process.wait()
     assert gone(int(server))
     Path(log).unlink(missing_ok=True)
+
+
+LEAK = """
+import os, signal
+from orlgen.runtime import local
+
+spec = "tests.support.envs.leaky:Leaky"
+local.local_url(spec)
+server = local._servers[(os.getpid(), spec)]
+print("LOG", local.log_path(spec))
+if os.environ.get("KILL_SERVER"):
+    os.kill(server.pid, signal.SIGKILL)  # the server dies while in use
+    server._process.wait()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dies", [False, True], ids=["clean-exit", "server-died"])
+def test_the_server_log_is_masked_and_kept_only_on_failure(tmp_path, dies):
+    """A server that writes a secret to its output: the log holds `***`, never the value; it is
+    removed on a clean exit, and kept and named when the server died."""
+    secret = "leaky-key-8c2f1a"
+    env = {"LEAKY_API_KEY": secret, **({"KILL_SERVER": "1"} if dies else {})}
+    process = fresh(LEAK, stderr=subprocess.PIPE, env_extra=env)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err[-3000:]
+    log = Path(out.split("LOG ", 1)[1].strip())
+    if not dies:
+        assert not log.exists() and err == ""
+        return
+    assert (
+        err
+        == f"orlgen: the local server for tests.support.envs.leaky:Leaky exited while in use; its log is kept: {log}\n"
+    )
+    text = log.read_text()
+    log.unlink()
+    assert "connecting to the judge with key ***" in text and secret not in text
+
+
+def test_a_log_name_planted_in_advance_is_never_followed(tmp_path, monkeypatch):
+    """Log files are created new (O_EXCL|O_NOFOLLOW) under a random name, private to the user."""
+    from orlgen.runtime.local import open_log
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    first, second = open_log("examples.helpdesk:Helpdesk"), open_log("examples.helpdesk:Helpdesk")
+    assert first != second and first.parent == tmp_path and first.name.startswith("orlgen-examples_helpdesk_helpdesk-")
+    assert (first.stat().st_mode & 0o777, first.read_bytes()) == (0o600, b"")
+    victim = tmp_path / "victim"
+    victim.write_text("mine")
+    monkeypatch.setattr("secrets.token_hex", lambda n: "planted")
+    (tmp_path / "orlgen-x-planted.log").symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        open_log("x")
+    assert victim.read_text() == "mine"
 
 
 def test_explicit_url_and_environment_variable_win(echo_url, monkeypatch):

@@ -169,11 +169,6 @@ def test_a_killed_server_ends_the_rollout_unscored_within_8_s(both_module, kind)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the runtime bounds a silent SSE body (ORLGEN_HANG_SECONDS) but not the wait for a call's "
-    "response headers, which a server stopped between calls never sends (orlgen/runtime/ors.py, sock_read=None)",
-)
 def test_a_stopped_server_ends_the_rollout_unscored_within_40_s(both_module, kind):
     """SIGSTOP: the connection stays open and nothing answers, not even the pings. The call runs
     in a thread; the server is let go (SIGCONT) after 45 s, so a runtime without a hang bound

@@ -14,15 +14,11 @@ user's side of all this.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from orlgen import names
 from orlgen.capture.cleaning import MESSAGE_CHARS, clean, last_line
 from orlgen.capture.conversation import Conversation, conversation_fields, conversation_of
 from orlgen.capture.options import CaptureOptions
@@ -93,7 +89,7 @@ def _reachable(kind: str, target: str, options: CaptureOptions, clock: _Clock) -
     api_key = choose_api_key(None, options.secrets)
     limit = options.max_answer_bytes
     if kind == "module":
-        with _served(target) as (url, key):
+        with _served(target, options.secrets) as (url, key):
             yield Connection(url, None, key, api_key, limit), Target(kind="module", value=target, env=key)
     elif kind == "url":
         recorded = _url_target(target, options, clock, api_key)
@@ -137,18 +133,16 @@ def _env_class(target: str) -> Any:
 
 
 @contextmanager
-def _served(target: str) -> Iterator[tuple[str, str]]:
-    """A `module:EnvClass` target served in this process, its output going to a log file; yields
-    the URL and the env key. The log is removed after a capture that succeeds; a failure's
-    message names it."""
-    from orlgen.runtime.local import ServeError, serving
+def _served(target: str, secrets: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """A `module:EnvClass` target served in this process, its output going to a private log file
+    with `secrets` masked (`orlgen.runtime.local.open_log`); yields the URL and the env key. The
+    log is removed after a capture that succeeds; a failure's message names it."""
+    from orlgen.runtime.local import ServeError, open_log, serving
 
     env_cls = _env_class(target)
-    fd, name = tempfile.mkstemp(prefix=f"orlgen-{names.slug(target.split(':')[-1])}-", suffix=".log")
-    os.close(fd)
-    log = Path(name)
+    log = open_log(target.split(":")[-1])
     try:
-        with serving(env_cls, log=log) as url:
+        with serving(env_cls, log=log, secrets=secrets.values()) as url:
             yield url, env_cls.name().lower()
     except ServeError as exc:
         raise CaptureError(f"{clean(str(exc))} (server log: {log})") from exc

@@ -10,15 +10,16 @@ from pathlib import Path
 from typing import Literal
 
 import click
+from orlgen.runtime.connection import redact, secrets_from_env
 
 from . import report
 from .errors import EvalError
 from .policy import ChatEndpoint, Policy
-from .records import Writer
-from .rollout import Rollout, Settings
-from .run import execute, plan, preflight
+from .records import STDOUT, Writer
+from .rollout import POLICY_ERROR, Rollout, Settings
+from .run import execute, model_never_answered, plan, preflight
 from .stats import summarize
-from .subject import load
+from .subject import Member, load
 
 INTERRUPTED = 130
 
@@ -43,12 +44,14 @@ class Options:
     pass_threshold: float | None = None
     style: Literal["text", "json"] = "text"
     out: Path | None = None
+    turn_timeout: float = 300.0
+    max_tool_calls: int = 64
 
 
 def run(options: Options) -> int:
     """The exit code: 0 when the run completed (whatever the rewards), 130 when interrupted.
     Raises an `OrlgenError` (exit 2) when nothing can run: bad arguments, an unloadable module,
-    an unreachable endpoint or environment."""
+    an unreachable endpoint or environment, or an endpoint that answered no rollout at all."""
     policy = _policy(options)
     members = load(options.subject, options.env)
     jobs = plan(members, options.splits, options.num_tasks, options.k, options.seed)
@@ -56,8 +59,11 @@ def run(options: Options) -> int:
         raise EvalError("nothing to evaluate: the chosen splits have no tasks")
     policy.check()
     preflight(members, options.env_url)
-    writer = Writer(options.out, options.model or options.hf_model or "")
-    settings = Settings(max_turns=options.max_turns, temperature=options.temperature)
+    secrets = _secrets(members, policy)
+    writer = Writer(options.out, options.model or options.hf_model or "", secrets)
+    settings = Settings(
+        max_turns=options.max_turns, temperature=options.temperature, max_tool_calls=options.max_tool_calls
+    )
     try:
         with _progress(len(jobs)) as advance:
 
@@ -70,6 +76,8 @@ def run(options: Options) -> int:
             )
     finally:
         writer.close()
+    if model_never_answered(finished.rollouts):
+        raise EvalError(_no_answer(finished.rollouts, secrets))
     stats = summarize(finished.rollouts, options.k, options.pass_threshold)
     summary = {
         "subject": options.subject,
@@ -83,12 +91,31 @@ def run(options: Options) -> int:
         "out": str(options.out) if options.out else None,
     }
     render = report.as_json if options.style == "json" else report.text
-    sys.stdout.write(render(stats, summary))
-    sys.stdout.flush()
+    table = sys.stderr if str(options.out) == STDOUT else sys.stdout  # stdout holds the rows
+    table.write(render(stats, summary))
+    table.flush()
     if finished.interrupted:
         click.echo("orlgen: interrupted", err=True)
         return INTERRUPTED
     return 0
+
+
+def _secrets(members: list[Member], policy: Policy) -> list[str]:
+    """Every secret value this run holds, to be masked wherever a server's or the endpoint's
+    words are kept: the endpoint's key, the platform key, each environment's secrets (the
+    variables its snapshot names, read as its adapter reads them)."""
+    names = {"OPENREWARD_API_KEY", *(name for m in members for name in m.secret_names)}
+    key = getattr(policy, "api_key", None)
+    return [*secrets_from_env(sorted(names)).values(), *([key] if key else [])]
+
+
+def _no_answer(rollouts: list[Rollout], secrets: list[str]) -> str:
+    failed = [r for r in rollouts if r.outcome == POLICY_ERROR]
+    return redact(
+        f"the model endpoint answered none of {len(failed)} rollout(s), so the run stopped: "
+        f"{failed[0].reason or 'no reason given'}",
+        secrets,
+    )
 
 
 def _policy(options: Options) -> Policy:
@@ -100,7 +127,13 @@ def _policy(options: Options) -> Policy:
         return LocalModel(options.hf_model, max_tokens=options.max_tokens)
     if not (options.base_url and options.model):
         raise EvalError("a model is needed: --base-url URL --model NAME, or --hf-model PATH")
-    return ChatEndpoint.from_env(options.base_url, options.model, options.api_key_env, max_tokens=options.max_tokens)
+    return ChatEndpoint.from_env(
+        options.base_url,
+        options.model,
+        options.api_key_env,
+        max_tokens=options.max_tokens,
+        turn_timeout=options.turn_timeout,
+    )
 
 
 @contextmanager

@@ -10,17 +10,18 @@ keyed by `__name__`.
 from __future__ import annotations
 
 import base64
+import http.client
 import inspect
 import io
 import json
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from . import bounded_http
+from .bounded_http import MAX_ANSWER_BYTES, AnswerTooLarge, DeadlinePassed, RedirectRefused
 from .errors import Unreachable
 
 SPECIAL_METHODS = ("reset", "get_reward")  # what both TRL trainers never show as tools
@@ -75,18 +76,31 @@ _schemas_lock = threading.Lock()
 
 class ChatEndpoint:
     """Any OpenAI-compatible `POST {base_url}/chat/completions` with tool calling (vLLM's server,
-    `trl vllm-serve`, a hosted API). Tool calls come back in `message.tool_calls`."""
+    `trl vllm-serve`, a hosted API). Tool calls come back in `message.tool_calls`.
+
+    The endpoint is treated as untrusted, like an ORS server (see `bounded_http`): the key goes to
+    its origin only, a turn ends at `turn_timeout` seconds whatever the endpoint does (retries
+    included), and an answer is read up to `max_answer_bytes`."""
 
     RETRIES = 3  # on 429 and 5xx answers, with back-off
+    CHECK_TIMEOUT = 10.0
 
     def __init__(
-        self, base_url: str, model: str, *, api_key: str | None = None, max_tokens: int = 512, timeout: float = 300.0
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        max_tokens: int = 512,
+        turn_timeout: float = 300.0,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
         self.max_tokens = max_tokens
-        self.timeout = timeout
+        self.turn_timeout = turn_timeout
+        self.max_answer_bytes = max_answer_bytes
 
     @classmethod
     def from_env(cls, base_url: str, model: str, api_key_env: str | None, **options: Any) -> ChatEndpoint:
@@ -94,12 +108,10 @@ class ChatEndpoint:
 
     def check(self) -> None:
         """Reachable means any HTTP answer from `GET /models` (a server without that route is
-        still up); a refused connection or no answer is not."""
+        still up); a refused connection, no answer or a refused redirect is not."""
         try:
-            self._request("GET", "/models", None, timeout=10.0)
-        except urllib.error.HTTPError:
-            return
-        except (OSError, ValueError) as exc:
+            self._request("GET", "/models", None, time.monotonic() + min(self.CHECK_TIMEOUT, self.turn_timeout))
+        except (OSError, ValueError, http.client.HTTPException) as exc:
             raise Unreachable(f"model endpoint {self.base_url} cannot be reached: {_reason(exc)}") from exc
 
     def start(self) -> ChatEndpoint:
@@ -119,35 +131,53 @@ class ChatEndpoint:
         schemas = tool_schemas(tools)
         if schemas:
             body["tools"] = schemas
-        answer = self._post_with_retries(body)
+        answer = self._post_with_retries(body, time.monotonic() + self.turn_timeout)
         try:
             message = answer["choices"][0]["message"]
         except (KeyError, IndexError, TypeError) as exc:
             raise PolicyError(f"the endpoint's answer has no choices[0].message: {str(answer)[:200]}") from exc
         return trl_message(message)
 
-    def _post_with_retries(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _post_with_retries(self, body: dict[str, Any], deadline: float) -> Any:
+        """The answer to `body`, retried on 429/5xx and transport errors, all by `deadline`."""
+        data = json.dumps(body).encode()
         for attempt in range(self.RETRIES + 1):
             try:
-                return self._request("POST", "/chat/completions", body, timeout=self.timeout)
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:300].decode(errors="replace")
-                if exc.code not in (429, 500, 502, 503, 504) or attempt == self.RETRIES:
-                    raise PolicyError(f"the endpoint answered HTTP {exc.code}: {detail}") from exc
-            except (OSError, ValueError) as exc:
+                status, answer = self._request("POST", "/chat/completions", data, deadline)
+            except DeadlinePassed as exc:
+                raise PolicyError(f"no answer within --turn-timeout {self.turn_timeout:g} s") from exc
+            except (AnswerTooLarge, RedirectRefused) as exc:
+                raise PolicyError(f"the endpoint failed: {exc}") from exc
+            except (OSError, ValueError, http.client.HTTPException) as exc:
                 if attempt == self.RETRIES:
                     raise PolicyError(f"the endpoint failed: {_reason(exc)}") from exc
-            time.sleep(0.5 * 2**attempt)
+            else:
+                if status < 300:
+                    return _json(answer)
+                if status not in (429, 500, 502, 503, 504) or attempt == self.RETRIES:
+                    detail = answer[:300].decode(errors="replace")
+                    raise PolicyError(f"the endpoint answered HTTP {status}: {detail}")
+            pause = 0.5 * 2**attempt
+            if time.monotonic() + pause >= deadline:
+                raise PolicyError(f"no answer within --turn-timeout {self.turn_timeout:g} s")
+            time.sleep(pause)
         raise AssertionError("unreachable")
 
-    def _request(self, method: str, path: str, body: dict[str, Any] | None, timeout: float) -> dict[str, Any]:
+    def _request(self, method: str, path: str, data: bytes | None, deadline: float) -> tuple[int, bytes]:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base_url + path, data=data, headers=headers, method=method)
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read())
+        answer = bounded_http.request(
+            self.base_url + path, method, headers, data, deadline=deadline, limit=self.max_answer_bytes
+        )
+        return answer.status, answer.body
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise PolicyError(f"the endpoint's answer is not JSON: {body[:200].decode(errors='replace')}") from exc
 
 
 def wire_message(message: dict[str, Any]) -> dict[str, Any]:

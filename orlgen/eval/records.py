@@ -1,19 +1,25 @@
-"""`--out FILE.jsonl`: one row per finished rollout, in TRL's conversational format.
+"""`--out FILE.jsonl` (or `-`, stdout): one row per finished rollout, in TRL's conversational format.
 
 A row trains as-is with TRL's `SFTTrainer` (`messages`, and `tools` as JSON text, which
 SFTTrainer decodes) and loads with `datasets.load_dataset("json", ...)`. What varies in shape
 from row to row is stored as JSON text so Arrow can type every column: tool-call `arguments`
 (JSON text is also the OpenAI form, and TRL's templates render it verbatim), `tools` and the
-per-step `metadata`. Image parts of a message become the text `[image]`.
+per-step `metadata`. Image parts of a message become the text `[image]`. Secrets are masked.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import sys
 import threading
 from pathlib import Path
 from typing import IO, Any
 
+from orlgen.runtime.connection import redact
+
+from .errors import EvalError
 from .policy import arguments_text, tool_schemas
 from .rollout import Rollout
 
@@ -64,26 +70,55 @@ def _text(content: Any) -> str:
     )
 
 
+def masked(value: Any, secrets: list[str]) -> Any:
+    """`value` with every secret in every string masked as `***` (and credentials in URLs), as
+    capture masks server text: a row holds what servers and the endpoint said."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {key: masked(item, secrets) for key, item in value.items()}
+    if isinstance(value, list):
+        return [masked(item, secrets) for item in value]
+    return value
+
+
+STDOUT = "-"
+
+
 class Writer:
     """Appends rows as rollouts finish (flushed each time), so an interrupted run keeps all it did.
-    The file is truncated when the run starts."""
+    The file is truncated when the run starts; `-` is stdout. A symbolic link is refused: the
+    rows would land wherever it points."""
 
-    def __init__(self, path: Path | None, model: str) -> None:
+    def __init__(self, path: Path | None, model: str, secrets: list[str]) -> None:
         self.path = path
         self.model = model
+        self.secrets = secrets
         self.count = 0
         self._lock = threading.Lock()
-        self._file: IO[str] | None = path.open("w", encoding="utf-8") if path is not None else None
+        self._file: IO[str] | None = None if path is None else _open(path)
 
     def write(self, rollout: Rollout) -> None:
         if self._file is None:
             return
-        line = json.dumps(row(rollout, self.model), ensure_ascii=False, allow_nan=False)
+        line = json.dumps(masked(row(rollout, self.model), self.secrets), ensure_ascii=False, allow_nan=False)
         with self._lock:
             self._file.write(line + "\n")
             self._file.flush()
             self.count += 1
 
     def close(self) -> None:
-        if self._file is not None:
+        if self._file is not None and self._file is not sys.stdout:
             self._file.close()
+
+
+def _open(path: Path) -> IO[str]:
+    if str(path) == STDOUT:
+        return sys.stdout
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise EvalError(f"--out {path} is a symbolic link: refused (name the file itself)") from exc
+        raise EvalError(f"cannot write --out {path}: {exc.strerror}") from exc
+    return os.fdopen(fd, "w", encoding="utf-8")

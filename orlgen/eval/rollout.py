@@ -64,6 +64,7 @@ class Rollout:
 class Settings:
     max_turns: int = 10
     temperature: float = 1.0
+    max_tool_calls: int = 64  # per model turn: an endpoint's answer cannot make a rollout run thousands
 
 
 def play(
@@ -130,6 +131,7 @@ def _turns(rollout: Rollout, env: Any, policy: Policy, settings: Settings, clock
             message = chat.turn(
                 rollout.messages, rollout.tools, seed=rollout.seed + turn, temperature=settings.temperature
             )
+        _cap_calls(rollout, message, settings.max_tool_calls)
         rollout.messages.append(message)
         rollout.turns += 1
         calls = message.get("tool_calls") or []
@@ -143,6 +145,17 @@ def _turns(rollout: Rollout, env: Any, policy: Policy, settings: Settings, clock
             rollout.stop = "episode_over"  # every further call would be refused
             return
     rollout.stop = "max_turns"
+
+
+def _cap_calls(rollout: Rollout, message: dict[str, Any], limit: int) -> None:
+    """Keep the first `limit` tool calls of a turn; the rest are never run and count as failed
+    calls (the model's fault, like an unknown tool). The kept message is the conversation the
+    endpoint sees next, so every call in it is answered."""
+    calls = message.get("tool_calls") or []
+    if len(calls) > limit:
+        message["tool_calls"] = calls[:limit]
+        rollout.tool_calls += len(calls) - limit
+        rollout.tool_errors += len(calls) - limit
 
 
 def _run_call(rollout: Rollout, by_name: dict[str, Callable[..., Any]], call: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import Unreachable
 from .policy import Policy
-from .rollout import Rollout, Settings, play
+from .rollout import POLICY_ERROR, Rollout, Settings, play
 from .subject import Member
 
 PREFLIGHT_TIMEOUT = 30.0
@@ -37,6 +37,20 @@ class Finished:
     rollouts: list[Rollout]
     wall_s: float
     interrupted: bool
+
+
+GIVE_UP_AFTER = 3  # rollouts whose model turn failed, none answered: the endpoint is not working
+
+
+def model_never_answered(rollouts: list[Rollout]) -> bool:
+    """Whether rollouts asked the model and not one turn was answered: no rollout could ask the
+    model, so the run measures nothing but the endpoint's failure."""
+    return any(r.outcome == POLICY_ERROR for r in rollouts) and not any(r.turns for r in rollouts)
+
+
+def _give_up(rollouts: list[Rollout]) -> bool:
+    failed = sum(r.outcome == POLICY_ERROR for r in rollouts)
+    return failed >= GIVE_UP_AFTER and model_never_answered(rollouts)
 
 
 def plan(members: list[Member], splits: tuple[str, ...], num_tasks: int | None, k: int, seed: int) -> list[Job]:
@@ -86,7 +100,8 @@ def execute(
     on_done: Callable[[Rollout], None],
 ) -> Finished:
     """Play `jobs` on `concurrency` threads; `on_done` runs in this thread, once per finished
-    rollout, in the order they finish."""
+    rollout, in the order they finish. The run stops early when the first few rollouts all
+    failed to get any answer from the model: the rest would fail the same way."""
     pending: queue.Queue[Job] = queue.Queue()
     for job in jobs:
         pending.put(job)
@@ -126,6 +141,9 @@ def execute(
                 continue
             finished.append(rollout)
             on_done(rollout)
+            if _give_up(finished):
+                stop.set()
+                break
     except KeyboardInterrupt:
         stop.set()
         return Finished(_in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=True)

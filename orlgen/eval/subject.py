@@ -26,15 +26,26 @@ class Member:
     module: ModuleType
 
     @property
+    def secret_names(self) -> tuple[str, ...]:
+        """The environment variables the adapter sends as secrets (its snapshot's names)."""
+        return tuple(self.adapter.spec.secret_names)  # type: ignore[attr-defined]
+
+    @property
     def splits(self) -> dict[str, int]:
         return dict(self.module.SPLITS)
 
     def rows(self, split: str, num_tasks: int | None) -> list[dict[str, Any]]:
-        """The first `num_tasks` dataset rows of `split` (all when None), as TRL hands them to `reset`."""
+        """The first `num_tasks` dataset rows of `split` (all when None), as TRL hands them to `reset`.
+        More tasks than the split has is the error `build_dataset` makes of it, for training too:
+        one rule, so an eval never scores fewer tasks than it was asked for."""
+        from orlgen.runtime import DatasetError
+
         if split not in self.splits:
             raise EvalError(f"{self.name} has no split {split!r} (it has {', '.join(sorted(self.splits))})")
-        count = self.splits[split] if num_tasks is None else min(num_tasks, self.splits[split])
-        return [dict(row) for row in self.module.build_dataset(split, num_tasks=count)]
+        try:
+            return [dict(row) for row in self.module.build_dataset(split, num_tasks=num_tasks)]
+        except DatasetError as exc:
+            raise EvalError(f"{self.name}: {exc}") from exc
 
     def reward_funcs(self) -> list[Any]:
         """The module's `reward_funcs`, as training passes them to the trainer (fresh each time)."""

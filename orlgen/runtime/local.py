@@ -7,7 +7,12 @@ benchmarks (`ServerProcess`, which can also kill and restart a server). The gene
 `orlgen.serve` re-exports all of this: the runtime must not import the generator.
 
 An environment's output (the SDK server logs every failed request with a traceback, on stdout)
-goes to a log file instead of the user's terminal.
+goes to a log file instead of the user's terminal. A traceback may quote a secret the server was
+given, so every log is private and masked: created by `open_log` (mode 0600, a random name,
+`O_EXCL|O_NOFOLLOW`, so nothing planted in the temporary directory is followed or reused), and
+written by `_pump`, which masks secrets line by line before anything reaches the disk. A local
+server's log is removed when its process exits cleanly, and kept and named when the server or
+the process failed (capture does the same with its own).
 
 We drive uvicorn directly instead of `Server.run()`: that one binds 0.0.0.0 and starts an update
 check that talks to the network, and neither belongs on a training machine or in a capture.
@@ -15,21 +20,27 @@ check that talks to the network, and neither belongs on a training machine or in
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import logging
 import os
 import re
+import secrets as random_names
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
+from .connection import _CREDENTIAL, redact
 from .errors import OrlgenRuntimeError
+
+logger = logging.getLogger("orlgen")
 
 # Set by ServerProcess for its child: serve until stdin closes, i.e. until the parent is gone,
 # however it ended (a SIGKILLed trainer leaves no server behind).
@@ -63,10 +74,17 @@ def load_env_class(spec: str) -> type:
 
 
 @contextmanager
-def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0, log: Path | None = None) -> Iterator[str]:
+def serving(
+    *env_classes: type,
+    port: int = 0,
+    startup_timeout: float = 30.0,
+    log: Path | None = None,
+    secrets: Iterable[str] = (),
+) -> Iterator[str]:
     """Serve the classes on 127.0.0.1 (a free port unless given) and yield the base URL.
 
-    With `log`, the server's output goes to that file while it runs (see `_output_to`).
+    With `log` (a file made by `open_log`), the server's output goes to that file while it runs,
+    `secrets` and the environment's credentials masked (see `_output_to`).
 
     One at a time per process: sse-starlette keeps a process-global event bound to the event
     loop of the first server that streamed. We reset it so that sequential servers work; use
@@ -78,7 +96,7 @@ def serving(*env_classes: type, port: int = 0, startup_timeout: float = 30.0, lo
 
     AppStatus.should_exit_event = None
 
-    with _output_to(log) if log else nullcontext():
+    with _output_to(log, secrets) if log else nullcontext():
         app = Server(list(env_classes)).app
         with _uvicorn(app, port, startup_timeout, configure_logging=log is None) as url:
             yield url
@@ -119,24 +137,25 @@ def _uvicorn(app: Any, port: int, startup_timeout: float, configure_logging: boo
 
 
 @contextmanager
-def _output_to(path: Path) -> Iterator[None]:
-    """Send this process's stdout, and uvicorn's log records, to `path` for a while.
+def _output_to(path: Path, secrets: Iterable[str]) -> Iterator[None]:
+    """Send this process's stdout, and uvicorn's log records, to `path` for a while, masked.
 
     The SDK server writes its logs (tracebacks included) with structlog to the stdout it found
     at import, so only a file-descriptor-level redirect reaches them; anything else this
-    process prints to stdout meanwhile goes to the file too. stderr stays the terminal's, for
-    orlgen's own progress and errors; uvicorn logs there, so its records are sent to the file.
+    process prints to stdout meanwhile goes to the file too. The redirect is a pipe that `_pump`
+    drains into the file. stderr stays the terminal's, for orlgen's own progress and errors;
+    uvicorn logs there, so its records are sent to the pipe as well.
     """
-    import logging
-
     if sys.stdout is not None:  # None under pythonw and the like
         sys.stdout.flush()
+    read, write = os.pipe()
+    pump = _start_pump(os.fdopen(read, "rb"), path, secrets)
     saved = os.dup(1)
-    handler = logging.FileHandler(path, encoding="utf-8")
+    os.dup2(write, 1)
+    stream = os.fdopen(write, "w", encoding="utf-8", buffering=1)
+    handler = logging.StreamHandler(stream)
     loggers = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error", "uvicorn.access")]
     before = [(logger.handlers[:], logger.propagate) for logger in loggers]
-    with open(path, "ab") as log:
-        os.dup2(log.fileno(), 1)
     for logger in loggers:
         logger.handlers = [handler]
         logger.propagate = False
@@ -150,12 +169,50 @@ def _output_to(path: Path) -> Iterator[None]:
         for logger, (handlers, propagate) in zip(loggers, before, strict=False):
             logger.handlers, logger.propagate = handlers, propagate
         handler.close()
+        stream.close()  # the pipe's last writer: the pump reads to its end and stops
+        pump.join()
+
+
+def open_log(label: str) -> Path:
+    """A new, empty log file only this user can read or write: mode 0600, a random name in the
+    temporary directory, created with `O_EXCL|O_NOFOLLOW` (a file or link already there under
+    that name is an error, never reused or followed)."""
+    slug = re.sub(r"\W+", "_", label).strip("_").lower()[:40] or "env"
+    path = Path(tempfile.gettempdir()) / f"orlgen-{slug}-{random_names.token_hex(8)}.log"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    os.close(fd)
+    return path
+
+
+def environment_secrets() -> list[str]:
+    """The values of this process's environment variables whose names say they are credentials
+    (`*_API_KEY`, `*_TOKEN`, ...): the secrets an adapter forwards by default come from there."""
+    return [value for name, value in os.environ.items() if _CREDENTIAL.search(name) and value]
+
+
+def _start_pump(source: IO[bytes], path: Path, secrets: Iterable[str]) -> threading.Thread:
+    """A daemon thread copying `source` to the log at `path`, line by line, secrets masked."""
+    values = [*secrets, *environment_secrets()]
+    thread = threading.Thread(target=_pump, args=(source, path, values), name="orlgen-log", daemon=True)
+    thread.start()
+    return thread
+
+
+_LINE = 1 << 20  # a longer line is masked in pieces of this size
+
+
+def _pump(source: IO[bytes], path: Path, secrets: list[str]) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with source, open(fd, "wb") as log:
+        for line in iter(lambda: source.readline(_LINE), b""):
+            log.write(redact(line.decode("utf-8", "replace"), secrets).encode())
+            log.flush()
 
 
 class ServerProcess:
     """`module:EnvClass` served by a child Python process on a loopback port.
 
-    The child's output goes to `log` (default: nowhere). It serves until `stop()` or until this
+    The child's output goes to `log` (a file made by `open_log`; default: nowhere), masked. It serves until `stop()` or until this
     process is gone: it watches its stdin, a pipe only this process holds. `stop()` kills it the
     hard way (as a crash would) and `start()` brings it back on the same port, so fault tests
     can take a server away mid-episode.
@@ -175,6 +232,7 @@ class ServerProcess:
         self.startup_timeout = startup_timeout
         self.log = log
         self._process: subprocess.Popen[str] | None = None
+        self._pump: threading.Thread | None = None
 
     @property
     def url(self) -> str:
@@ -191,15 +249,25 @@ class ServerProcess:
             "PYTHONPATH": os.pathsep.join(sys.path),
             _UNTIL_EOF: "1",
         }
-        with open(self.log, "ab") if self.log else open(os.devnull, "wb") as output:
+        read, write = os.pipe() if self.log else (-1, subprocess.DEVNULL)
+        try:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", self.entry, self.spec, str(self.port)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=output,
+                stderr=write,
                 text=True,
                 env=env,
             )
+        except BaseException:
+            if self.log:
+                os.close(read)
+            raise
+        finally:
+            if self.log:
+                os.close(write)  # the child holds its end: the pump stops when the child is gone
+        if self.log:
+            self._pump = _start_pump(os.fdopen(read, "rb"), self.log, ())
         deadline = time.monotonic() + self.startup_timeout
         # The URL, once the server accepts connections; lines the env's import printed come first.
         line = ""
@@ -224,6 +292,9 @@ class ServerProcess:
         if self._process is not None:
             self._process.kill()
             self._process.wait()
+            if self._pump is not None:
+                self._pump.join(timeout=10)  # the log holds all the child wrote
+                self._pump = None
             for pipe in (self._process.stdin, self._process.stdout):
                 if pipe is not None:
                     pipe.close()
@@ -238,6 +309,7 @@ class ServerProcess:
 
 _servers: dict[tuple[int, str], ServerProcess] = {}
 _servers_lock = threading.Lock()
+_exit_hooks: set[int] = set()  # the processes whose `_at_exit` is registered (a fork inherits the set)
 
 
 def local_url(spec: str) -> str:
@@ -245,20 +317,49 @@ def local_url(spec: str) -> str:
     adapter of the class in the process (keyed by pid: a forked child starts its own).
 
     It stops when this process ends, however it ends (see ServerProcess); its output goes to
-    `log_path(spec)`.
+    `log_path(spec)` while it runs. A server that died is started again, its log kept and named.
     """
     key = (os.getpid(), spec)
     with _servers_lock:
         server = _servers.get(key)
         if server is None or server._process is None or server._process.poll() is not None:
-            server = _servers[key] = ServerProcess(spec, log=log_path(spec)).start()
+            if server is not None:
+                _keep(server, "exited while in use")
+                del _servers[key]
+            if os.getpid() not in _exit_hooks:
+                _exit_hooks.add(os.getpid())
+                atexit.register(_at_exit, os.getpid())
+            # Kept only once started: a server that never started has its log named in the error.
+            server = _servers[key] = ServerProcess(spec, log=open_log(spec.rpartition(":")[2])).start()
     return server.url
 
 
-def log_path(spec: str) -> Path:
-    """Where the output of this process's local server for `spec` goes (kept after the run)."""
-    name = re.sub(r"\W+", "_", spec.rpartition(":")[2]).lower() or "env"
-    return Path(tempfile.gettempdir()) / f"orlgen-{name}-{os.getpid()}.log"
+def log_path(spec: str) -> Path | None:
+    """The log of this process's local server for `spec` (None before it started)."""
+    server = _servers.get((os.getpid(), spec))
+    return server.log if server is not None else None
+
+
+def _keep(server: ServerProcess, why: str) -> None:
+    """Leave a failed server's log in place, and say where it is."""
+    logger.warning("orlgen: the local server for %s %s; its log is kept: %s", server.spec, why, server.log)
+
+
+def _at_exit(pid: int) -> None:
+    """At this process's exit: the logs of servers that ran well are removed; the log of one
+    that died, or of any server when the process itself is failing (an uncaught exception),
+    is kept and named."""
+    if os.getpid() != pid:  # a forked child exiting: the servers are its parent's
+        return
+    failing = getattr(sys, "last_value", None) is not None
+    for (owner, _), server in list(_servers.items()):
+        if owner != pid or server.log is None:
+            continue
+        alive = server._process is not None and server._process.poll() is None
+        if alive and not failing:
+            server.log.unlink(missing_ok=True)
+        else:
+            _keep(server, "was running when this process failed" if alive else "exited while in use")
 
 
 _USAGE = """usage: python -m orlgen.serve module:EnvClass [PORT]

@@ -216,7 +216,9 @@ class Client:
         task_id: str | None = None
         retry = _Retry(busy, REFUSED_WINDOW)
         hang = hang_seconds()
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=None)
+        # Bounded from the request on: a server stopped between two calls never sends the
+        # headers, and one stopped mid-call no byte of the stream (it pings every 10 s).
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=hang)
         while True:
             payload = {**body, "task_id": task_id} if task_id else body
             try:
