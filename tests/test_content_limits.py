@@ -82,6 +82,16 @@ def test_images_past_the_count_limit_are_markers_counted_in_metrics(bomb, bomb_u
     assert "over the limit of 2 images per answer" not in shown[1]["text"]
 
 
+def test_the_adapter_takes_its_own_limits(bomb, bomb_url, monkeypatch):
+    """`image_limits=` on the adapter wins over the variables, for its prompts and tool answers."""
+    monkeypatch.setenv("ORLGEN_MAX_IMAGES", "5")
+    env = bomb.ImagebombEnv(base_url=bomb_url, image_limits=content.ImageLimits(images=1, pixels=10**9))
+    env.reset(task_index=0)
+    shown = env.shots(count=3, side=8)
+    assert [part.get("type") for part in shown] == ["image", "text", "text", "text"]
+    assert "over the limit of 1 images per answer" in shown[1]["text"]
+
+
 def test_limits_are_given_in_code_or_refused_in_one_line(monkeypatch):
     limits = content.ImageLimits(images=1, pixels=10**9)
     blocks = [{"type": "image", "data": _tiny_png(), "mimeType": "image/png"}] * 2

@@ -393,7 +393,14 @@ def test_checked_in_modules_pass_ruff_and_mypy(tmp_path):
 
 
 def test_diff_reports_a_parameter_reorder_as_a_prompt_change(generated, tmp_path):
+    from orlgen.review.files import write_files
+    from orlgen.snapshot.model import load
+
     reordered = _capture("tests.support.envs.schemas:ReorderedWordGrid", tmp_path, name="wordgrid_reordered")
+    # The same env at the same address, its parameters reordered: the target is not what is compared.
+    original = load(generated["wordgrid"].snapshot_path)
+    moved = load(reordered.snapshot_path).model_copy(update={"target": original.target})
+    write_files(moved.canonical().files(reordered.snapshot_path))
     result = _run(
         sys.executable,
         "-m",

@@ -170,6 +170,9 @@ class EnvAdapter:
         num_generations: for rows that name no task (`train_dataset=None`), how many resets in a
             row play each drawn task: GRPOConfig's `num_generations`, so a group plays one task.
         seed: the seed of that draw (`orlgen.runtime.draw`).
+        image_limits: how many images, and decoded pixels in all, one answer may bring the model
+            (`orlgen.runtime.content.ImageLimits`; default: `ORLGEN_MAX_IMAGES` and
+            `ORLGEN_MAX_IMAGE_PIXELS`, else 16 and 40,000,000); an image past them is a marker.
 
     State read by reward functions, reset by `reset`:
         reward: the last non-null reward a tool returned (outcome-only), or None.
@@ -227,6 +230,7 @@ class EnvAdapter:
         max_output_chars: int | None = None,
         num_generations: int = 1,
         seed: int = 0,
+        image_limits: _content.ImageLimits | None = None,
     ) -> None:
         reward = self.spec.reward_rule if reward is None else reward
         if reward not in ("outcome", "summed"):
@@ -243,8 +247,10 @@ class EnvAdapter:
             "max_output_chars": max_output_chars,
             "num_generations": num_generations,
             "seed": seed,
+            "image_limits": image_limits,
         }
         self._max_output_chars = _wire.max_output_chars(max_output_chars)
+        self._image_limits = image_limits  # None: the variables, read at each answer
         self._aggregate: Aggregate = reward
         self._prefetch = prefetch
         self._num_generations = num_generations
@@ -380,9 +386,9 @@ class EnvAdapter:
         message from `reset`)."""
         if self.spec.conversation:
             messages = self._connection.run(lambda env: session.get_messages(), self._timeout)
-            return _content.conversation(messages, carried)
+            return _content.conversation(messages, carried, limits=self._image_limits)
         blocks = _wire.blocks(self._connection.run(lambda env: session.get_prompt(), self._timeout))
-        return _content.render(blocks)
+        return _content.render(blocks, limits=self._image_limits)
 
     def _open_session(self, split: str, index: int | None, secrets: Mapping[str, Any] | None, spec: Any = None) -> Any:
         """A new session for the task, within the env's budget and breaker (`admission`);
@@ -482,7 +488,7 @@ class EnvAdapter:
         if step.reward is not None:
             self.reward = step.reward
         self.metadata.append(step.metadata)
-        result = self._masked(_content.render(step.blocks))
+        result = self._masked(_content.render(step.blocks, limits=self._image_limits))
         bound = self._max_output_chars
         result = _wire.cut(result, bound) if isinstance(result, str) else _cut_parts(result, bound)
         self.last_output = _content.as_text(result) or "(no output)"
