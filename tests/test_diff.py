@@ -153,6 +153,7 @@ def test_data_changes():
 def test_changed_task_values_are_a_data_change():
     """Same splits, same counts, same task schema: only the stored values differ."""
     old = load(HELPDESK)
+
     def edit(data):
         for index in (3, 7):
             spec = data["tasks"]["train"]["tasks"][index]["spec"]

@@ -418,8 +418,10 @@ def test_any_keyword_gives_a_working_module_or_a_one_line_error(tool_list, tmp_p
 
 
 # Shapes that once failed a linter, checked on every run: names whose numbers ruff's RUF022 sorts
-# naturally (`v2` before `v10`), a parameter named as the module's `UNSET`, and a required model
-# field of that name (no use of `UNSET`: ruff's F401 if it were imported).
+# naturally (`v2` before `v10`), a parameter named as the module's `UNSET`, a required model
+# field of that name (no use of `UNSET`: ruff's F401 if it were imported), and a field named like
+# a builtin a later field's annotation uses (`str` before `dict[str, Any]`: mypy's "not valid as
+# a type"; seed 1597441081).
 LINT_SHAPES = [
     [Tool(name=f"get_v{n}_rates", description="Rates.", input_schema=None, shared=True) for n in (10, 2, 1)],
     [
@@ -441,6 +443,18 @@ LINT_SHAPES = [
             name="lookup",
             description="Look up.",
             input_schema={"type": "object", "properties": {"UNSET": {"type": "string"}}, "required": ["UNSET"]},
+            shared=True,
+        )
+    ],
+    [
+        Tool(
+            name="reset",
+            description="Reset.",
+            input_schema={
+                "type": "object",
+                "properties": {"str": {"enum": [True]}, "int": {}, "meta": {"type": "object"}},
+                "required": ["str", "int", "meta"],
+            },
             shared=True,
         )
     ],

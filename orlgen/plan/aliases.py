@@ -7,8 +7,12 @@ from typing import Any
 from orlgen import names
 from orlgen.schema import JSON
 
-# Names the models' annotations use: a field named like one would shadow it in its class.
-_SHADOWING = frozenset({"Annotated", "Any", "BaseModel", "ConfigDict", "Field", "Literal", "RootModel"})
+# Names the models' annotations use, imported or builtin: a field named like one shadows it in its
+# class for the annotations after it (`str: ...` then `dict[str, Any]`).
+_SHADOWING = frozenset(
+    {"Annotated", "Any", "BaseModel", "ConfigDict", "Field", "Literal", "RootModel"}
+    | {"bool", "dict", "float", "int", "list", "str"}
+)
 
 
 def field_aliases(bundle: JSON) -> dict[str, str]:
@@ -38,7 +42,7 @@ def field_aliases(bundle: JSON) -> dict[str, str]:
     taken = {variant for name in plain for base in (name, names.snake_case(name)) for variant in (base, f"{base}_")}
     aliases: dict[str, str] = {}
     for name in misread:
-        aliases[name] = names.identifier(name, taken=taken)
+        aliases[name] = names.identifier(name, taken=taken | _SHADOWING)
         taken.add(aliases[name])
     return aliases
 
