@@ -27,6 +27,7 @@ import trl
 from hypothesis import HealthCheck, Phase, example, given, seed, settings
 from hypothesis import strategies as st
 from orlgen.errors import OrlgenError
+from orlgen.plan.planner import tool_names
 from orlgen.render.jobs import render_module
 from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Task, Tool
 from transformers.utils import get_json_schema
@@ -198,7 +199,16 @@ def test_hostile_specs_give_a_working_module(tool_list, tmp_path_factory):
         for name, fn in vars(env_class).items()
         if callable(fn) and not name.startswith("_") and name != "reset"
     }
-    assert sorted(methods) == sorted(tool.name for tool in tool_list)  # every tool, under its wire name
+    # Every tool, under its wire name, unless the model could misread that name (`tool_names`
+    # decides it once, for the planner and the verifier); a plain short ASCII name is always kept.
+    shown = {wire: name for wire, (_, name) in tool_names(snapshot_of(tool_list)).items()}
+    assert sorted(methods) == sorted(shown.values())
+    twins = _case_twins(shown)
+    for wire, name in shown.items():
+        if wire.isascii() and wire.isidentifier() and len(wire) <= 64 and wire.lower() not in twins:
+            assert name == wire, (wire, name)
+        else:
+            assert name == wire or (name.isascii() and name.isidentifier()), (wire, name)
     schemas_seen = [get_json_schema(fn) for fn in methods.values()]
     for schema, tool in zip(schemas_seen, methods, strict=False):
         assert schema["function"]["name"] == tool
@@ -210,6 +220,12 @@ def test_hostile_specs_give_a_working_module(tool_list, tmp_path_factory):
     text = rendered[0]
     for name in methods:
         assert json.dumps(name, ensure_ascii=False) in text
+
+
+def _case_twins(shown: dict[str, str]) -> set[str]:
+    """Wire names that differ only in case from another tool's (shown apart, as look-alikes)."""
+    folded = [wire.lower() for wire in shown]
+    return {name for name in folded if folded.count(name) > 1}
 
 
 # ── the full JSON Schema vocabulary plus the generator's extensions (issue 10) ─────────────

@@ -52,7 +52,7 @@ REFUSED_WINDOW = 2.0  # seconds a refused connection is retried
 BROKEN_RETRIES = 5  # re-sends of a call whose stream broke after its task_id
 CONNECT_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 5.0  # per delete request: a stopped server must not hold the exit
-PING_EVERY = 60.0
+PING_EVERY = 10.0  # as the SDK pings: a server whose clock or reaper runs fast still sees each session alive
 DEFAULT_LIMIT = 256 * 1024 * 1024  # bytes in one answer, streams included, unless the connection sets one
 HANG_VAR = "ORLGEN_HANG_SECONDS"
 
