@@ -347,14 +347,25 @@ BOMBS = {
 }
 
 
+# Linux carries a process's peak RSS through fork and exec, so a child of this (large) pytest
+# process would report pytest's peak as its own: a small launcher starts `orlgen check` and
+# reports its child's peak, which then starts from the launcher's size.
+_LAUNCHER = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+open(sys.argv[1], "w").write(str(usage.ru_maxrss * 1024))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def check_with_peak_memory(project: Path) -> tuple[Result, int]:
     """`orlgen check` in a child process: its result and its own peak RSS in bytes (`wait4`)."""
-    out, err = project.parent / "stdout", project.parent / "stderr"
+    out, err, peak = (project.parent / name for name in ("stdout", "stderr", "peak"))
     with out.open("w") as stdout, err.open("w") as stderr:
-        child = subprocess.Popen(command("check"), cwd=project, stdout=stdout, stderr=stderr)
-        _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return Result(child.returncode, out.read_text(), err.read_text()), usage.ru_maxrss * 1024
+        launched = [sys.executable, "-c", _LAUNCHER, str(peak), *command("check")]
+        child = subprocess.run(launched, cwd=project, stdout=stdout, stderr=stderr)
+    return Result(child.returncode, out.read_text(), err.read_text()), int(peak.read_text())
 
 
 @pytest.mark.slow
