@@ -12,11 +12,12 @@ to the next N requests it concerns:
 
 from __future__ import annotations
 
-import json
 import sys
 import urllib.parse
 
 import openreward.environments
+
+from tests.support.servers.asgi import answer
 
 
 class WireFaults:
@@ -31,7 +32,7 @@ class WireFaults:
             return await self.app(scope, receive, send)
         path = scope["path"]
         if path == "/_stats":
-            return await _answer(send, 200, {"calls": self.calls})
+            return await answer(send, 200, {"calls": self.calls})
         if path.startswith("/_fault/"):
             query = dict(urllib.parse.parse_qsl(scope["query_string"].decode()))
             n = int(query.get("n", 1))
@@ -39,7 +40,7 @@ class WireFaults:
                 self.cuts = n
             else:
                 self.status = (int(query["code"]), n)
-            return await _answer(send, 200, {})
+            return await answer(send, 200, {})
         if not path.endswith("/call"):
             return await self.app(scope, receive, send)
         self.calls += 1
@@ -47,7 +48,7 @@ class WireFaults:
         if left:
             self.status = (code, left - 1)
             extra = [(b"x-backend-state", b"starting"), (b"retry-after", b"1")] if code == 503 else []
-            return await _answer(send, code, {"detail": f"injected {code}"}, extra)
+            return await answer(send, code, {"detail": f"injected {code}"}, extra)
         if self.cuts:
             self.cuts -= 1
             return await self.app(scope, receive, _cut_after_first_event(send))
@@ -69,18 +70,6 @@ def _cut_after_first_event(send):
         await send(message)
 
     return cut
-
-
-async def _answer(send, status: int, body: dict, headers: list | None = None) -> None:
-    data = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), *(headers or [])],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
 
 
 class FaultyServer(openreward.environments.Server):

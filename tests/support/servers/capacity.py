@@ -24,6 +24,8 @@ import sys
 import threading
 import urllib.request
 
+from tests.support.servers.asgi import answer
+
 
 class Faults:
     def __init__(self, app) -> None:
@@ -45,20 +47,20 @@ class Faults:
         path = scope["path"]
         if path == "/_stats":
             with self.lock:
-                return await _answer(
+                return await answer(
                     send, 200, {**self.stats, "open": len(self.open), "refused_asks": len(self.refused)}
                 )
         if path.startswith("/_fault/"):
-            return await _answer(send, 200, self._switch(path.removeprefix("/_fault/"), scope["query_string"]))
+            return await answer(send, 200, self._switch(path.removeprefix("/_fault/"), scope["query_string"]))
         with self.lock:
             self.stats["requests"] += 1
         if self.payment:
-            return await _answer(send, 402, {"detail": "Payment required: add credits to your account"})
+            return await answer(send, 402, {"detail": "Payment required: add credits to your account"})
         if self.down:
-            return await _answer(send, 500, {"detail": "the environment is down"})
+            return await answer(send, 500, {"detail": "the environment is down"})
         sid = dict(scope["headers"]).get(b"x-session-id", b"").decode()
         if path == "/create" and not self._admit(sid):
-            return await _answer(send, 429, {"detail": "at capacity"}, [(b"retry-after", self.retry_after)])
+            return await answer(send, 429, {"detail": "at capacity"}, [(b"retry-after", self.retry_after)])
         if path == "/delete":
             with self.lock:
                 if sid in self.open:
@@ -91,19 +93,6 @@ class Faults:
                 self.stats["created"] += 1
                 self.stats["max_open"] = max(self.stats["max_open"], len(self.open))
             return True
-
-
-async def _answer(send, status: int, body: dict, headers: list | None = None) -> None:
-    data = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-            + (headers or []),
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
 
 
 def stats(url: str) -> dict:

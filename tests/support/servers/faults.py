@@ -16,6 +16,8 @@ untouched; each middleware plays one fault of a real deployment, the same on eit
 
 import json
 
+from tests.support.servers.asgi import answer
+
 REFUSALS = {
     402: "Payment required: add credits to your account",
     404: "Active environment not found",
@@ -46,19 +48,6 @@ def _replay(body: bytes, receive):
         return await receive()
 
     return replay
-
-
-async def answer(send, status: int, body: dict, headers: list | None = None) -> None:
-    data = json.dumps(body).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
-            + (headers or []),
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
 
 
 def _call(scope, body: bytes) -> dict:
