@@ -24,7 +24,7 @@ from orlgen.runtime.errors import OrlgenRuntimeError
 if TYPE_CHECKING:
     from orlgen.capture.options import CaptureOptions
     from orlgen.project import Project, Written
-    from orlgen.review.diff import Change
+    from orlgen.review.diff import Change, Style
     from orlgen.snapshot.model import Snapshot
 
 Tasks = Literal["all", "none"] | int | None
@@ -211,13 +211,20 @@ def check(paths: tuple[Path, ...], cache: bool) -> None:
 @main.command()
 @click.argument("old", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--against", "new", required=True, help="A snapshot file, or a live target to capture.")
-@click.option("--format", "style", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
-def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
-    """Classify every change from OLD to NEW; exit 1 if any change is breaking."""
+@click.option(
+    "--format", "style", type=click.Choice(["text", "json", "github", "markdown"]), default="text", show_default=True
+)
+def diff(old: Path, new: str, style: Style) -> None:
+    """Classify every change from OLD to NEW; exit 1 if any change is breaking.
+
+    Which rules are breaking or not reported is the project's `[tool.orlgen.diff]`."""
     from orlgen.review.diff import render
 
     with failures():
-        changes = _project([old]).diff(old, new, _progress)
+        found = _project([old]).diff(old, new, _progress)
+    if found.note:
+        click.echo(f"orlgen: note: {found.note}", err=True)
+    changes = found.changes
     sys.stdout.write(render(changes, style))
     if style == "text":
         breaking = sum(change.breaking for change in changes)

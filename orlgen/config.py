@@ -21,6 +21,10 @@ secrets = ["JUDGE_API_KEY"]  # optional: secrets its sessions need, read from th
 [[tool.orlgen.mixtures]]
 name = "support_mix"         # generated/support_mix.py: several envs for one trainer
 envs = ["echo", "helpdesk"]  # module names of snapshots in `out`
+
+[tool.orlgen.diff]           # optional: this project's review rules (`orlgen diff`, `snapshot --check`)
+breaking = ["TOOL_ADDED"]    # rules promoted to breaking (a frozen eval suite)
+ignore = ["TASK_COUNT_CHANGED"]  # rules not reported (a growing env); TRUST rules cannot be ignored
 ```
 """
 
@@ -37,6 +41,7 @@ from typing import Annotated, Any, Literal
 from orlgen import lookalike
 from orlgen.capture.options import CaptureOptions
 from orlgen.errors import ConfigFileError
+from orlgen.review.diff import RuleError, Rules
 from orlgen.snapshot.model import RewardRule
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
@@ -124,11 +129,28 @@ class MixtureConfig(_Strict):
     envs: tuple[str, ...] = Field(min_length=2)  # module names of snapshots in `out`
 
 
+class DiffConfig(_Strict):
+    breaking: tuple[str, ...] = ()  # rule names promoted to breaking
+    ignore: tuple[str, ...] = ()  # rule names not reported
+
+    @model_validator(mode="after")
+    def _known_rules(self) -> DiffConfig:
+        self.rules()
+        return self
+
+    def rules(self) -> Rules:
+        try:
+            return Rules.of(self.breaking, self.ignore)
+        except RuleError as exc:
+            raise PydanticCustomError("diff_rule", str(exc)) from None
+
+
 class Config(_Strict):
     out: Path = Path("generated")
     templates: Path | None = None
     envs: tuple[EnvConfig, ...] = ()
     mixtures: tuple[MixtureConfig, ...] = ()
+    diff: DiffConfig = DiffConfig()
 
     @model_validator(mode="after")
     def _each_env_once(self) -> Config:
@@ -191,7 +213,12 @@ def _problem(error: ErrorDetails) -> str:
     return f"{where}: unknown key ({f'did you mean `{close[0]}`?' if close else 'known keys: ' + ', '.join(known)})"
 
 
-_TABLES: dict[tuple[str, ...], type[BaseModel]] = {(): Config, ("envs",): EnvConfig, ("mixtures",): MixtureConfig}
+_TABLES: dict[tuple[str, ...], type[BaseModel]] = {
+    (): Config,
+    ("envs",): EnvConfig,
+    ("mixtures",): MixtureConfig,
+    ("diff",): DiffConfig,
+}
 
 
 def _refuse_unsafe_path(config: Path, project: Path, key: str, value: Path) -> None:

@@ -295,7 +295,7 @@ class Project:
         path = self._checked_in(target, out, options)
         before = load(path)
         live = self.capture_like(target, before, progress, options.secrets)
-        return LiveCheck(path, before, live, diff(before, live, live=True))
+        return LiveCheck(path, before, live, diff(before, live, live=True, rules=self.config.diff.rules()))
 
     def _checked_in(self, target: str, out: Path, options: CaptureOptions) -> Path:
         """By `--name`, else the snapshot of the environment `target` reaches: the one a plain
@@ -315,13 +315,35 @@ class Project:
             )
         return found[0]
 
-    def diff(self, old: Path, against: str, progress: Progress | None = None) -> list[Change]:
-        """`diff OLD --against NEW`: every change from a snapshot file to another snapshot file,
-        or to a live target captured the way OLD was."""
-        before = load(old)
-        if against.endswith(SUFFIX):
-            return diff(before, load(Path(against)))
-        return diff(before, self.capture_like(against, before, progress), live=True)
+    def diff(self, old: Path, against: str, progress: Progress | None = None) -> Comparison:
+        """`diff OLD --against NEW`: every change this project's rules report from a snapshot file
+        to another snapshot file, or to a live target captured the way OLD was. Stored tasks are
+        compared only when every snapshot file given has its tasks file beside it: an interface
+        file alone (`git show HEAD:x.snapshot.json > old.snapshot.json`) holds the surface and the
+        task counts, which is what a review of the surface needs."""
+        files = [old] if not against.endswith(SUFFIX) else [old, Path(against)]
+        lone = [tasks_path(path) for path in files if _lacks_its_tasks(path)]
+        before, *after = (load(path, rows=not lone) for path in files)
+        rules = self.config.diff.rules()
+        if after:
+            changes = diff(before, after[0], rules=rules)
+        else:
+            changes = diff(before, self.capture_like(against, before, progress), live=True, rules=rules)
+        note = f"stored tasks not compared: {lone[0]} is absent; the surface and task counts are" if lone else None
+        return Comparison(changes, note)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`diff`'s findings, and what it could not compare (one line), if anything."""
+
+    changes: list[Change]
+    note: str | None = None
+
+
+def _lacks_its_tasks(path: Path) -> bool:
+    """A snapshot whose interface records stored tasks, without its tasks file beside it."""
+    return load(path, rows=False).tasks_sha256 is not None and not tasks_path(path).exists()
 
 
 def snapshots_in(directory: Path) -> list[Path]:

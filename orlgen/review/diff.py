@@ -7,14 +7,18 @@ Rules come in four categories, after buf's `breaking` checks:
 - PROMPT: what the model is trained on changes, calls still work;
 - DATA: splits, task counts, the stored tasks' values, task fields, task-only tool sets.
 A change is breaking when it is a TRUST or CALL change, a removed split or a removed task field.
+A project moves rules with `[tool.orlgen.diff]` (`Rules`): `breaking` promotes a rule (e.g.
+`TOOL_ADDED` for a frozen eval suite), `ignore` leaves one unreported (e.g. `TASK_COUNT_CHANGED`
+for a growing env); a TRUST rule cannot be ignored.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from orlgen import lookalike
@@ -62,11 +66,15 @@ _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxPro
 _MAX_DEPTH = 6
 
 
+Style = Literal["text", "json", "github", "markdown"]
+
+
 @dataclass(frozen=True)
 class Change:
     rule: str
     subject: str  # `tool`, `tool.param`, `tool.param.field`, `split`, `task.field`
     detail: str
+    promoted: bool = False  # breaking because the project's rules say so
 
     @property
     def category(self) -> Category:
@@ -74,18 +82,62 @@ class Change:
 
     @property
     def breaking(self) -> bool:
-        return RULES[self.rule][1]
+        return self.promoted or RULES[self.rule][1]
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "category": self.category, "breaking": self.breaking}
+        return {
+            "rule": self.rule,
+            "subject": self.subject,
+            "detail": self.detail,
+            "category": self.category,
+            "breaking": self.breaking,
+        }
 
 
-def diff(old: Snapshot, new: Snapshot, live: bool = False) -> list[Change]:
-    """Every change from `old` to `new`, sorted by category, subject and rule. A `live` capture's
-    target is the one just given on the command line, not a change to report."""
-    changes = list(_trust(old, new, live)) + list(_tools(old, new)) + list(_data(old, new))
+class RuleError(ValueError):
+    """A rule list names an unknown rule, or ignores one that must be seen."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The project's `[tool.orlgen.diff]`: rules promoted to breaking, and rules not reported."""
+
+    breaking: frozenset[str] = frozenset()
+    ignore: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, breaking: Iterable[str] = (), ignore: Iterable[str] = ()) -> Rules:
+        """Validated lists: every name a rule, no TRUST rule ignored, no rule in both."""
+        rules = cls(frozenset(breaking), frozenset(ignore))
+        unknown = sorted((rules.breaking | rules.ignore) - RULES.keys())
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], RULES, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise RuleError(f"unknown rule {unknown[0]!r}{hint}; the rules are: {', '.join(sorted(RULES))}")
+        trusted = sorted(rule for rule in rules.ignore if RULES[rule][0] == "TRUST")
+        if trusted:
+            raise RuleError(f"{trusted[0]} cannot be ignored: where the adapter connects is always reviewed")
+        both = sorted(rules.breaking & rules.ignore)
+        if both:
+            raise RuleError(f"{both[0]} is both promoted to breaking and ignored: keep it in one list")
+        return rules
+
+    def applied(self, changes: Iterable[Change]) -> list[Change]:
+        """The changes this project reports, each breaking as its rules say."""
+        return [
+            replace(change, promoted=change.rule in self.breaking)
+            for change in changes
+            if change.rule not in self.ignore
+        ]
+
+
+def diff(old: Snapshot, new: Snapshot, live: bool = False, rules: Rules = Rules()) -> list[Change]:
+    """Every change from `old` to `new` the project's `rules` report, sorted by category, subject
+    and rule. A `live` capture's target is the one just given on the command line, not a change
+    to report."""
+    changes = rules.applied({*_trust(old, new, live), *_tools(old, new), *_data(old, new)})
     order = {"TRUST": 0, "CALL": 1, "PROMPT": 2, "DATA": 3}
-    return sorted(set(changes), key=lambda c: (order[c.category], c.subject, c.rule, c.detail))
+    return sorted(changes, key=lambda c: (order[c.category], c.subject, c.rule, c.detail))
 
 
 def _trust(old: Snapshot, new: Snapshot, live: bool) -> Iterator[Change]:
@@ -321,11 +373,14 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def render(changes: list[Change], style: Literal["text", "json", "github"]) -> str:
-    """The report: one line per change (rule first), a JSON document, or GitHub annotations."""
+def render(changes: list[Change], style: Style) -> str:
+    """The report: one line per change (rule first), a JSON document, GitHub annotations, or a
+    Markdown table for a pull request's body."""
     if style == "json":
         breaking = any(change.breaking for change in changes)
         return json.dumps({"breaking": breaking, "changes": [c.as_dict() for c in changes]}, indent=2) + "\n"
+    if style == "markdown":
+        return _markdown(changes)
     lines = []
     for change in changes:
         if style == "github":
@@ -337,6 +392,39 @@ def render(changes: list[Change], style: Literal["text", "json", "github"]) -> s
                 f"{change.rule:<26} {change.category:<6} {mark}{printable(change.subject)}: {printable(change.detail)}"
             )
     return "".join(line + "\n" for line in lines)
+
+
+def _markdown(changes: list[Change]) -> str:
+    """A table, breaking changes first (each group keeps diff's order), or one line when there are none."""
+    if not changes:
+        return "No changes to the environment's surface.\n"
+    rows = sorted(changes, key=lambda change: not change.breaking)  # stable: diff's order within each group
+    breaking = sum(change.breaking for change in changes)
+    lines = [
+        f"**{len(changes)} change(s), {breaking} breaking**",
+        "",
+        "| | Rule | Class | Subject | Detail |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {'⚠️ breaking' if c.breaking else ''} | `{c.rule}` | {c.category} "
+            f"| {_cell(c.subject)} | {_cell(c.detail)} |"
+            for c in rows
+        ),
+    ]
+    return "".join(line + "\n" for line in lines)
+
+
+def _cell(text: str) -> str:
+    """Server text as one inert table cell: printable, invisible characters escaped, and every
+    character Markdown or HTML would act on backslash-escaped or written as an entity, so a
+    name cannot end the cell, open a link or inject markup into the pull request."""
+    text = lookalike.escaped(printable(text))
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "".join("\\" + char if char in _MARKDOWN_PUNCTUATION else char for char in text)
+
+
+# What acts inside a table cell: escapes, code spans, emphasis, links and images, the cell's end, strikethrough.
+_MARKDOWN_PUNCTUATION = frozenset("\\`*_[]()|~")
 
 
 def _github(text: str) -> str:
