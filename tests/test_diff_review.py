@@ -18,8 +18,8 @@ from tests.test_diff import HELPDESK, edited
 ADD_TOOL = {"name": "ping", "description": "Check the service.", "input_schema": {"type": "object"}, "shared": True}
 
 
-def project(tmp_path, rules: str = "") -> None:
-    (tmp_path / "pyproject.toml").write_text(f'[tool.orlgen]\nout = "."\n{rules}', encoding="utf-8")
+def project(tmp_path, rules: str = "", out: str = ".") -> None:
+    (tmp_path / "pyproject.toml").write_text(f'[tool.orlgen]\nout = "{out}"\n{rules}', encoding="utf-8")
 
 
 def grown(tmp_path):
@@ -153,3 +153,18 @@ def test_snapshot_diff_library_call_takes_the_rules():
     after = edited(before, lambda data: data["tools"].append(dict(ADD_TOOL)))
     assert [c.breaking for c in diff(before, after)] == [False]
     assert [c.breaking for c in diff(before, after, rules=Rules.of(breaking=["TOOL_ADDED"]))] == [True]
+
+
+@pytest.mark.slow
+def test_snapshot_check_reports_only_what_the_project_rules_report(tmp_path, echo_url):
+    out = tmp_path / "generated"
+    project(tmp_path, out="generated")
+    assert invoke("snapshot", echo_url, "--out", out).exit_code == 0
+    path = out / "echo.snapshot.json"
+    snapshot = load(path)
+    write_files(snapshot.model_copy(update={"tools": snapshot.tools[:-1]}).canonical().files(path))
+    drift = invoke("snapshot", echo_url, "--out", out, "--check")
+    assert drift.exit_code == 1 and drift.stdout.startswith("TOOL_ADDED")
+    project(tmp_path, '[tool.orlgen.diff]\nignore = ["TOOL_ADDED"]\n', out="generated")
+    ignored = invoke("snapshot", echo_url, "--out", out, "--check")
+    assert ignored.exit_code == 0 and "matches the snapshot" in ignored.stdout, ignored.output
