@@ -233,6 +233,43 @@ def diff(old: Path, new: str, style: Style) -> None:
         raise SystemExit(1)
 
 
+@main.command()
+@click.argument("snapshots", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--tokenizer",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A local tokenizer directory: the tool block's size in its tokens too.",
+)
+def vet(snapshots: tuple[Path, ...], tokenizer: Path | None) -> None:
+    """Lint the tools the model reads (default: every snapshot in `out`): one line per finding
+    with its rule; exit 1 on a finding the project's `[tool.orlgen.vet]` marks an error."""
+    with failures():
+        count = None if tokenizer is None else _token_counter(tokenizer)
+        findings = _project(snapshots).vet(snapshots, count)
+    for finding in findings:
+        click.echo(finding.line())
+    errors = sum(finding.severity == "error" for finding in findings)
+    warnings = sum(finding.severity == "warning" for finding in findings)
+    click.echo(f"{errors} error(s), {warnings} warning(s)", err=True)
+    if errors:
+        raise SystemExit(1)
+
+
+def _token_counter(path: Path) -> Callable[[str], int]:
+    """Tokens of a text by the tokenizer saved in `path` (read locally, never downloaded)."""
+    from orlgen.project import UsageError
+
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise UsageError("--tokenizer needs transformers: pip install 'orlgen[train]'") from None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a tokenizer directory ({str(exc).splitlines()[0]})") from None
+    return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
 @main.command(name="eval")
 @click.argument("subject")
 @click.option("--base-url", help="An OpenAI-compatible endpoint (e.g. http://localhost:8000/v1).")

@@ -25,6 +25,9 @@ envs = ["echo", "helpdesk"]  # module names of snapshots in `out`
 [tool.orlgen.diff]           # optional: this project's review rules (`orlgen diff`, `snapshot --check`)
 breaking = ["TOOL_ADDED"]    # rules promoted to breaking (a frozen eval suite)
 ignore = ["TASK_COUNT_CHANGED"]  # rules not reported (a growing env); TRUST rules cannot be ignored
+
+[tool.orlgen.vet]            # optional: `orlgen vet`'s rules
+error = ["PARAM_UNDESCRIBED"]  # findings that fail vet (exit 1); also `warning = [...]`, `ignore = [...]`
 ```
 """
 
@@ -42,6 +45,7 @@ from orlgen import lookalike
 from orlgen.capture.options import CaptureOptions
 from orlgen.errors import ConfigFileError
 from orlgen.review.diff import RuleError, Rules
+from orlgen.review.vet import VetRuleError, VetRules
 from orlgen.snapshot.model import RewardRule
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
@@ -145,12 +149,30 @@ class DiffConfig(_Strict):
             raise PydanticCustomError("diff_rule", str(exc)) from None
 
 
+class VetConfig(_Strict):
+    error: tuple[str, ...] = ()  # rule names whose findings fail `orlgen vet` (exit 1)
+    warning: tuple[str, ...] = ()  # rule names reported without failing
+    ignore: tuple[str, ...] = ()  # rule names not reported
+
+    @model_validator(mode="after")
+    def _known_rules(self) -> VetConfig:
+        self.rules()
+        return self
+
+    def rules(self) -> VetRules:
+        try:
+            return VetRules.of(self.error, self.warning, self.ignore)
+        except VetRuleError as exc:
+            raise PydanticCustomError("vet_rule", str(exc)) from None
+
+
 class Config(_Strict):
     out: Path = Path("generated")
     templates: Path | None = None
     envs: tuple[EnvConfig, ...] = ()
     mixtures: tuple[MixtureConfig, ...] = ()
     diff: DiffConfig = DiffConfig()
+    vet: VetConfig = VetConfig()
 
     @model_validator(mode="after")
     def _each_env_once(self) -> Config:
@@ -218,6 +240,7 @@ _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     ("envs",): EnvConfig,
     ("mixtures",): MixtureConfig,
     ("diff",): DiffConfig,
+    ("vet",): VetConfig,
 }
 
 

@@ -33,6 +33,7 @@ from orlgen.review.check import FOREIGN, MIXTURE, NOT_REGULAR, RECAPTURE, TRUST,
 from orlgen.review.diff import Change, diff
 from orlgen.review.files import is_regular, remove_files, write_files
 from orlgen.review.identity import existing_module, same_env, settle_name
+from orlgen.review.vet import Finding, vet
 from orlgen.schema import Dropped
 from orlgen.snapshot.model import SUFFIX, Snapshot, SnapshotError, load, recorded_target, tasks_path, tasks_text
 
@@ -331,6 +332,13 @@ class Project:
             changes = diff(before, self.capture_like(against, before, progress), live=True, rules=rules)
         note = f"stored tasks not compared: {lone[0]} is absent; the surface and task counts are" if lone else None
         return Comparison(changes, note)
+
+    def vet(self, paths: Sequence[Path], count_tokens: Callable[[str], int] | None = None) -> list[Finding]:
+        """`vet`: the findings this project's rules report on the tool surface of each snapshot
+        given (default: every snapshot in `out`); a snapshot's tasks are not read."""
+        rules = self.config.vet.rules()
+        files = list(paths) or snapshots_in(self.out)
+        return [finding for path in files for finding in vet(load(path, rows=False), rules, count_tokens)]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 from markdown_it import MarkdownIt
-from orlgen.review.diff import Change, Rules, RuleError, diff, render
+from orlgen.review.diff import Change, RuleError, Rules, diff, render
 from orlgen.review.files import write_files
 from orlgen.snapshot.model import load, tasks_path
 
