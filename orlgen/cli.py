@@ -270,6 +270,19 @@ def _token_counter(path: Path) -> Callable[[str], int]:
     return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+@main.command(name="init")
+@click.option("--out", default="generated", show_default=True, help="Where snapshots and modules will live.")
+def init_(out: str) -> None:
+    """Set this repository up for review: [tool.orlgen], a pre-commit hook running `orlgen check`,
+    and .gitattributes collapsing stored tasks in GitHub diffs. Adds; never rewrites a line."""
+    from orlgen.init import init
+
+    with failures():
+        steps = init(Path("."), out)
+    for step in steps:
+        click.echo(step.line(), err=step.outcome == "skipped")
+
+
 @main.command(name="eval")
 @click.argument("subject")
 @click.option("--base-url", help="An OpenAI-compatible endpoint (e.g. http://localhost:8000/v1).")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import yaml
-from orlgen.config import Config, EnvConfig, MixtureConfig
+from orlgen.config import Config, DiffConfig, EnvConfig, MixtureConfig, VetConfig
 
 from tests.support.modules import REPO
 
@@ -31,7 +31,9 @@ def test_every_config_key_is_documented_in_the_readme():
     block = re.search(r"```toml\n(\[tool\.orlgen\].*?)```", readme, re.S)
     assert block
     documented = set(re.findall(r"^(\w+) =", block.group(1), re.M))
+    documented |= set(re.findall(r"^\[tool\.orlgen\.(\w+)\]", block.group(1), re.M))  # tables: diff, vet
     keys = set(Config.model_fields) | set(EnvConfig.model_fields) | set(MixtureConfig.model_fields)
+    keys |= set(DiffConfig.model_fields) | set(VetConfig.model_fields)
     assert keys - {"envs", "mixtures"} <= documented, sorted(keys - documented)
 
 
