@@ -146,11 +146,11 @@ def execute(
                 break
     except KeyboardInterrupt:
         stop.set()
-        return Finished(_in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=True)
-    return Finished(_in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=False)
+        return Finished(in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=True)
+    return Finished(in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=False)
 
 
-def _in_plan_order(rollouts: list[Rollout], jobs: list[Job]) -> list[Rollout]:
+def in_plan_order(rollouts: list[Rollout], jobs: list[Job]) -> list[Rollout]:
     """Finished rollouts in the order they were planned (they finish in any order)."""
     position = {
         (j.member.name, str(j.row.get("split")), int(j.row["task_index"]), j.sample): i for i, j in enumerate(jobs)
