@@ -160,6 +160,7 @@ def test_a_resume_that_differs_or_a_bad_run_directory_is_one_line(chat, echo_url
     for args, message in (
         (echo_args(chat.url, echo_url, "-n", 2, "-k", 3, "--out", run, "--resume"), "refused, the run differs: k is 1 in config.json, 3 now"),
         (echo_args(chat.url, echo_url, "-n", 2, "--seed", 7, "--resume", run), "seed is 0 in config.json, 7 now"),
+        (["--resume", run, "-k", 2], "refused, the run differs: k is 1 in config.json, 2 now"),
         (["--resume", tmp_path / "foreign"], "is not an orlgen eval run directory (it has no config.json)"),
         (["--resume", tmp_path / "missing"], "no such run directory"),
         (["--resume", edited], "was edited by hand (its sha256 no longer matches it): resume refused"),

@@ -159,13 +159,28 @@ def _resumed(options: Options) -> tuple[Options, dict[str, Any] | None]:
     options = dataclasses.replace(options, out=directory)
     if options.subject is None:
         reach = stored.get("reach") or {}
+        given = options
         options = dataclasses.replace(
             options,
             **rundir.options_of(stored),
             env_url=options.env_url or reach.get("env_url"),
             api_key_env=options.api_key_env or reach.get("api_key_env"),
         )
+        _check_given(given, options, directory)
     return options, stored
+
+
+def _check_given(given: Options, stored: Options, directory: Path) -> None:
+    """`--resume DIR` with no SUBJECT takes the run's settings; one the command line sets to
+    something else (a value other than the option's default) is refused rather than ignored."""
+    defaults = Options(subject=None)
+    for name in rundir.DECIDING.values():
+        asked = getattr(given, name)
+        if asked != getattr(defaults, name) and asked != getattr(stored, name):
+            raise EvalError(
+                f"--resume {directory}: refused, the run differs: {name} is {getattr(stored, name)!r} "
+                f"in config.json, {asked!r} now"
+            )
 
 
 def _config(options: Options, members: list[Member]) -> dict[str, Any]:
