@@ -20,7 +20,7 @@ from .policy import ChatEndpoint, Policy
 from .progress import Progress
 from .records import STDOUT, Writer
 from .rollout import POLICY_ERROR, Rollout, Settings
-from .run import Job, execute, in_plan_order, model_never_answered, plan, preflight
+from .run import Finished, Job, execute, in_plan_order, model_never_answered, plan, preflight
 from .stats import SplitStats, summarize, task_filter
 from .subject import Member, load
 
@@ -87,26 +87,8 @@ def run(options: Options) -> int:
     preflight(members, options.env_url)
     secrets = _secrets(members, policy)
     sink = _sink(options, config, stored is not None, jobs, secrets)
-    kept = {_row_key(rollout) for rollout in sink.carried}
-    todo = [job for job in jobs if _key(job) not in kept]
-    settings = Settings(
-        max_turns=options.max_turns, temperature=options.temperature, max_tool_calls=options.max_tool_calls
-    )
-    progress = Progress(len(todo), sys.stderr, terminal=sys.stderr.isatty()) if _shows(options) else None
-    try:
-
-        def done(rollout: Rollout) -> None:
-            sink.writer.write(rollout)
-            if progress is not None:
-                progress.update(rollout)
-
-        finished = execute(
-            todo, policy, settings, concurrency=options.concurrency, env_url=options.env_url, on_done=done
-        )
-    finally:
-        sink.writer.close()
-        if progress is not None:
-            progress.close()
+    kept = {rollout.key for rollout in sink.carried}
+    finished = _play(options, policy, sink.writer, [job for job in jobs if job.key not in kept])
     if rundir.is_run_dir(options.out):
         assert options.out is not None
         rundir.write_report(options.out)
@@ -116,11 +98,40 @@ def run(options: Options) -> int:
     stats = summarize(rollouts, options.k, options.pass_threshold)
     if options.emit_task_filter is not None:
         _emit_task_filter(options.emit_task_filter, stats, members)
-    summary = {
+    _print(options, stats, _summary(options, rollouts, len(jobs), finished))
+    if finished.interrupted:
+        click.echo("orlgen: interrupted", err=True)
+        return INTERRUPTED
+    return 0
+
+
+def _play(options: Options, policy: Policy, writer: Writer, jobs: list[Job]) -> Finished:
+    """Play `jobs`, each row written as its rollout finishes, the progress line kept current."""
+    settings = Settings(
+        max_turns=options.max_turns, temperature=options.temperature, max_tool_calls=options.max_tool_calls
+    )
+    progress = Progress(len(jobs), sys.stderr, terminal=sys.stderr.isatty()) if _shows(options) else None
+
+    def done(rollout: Rollout) -> None:
+        writer.write(rollout)
+        if progress is not None:
+            progress.update(rollout)
+
+    try:
+        return execute(jobs, policy, settings, concurrency=options.concurrency, env_url=options.env_url, on_done=done)
+    finally:
+        writer.close()
+        if progress is not None:
+            progress.close()
+
+
+def _summary(options: Options, rollouts: list[Rollout], planned: int, finished: Finished) -> dict[str, Any]:
+    """The run's line under the table: every row of the run, and this session's pace."""
+    return {
         "subject": options.subject,
         "model": options.model or options.hf_model,
         "rollouts": len(rollouts),
-        "planned": len(jobs),
+        "planned": planned,
         "played": len(finished.rollouts),
         "wall_s": finished.wall_s,
         "rollouts_per_s": len(finished.rollouts) / finished.wall_s if finished.wall_s > 0 else 0.0,
@@ -128,16 +139,15 @@ def run(options: Options) -> int:
         "interrupted": finished.interrupted,
         "out": str(options.out) if options.out else None,
     }
+
+
+def _print(options: Options, stats: list[SplitStats], summary: dict[str, Any]) -> None:
     table = sys.stderr if str(options.out) == STDOUT else sys.stdout  # stdout holds the rows
     if options.style == "json":
         table.write(report.as_json(stats, summary))
     else:
         table.write(report.text(stats, summary, by_task=options.by_task))
     table.flush()
-    if finished.interrupted:
-        click.echo("orlgen: interrupted", err=True)
-        return INTERRUPTED
-    return 0
 
 
 def _resumed(options: Options) -> tuple[Options, dict[str, Any] | None]:
@@ -174,13 +184,11 @@ def _check_given(given: Options, stored: Options, directory: Path) -> None:
     """`--resume DIR` with no SUBJECT takes the run's settings; one the command line sets to
     something else (a value other than the option's default) is refused rather than ignored."""
     defaults = Options(subject=None)
-    for name in rundir.DECIDING.values():
+    for key, name in rundir.DECIDING.items():
         asked = getattr(given, name)
         if asked != getattr(defaults, name) and asked != getattr(stored, name):
-            raise EvalError(
-                f"--resume {directory}: refused, the run differs: {name} is {getattr(stored, name)!r} "
-                f"in config.json, {asked!r} now"
-            )
+            changed = rundir.changed(key, getattr(stored, name), asked)
+            raise EvalError(f"--resume {directory}: refused, the run differs: {changed}")
 
 
 def _config(options: Options, members: list[Member]) -> dict[str, Any]:
@@ -198,17 +206,9 @@ def _sink(options: Options, config: dict[str, Any], resuming: bool, jobs: list[J
     if not resuming:
         rundir.create(options.out, config)
         return Sink(Writer(options.out / rundir.ROWS, model, secrets, append=True), [])
-    rows = rundir.carried(options.out, [_key(job) for job in jobs])
+    rows = rundir.carried(options.out, [job.key for job in jobs])
     writer = Writer(options.out / rundir.ROWS, model, secrets, append=True)
     return Sink(writer, [rundir.rollout_of(row) for row in rows])
-
-
-def _key(job: Job) -> rundir.Key:
-    return (job.member.name, str(job.row.get("split")), int(job.row["task_index"]), job.sample)
-
-
-def _row_key(rollout: Rollout) -> rundir.Key:
-    return (rollout.env, rollout.split, rollout.task_index, rollout.sample)
 
 
 def _shows(options: Options) -> bool:

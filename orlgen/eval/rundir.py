@@ -48,7 +48,7 @@ DECIDING = {
 }
 REACH = ("env_url", "api_key_env")  # where the env and the key are: kept for `--resume DIR`, never compared
 
-Key = tuple[str, str, int, int]  # (env, split, task_index, sample)
+Key = tuple[str, str, int, int]  # (env, split, task_index, sample): `Rollout.key`
 
 
 def is_run_dir(out: Path | None) -> bool:
@@ -86,8 +86,14 @@ def difference(stored: dict[str, Any], asked: dict[str, Any]) -> str | None:
     """The first setting that decides the rollouts and differs, in words; None when none does."""
     for key in ("orlgen", "environments", *DECIDING):
         if stored.get(key) != asked.get(key):
-            return f"{key} is {json.dumps(stored.get(key))} in config.json, {json.dumps(asked.get(key))} now"
+            return changed(key, stored.get(key), asked.get(key))
     return None
+
+
+def changed(key: str, stored: Any, asked: Any) -> str:
+    """One setting's difference, as the refusal names it."""
+    as_json = [list(value) if isinstance(value, tuple) else value for value in (stored, asked)]
+    return f"{key} is {json.dumps(as_json[0])} in config.json, {json.dumps(as_json[1])} now"
 
 
 def create(directory: Path, config: dict[str, Any]) -> None:
