@@ -277,9 +277,12 @@ def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
 @click.option(
     "--emit-task-filter",
     type=click.Path(path_type=Path),
+    metavar="FILE",
     help="Write the tasks whose rollouts all scored the same, for build_dataset(indices=...).",
 )
-@click.option("--cache", type=click.Path(path_type=Path), help="Keep the model's answers in DIR and reuse them.")
+@click.option(
+    "--cache", type=click.Path(path_type=Path), metavar="DIR", help="Keep the model's answers in DIR and reuse them."
+)
 @click.option("--progress", is_flag=True, help="A progress line on stderr even when it is not a terminal.")
 def eval_(subject: str | None, **options: object) -> None:
     """Score a model on the environments of SUBJECT (a generated module, its dotted name, or a
