@@ -153,6 +153,7 @@ def test_a_resume_that_differs_or_a_bad_run_directory_is_one_line(chat, echo_url
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("mine")
     (tmp_path / "file").write_text("x")
+    (tmp_path / "link").symlink_to(run)
     edited = tmp_path / "edited"
     edited.mkdir()
     config = json.loads((run / "config.json").read_text())
@@ -163,6 +164,8 @@ def test_a_resume_that_differs_or_a_bad_run_directory_is_one_line(chat, echo_url
         (["--resume", run, "-k", 2], "refused, the run differs: k is 1 in config.json, 2 now"),
         (["--resume", tmp_path / "foreign"], "is not an orlgen eval run directory (it has no config.json)"),
         (["--resume", tmp_path / "missing"], "no such run directory"),
+        (["--resume", tmp_path / "link"], "is a symbolic link: refused"),
+        (echo_args(chat.url, echo_url, "--out", tmp_path / "link"), "link is not a directory"),
         (["--resume", edited], "was edited by hand (its sha256 no longer matches it): resume refused"),
         (echo_args(chat.url, echo_url, "--out", tmp_path / "foreign"), "is not empty and holds no orlgen eval run"),
         (echo_args(chat.url, echo_url, "--out", tmp_path / "file"), "is not a directory (a name ending in .jsonl"),

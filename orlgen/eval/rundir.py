@@ -120,6 +120,8 @@ def _digest(body: dict[str, Any]) -> str:
 
 def read_config(directory: Path) -> dict[str, Any]:
     """The configuration of the run in `directory`; one line naming what is wrong otherwise."""
+    if directory.is_symlink():
+        raise EvalError(f"--resume {directory} is a symbolic link: refused (name the directory itself)")
     if not directory.is_dir():
         raise EvalError(f"--resume {directory}: no such run directory")
     path = directory / CONFIG
