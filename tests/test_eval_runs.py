@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import pty
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -20,7 +23,7 @@ from orlgen.eval.rollout import Rollout
 from orlgen.eval.stats import pass_hat_k, summarize, task_filter
 
 from bench.chat_server import ChatServer, Refuse, call, serving, turn_of
-from tests.support.cli import invoke, start_orlgen
+from tests.support.cli import REPO, command, invoke, start_orlgen
 from tests.support.models.scripted_policy import scripted
 
 
@@ -285,3 +288,27 @@ def test_progress_on_a_terminal_rewrites_one_line():
     shown = stream.getvalue()
     assert shown.count("\r") == 3 and shown.endswith("\n") and shown.count("\n") == 1
     assert shown.split("\r")[-1].startswith("rollouts 3/3  mean reward 0.500  errors 1  (")
+
+
+@pytest.mark.slow
+def test_progress_on_a_real_terminal_is_one_line_rewritten(chat, echo_url):
+    """stderr on a pseudo-terminal: the line is rewritten in place (`\\r`), then ended once."""
+    primary, secondary = pty.openpty()
+    child = subprocess.Popen(
+        command("eval", *echo_args(chat.url, echo_url, "-n", 3)), cwd=REPO, stdout=subprocess.PIPE, stderr=secondary
+    )
+    os.close(secondary)
+    stdout, _ = child.communicate(timeout=120)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:  # the terminal's other side is closed: all is read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(primary)
+    assert child.returncode == 0 and b"echo / train" in stdout
+    text = shown.decode()
+    assert text.count("\r") >= 3 and "rollouts 3/3  mean reward 1.000  errors 0" in text, text
