@@ -8,6 +8,7 @@ Ctrl-C test. Policies that fail on purpose are fault injection and say so.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -161,6 +162,11 @@ def test_a_resume_that_differs_or_a_bad_run_directory_is_one_line(chat, echo_url
     edited.mkdir()
     config = json.loads((run / "config.json").read_text())
     (edited / "config.json").write_text(json.dumps({**config, "k": 1, "num_tasks": 8}))
+    forged = tmp_path / "forged"  # sealed as orlgen seals, but an older or foreign layout: no `k`
+    forged.mkdir()
+    body = {key: value for key, value in config.items() if key not in ("sha256", "k")}
+    seal = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    (forged / "config.json").write_text(json.dumps({**body, "sha256": seal}))
     for args, message in (
         (echo_args(chat.url, echo_url, "-n", 2, "-k", 3, "--out", run, "--resume"), "refused, the run differs: k is 1 in config.json, 3 now"),
         (echo_args(chat.url, echo_url, "-n", 2, "--seed", 7, "--resume", run), "seed is 0 in config.json, 7 now"),
@@ -170,6 +176,7 @@ def test_a_resume_that_differs_or_a_bad_run_directory_is_one_line(chat, echo_url
         (["--resume", tmp_path / "link"], "is a symbolic link: refused"),
         (echo_args(chat.url, echo_url, "--out", tmp_path / "link"), "link is not a directory"),
         (["--resume", edited], "was edited by hand (its sha256 no longer matches it): resume refused"),
+        (["--resume", forged], "config.json lacks k: it was not written by this orlgen eval"),
         (echo_args(chat.url, echo_url, "--out", tmp_path / "foreign"), "is not empty and holds no orlgen eval run"),
         (echo_args(chat.url, echo_url, "--out", tmp_path / "file"), "is not a directory (a name ending in .jsonl"),
         (echo_args(chat.url, echo_url, "--out", tmp_path / "x.jsonl", "--resume"), "not the single file"),

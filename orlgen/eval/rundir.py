@@ -26,7 +26,6 @@ from .rollout import Rollout
 
 CONFIG = "config.json"
 ROWS = "rollouts.jsonl"
-REPORT = "report.html"
 SUPERSEDED = "superseded.jsonl"
 LAYOUT = 1  # `orlgen_eval_run` in config.json: what marks a directory as a run of this layout
 RETRIED = ("env_error", "policy_error", "crashed")  # outcomes that measured the infrastructure, not the model
@@ -135,6 +134,9 @@ def read_config(directory: Path) -> dict[str, Any]:
         raise EvalError(f"{path} is not the config of an orlgen eval run (layout {LAYOUT})")
     if config.get("sha256") != _digest({name: value for name, value in config.items() if name != "sha256"}):
         raise EvalError(f"{path} was edited by hand (its sha256 no longer matches it): resume refused")
+    missing = [key for key in ("orlgen", "environments", "reach", *DECIDING) if key not in config]
+    if missing:
+        raise EvalError(f"{path} lacks {', '.join(missing)}: it was not written by this orlgen eval")
     return config
 
 
