@@ -13,6 +13,7 @@ import io
 import json
 import os
 import pty
+import shutil
 import signal
 import subprocess
 import time
@@ -162,6 +163,14 @@ def test_a_resume_that_differs_or_a_bad_run_directory_is_one_line(chat, echo_url
     edited.mkdir()
     config = json.loads((run / "config.json").read_text())
     (edited / "config.json").write_text(json.dumps({**config, "k": 1, "num_tasks": 8}))
+    garbled, stranger = tmp_path / "garbled", tmp_path / "stranger"
+    for copy, line in (
+        (garbled, "not a row\n"),
+        (stranger, json.dumps({**rows(run / "rollouts.jsonl")[0], "task_index": 99}) + "\n"),
+    ):
+        shutil.copytree(run, copy)
+        with (copy / "rollouts.jsonl").open("a") as rows_file:
+            rows_file.write(line)
     forged = tmp_path / "forged"  # sealed as orlgen seals, but an older or foreign layout: no `k`
     forged.mkdir()
     body = {key: value for key, value in config.items() if key not in ("sha256", "k")}
@@ -177,6 +186,8 @@ def test_a_resume_that_differs_or_a_bad_run_directory_is_one_line(chat, echo_url
         (echo_args(chat.url, echo_url, "--out", tmp_path / "link"), "link is not a directory"),
         (["--resume", edited], "was edited by hand (its sha256 no longer matches it): resume refused"),
         (["--resume", forged], "config.json lacks k: it was not written by this orlgen eval"),
+        (["--resume", garbled], "rollouts.jsonl line 3 is not a row of orlgen eval (JSONDecodeError"),
+        (["--resume", stranger], "line 3: ('echo', 'train', 99, 0) is not a rollout of this run's configuration"),
         (echo_args(chat.url, echo_url, "--out", tmp_path / "foreign"), "is not empty and holds no orlgen eval run"),
         (echo_args(chat.url, echo_url, "--out", tmp_path / "file"), "is not a directory (a name ending in .jsonl"),
         (echo_args(chat.url, echo_url, "--out", tmp_path / "x.jsonl", "--resume"), "not the single file"),
@@ -187,6 +198,7 @@ def test_a_resume_that_differs_or_a_bad_run_directory_is_one_line(chat, echo_url
         assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
         assert result.stderr.startswith("orlgen: error: ") and message in result.stderr, result.stderr
     assert {path.name: path.read_bytes() for path in run.iterdir()} == before
+    assert len(rows(stranger / "rollouts.jsonl")) == 3  # a refused resume rewrites nothing
     assert sorted(path.name for path in (tmp_path / "foreign").iterdir()) == ["notes.txt"]
     assert (tmp_path / "file").read_text() == "x"
 

@@ -206,9 +206,8 @@ def _sink(options: Options, config: dict[str, Any], resuming: bool, jobs: list[J
     if not resuming:
         rundir.create(options.out, config)
         return Sink(Writer(options.out / rundir.ROWS, model, secrets, append=True), [])
-    rows = rundir.carried(options.out, [job.key for job in jobs])
-    writer = Writer(options.out / rundir.ROWS, model, secrets, append=True)
-    return Sink(writer, [rundir.rollout_of(row) for row in rows])
+    rollouts = rundir.carried(options.out, [job.key for job in jobs])
+    return Sink(Writer(options.out / rundir.ROWS, model, secrets, append=True), rollouts)
 
 
 def _shows(options: Options) -> bool:

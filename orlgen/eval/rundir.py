@@ -140,58 +140,49 @@ def read_config(directory: Path) -> dict[str, Any]:
     return config
 
 
-def carried(directory: Path, planned: Iterable[Key]) -> list[dict[str, Any]]:
-    """The rows of the run in `directory` that a resume keeps: one per planned key, none that
-    ended in an infrastructure error. Rows it replays move to `superseded.jsonl`, and a last line
-    a kill cut short (no newline: its rollout was never written whole) is dropped, before the
-    rows file is rewritten (temp, then rename)."""
+def carried(directory: Path, planned: Iterable[Key]) -> list[Rollout]:
+    """The rollouts of the run in `directory` that a resume keeps, as their rows hold them: one
+    per planned key, none that ended in an infrastructure error. Rows it replays move to
+    `superseded.jsonl`, and a last line a kill cut short (no newline: its rollout was never
+    written whole) is dropped, before the rows file is rewritten (temp, then rename)."""
     path = directory / ROWS
     data = path.read_bytes() if path.exists() else b""
     lines = data.split(b"\n")[:-1]  # what follows the last newline never was a whole row
     wanted = set(planned)
     kept: dict[Key, bytes] = {}
-    rows: list[dict[str, Any]] = []
+    rollouts: list[Rollout] = []
     replayed: list[bytes] = []
     for number, line in enumerate(lines, 1):
-        row = _row(path, number, line)
-        key = key_of(row)
-        if row["outcome"] in RETRIED:
+        rollout = _rollout(path, number, line)
+        if rollout.outcome in RETRIED:
             replayed.append(line)
-        elif key not in wanted:
-            raise EvalError(f"{path} line {number}: {key} is not a rollout of this run's configuration")
-        elif key in kept:
-            raise EvalError(f"{path} line {number}: a second row for {key}: the file was edited")
+        elif rollout.key not in wanted:
+            raise EvalError(f"{path} line {number}: {rollout.key} is not a rollout of this run's configuration")
+        elif rollout.key in kept:
+            raise EvalError(f"{path} line {number}: a second row for {rollout.key}: the file was edited")
         else:
-            kept[key] = line
-            rows.append(row)
+            kept[rollout.key] = line
+            rollouts.append(rollout)
     if replayed:
         with open(directory / SUPERSEDED, "ab") as superseded:
             superseded.write(b"".join(line + b"\n" for line in replayed))
     if replayed or (not data.endswith(b"\n") and data):
         write_atomic(path, b"".join(line + b"\n" for line in kept.values()))
-    return rows
+    return rollouts
 
 
-def _row(path: Path, number: int, line: bytes) -> dict[str, Any]:
+def _rollout(path: Path, number: int, line: bytes) -> Rollout:
+    """A finished rollout of an earlier session, as its row keeps it (what the table counts)."""
     try:
         row = json.loads(line)
-        key_of(row)
-        row["outcome"]
+        rollout = Rollout(
+            str(row["env"]), str(row["split"]), int(row["task_index"]), int(row["sample"]), int(row["seed"])
+        )
+        for name in ("rewards", "reward", "outcome", "reason", "stop", "turns", "tool_calls", "tool_errors"):
+            setattr(rollout, name, row[name])
+        rollout.started, rollout.ended = float(row.get("started", 0.0)), float(row.get("ended", 0.0))
     except (ValueError, UnicodeDecodeError, TypeError, KeyError) as exc:
-        raise EvalError(f"{path} line {number} is not a row of orlgen eval ({type(exc).__name__})") from exc
-    return dict(row)
-
-
-def key_of(row: dict[str, Any]) -> Key:
-    return (str(row["env"]), str(row["split"]), int(row["task_index"]), int(row["sample"]))
-
-
-def rollout_of(row: dict[str, Any]) -> Rollout:
-    """A finished rollout of an earlier session, as its row keeps it (what the table counts)."""
-    rollout = Rollout(*key_of(row), seed=int(row["seed"]))
-    for name in ("rewards", "reward", "outcome", "reason", "stop", "turns", "tool_calls", "tool_errors"):
-        setattr(rollout, name, row[name])
-    rollout.started, rollout.ended = row.get("started", 0.0), row.get("ended", 0.0)
+        raise EvalError(f"{path} line {number} is not a row of orlgen eval ({type(exc).__name__}: {exc})") from exc
     return rollout
 
 
