@@ -284,10 +284,10 @@ def init_(out: str) -> None:
 
 
 @main.command(name="eval")
-@click.argument("subject")
+@click.argument("subject", required=False)
 @click.option("--base-url", help="An OpenAI-compatible endpoint (e.g. http://localhost:8000/v1).")
 @click.option("--model", help="The model name the endpoint serves.")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, help="Env var holding the endpoint's key.")
+@click.option("--api-key-env", help="Env var holding the endpoint's key (default: OPENAI_API_KEY).")
 @click.option("--hf-model", type=click.Path(), help="A local transformers checkpoint, generated in-process.")
 @click.option("--split", "splits", multiple=True, help="Split to evaluate (repeatable; default: test, else train).")
 @click.option("-n", "num_tasks", type=click.IntRange(min=1), help="Tasks per split: the first N (default: all).")
@@ -305,8 +305,8 @@ def init_(out: str) -> None:
 @click.option("--format", "style", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
-    help="Write one JSONL row per rollout here (`-`: stdout, the table then goes to stderr).",
+    type=click.Path(allow_dash=True, path_type=Path),
+    help="A run directory (config.json, rollouts.jsonl, report.html), or one FILE.jsonl of rows (`-`: stdout).",
 )
 @click.option(
     "--turn-timeout",
@@ -322,9 +322,29 @@ def init_(out: str) -> None:
     show_default=True,
     help="Tool calls run per model turn; the rest count as failed calls.",
 )
-def eval_(subject: str, **options: object) -> None:
+# A run kept and continued: resume, per task, cache, progress (docs/eval.md).
+@click.option(
+    "--resume",
+    is_flag=False,
+    flag_value="",
+    metavar="[DIR]",
+    help="Continue the run in DIR (or in --out's directory): play only the rollouts it lacks.",
+)
+@click.option("--by-task", is_flag=True, help="Add a line per task to the table: mean, passes of k, equal rewards.")
+@click.option(
+    "--emit-task-filter",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="Write the tasks whose rollouts all scored the same, for build_dataset(indices=...).",
+)
+@click.option(
+    "--cache", type=click.Path(path_type=Path), metavar="DIR", help="Keep the model's answers in DIR and reuse them."
+)
+@click.option("--progress", is_flag=True, help="A progress line on stderr even when it is not a terminal.")
+def eval_(subject: str | None, **options: object) -> None:
     """Score a model on the environments of SUBJECT (a generated module, its dotted name, or a
-    snapshot), through the generated adapter, as training plays them."""
+    snapshot), through the generated adapter, as training plays them. `--resume DIR` alone
+    continues a run with the settings it was started with."""
     from orlgen.eval.command import Options, run
 
     with failures():

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import click
 from orlgen.runtime.connection import redact, secrets_from_env
 
-from . import report
+from ..review.files import write_atomic
+from . import report, rundir
+from .cache import Cache
 from .errors import EvalError
 from .policy import ChatEndpoint, Policy
+from .progress import Progress
 from .records import STDOUT, Writer
 from .rollout import POLICY_ERROR, Rollout, Settings
-from .run import execute, model_never_answered, plan, preflight
-from .stats import summarize
+from .run import Finished, Job, execute, in_plan_order, model_never_answered, plan, preflight
+from .stats import SplitStats, summarize, task_filter
 from .subject import Member, load
 
 INTERRUPTED = 130
@@ -26,10 +29,10 @@ INTERRUPTED = 130
 
 @dataclass(frozen=True)
 class Options:
-    subject: str
+    subject: str | None
     base_url: str | None = None
     model: str | None = None
-    api_key_env: str | None = "OPENAI_API_KEY"
+    api_key_env: str | None = None  # None: OPENAI_API_KEY
     hf_model: str | None = None
     splits: tuple[str, ...] = ()
     num_tasks: int | None = None
@@ -46,58 +49,177 @@ class Options:
     out: Path | None = None
     turn_timeout: float = 300.0
     max_tool_calls: int = 64
+    # A run kept and continued (docs/eval.md: run directories, resume, per task, cache, progress).
+    resume: str | None = None  # a run directory; "" for --out's
+    by_task: bool = False
+    emit_task_filter: Path | None = None
+    cache: Path | None = None
+    progress: bool = False
+
+
+@dataclass
+class Sink:
+    """Where this session's rows go, and the rows an earlier session of the run left."""
+
+    writer: Writer
+    carried: list[Rollout]
 
 
 def run(options: Options) -> int:
     """The exit code: 0 when the run completed (whatever the rewards), 130 when interrupted.
     Raises an `OrlgenError` (exit 2) when nothing can run: bad arguments, an unloadable module,
-    an unreachable endpoint or environment, or an endpoint that answered no rollout at all."""
+    an unreachable endpoint or environment, a run directory that cannot be started or resumed,
+    or an endpoint that answered no rollout at all."""
+    options, stored = _resumed(options)
+    if options.emit_task_filter is not None and options.emit_task_filter.is_dir():
+        raise EvalError(f"--emit-task-filter {options.emit_task_filter} is a directory: name a file")
     policy = _policy(options)
+    assert options.subject is not None  # _resumed refuses a run without one
     members = load(options.subject, options.env)
     jobs = plan(members, options.splits, options.num_tasks, options.k, options.seed)
     if not jobs:
         raise EvalError("nothing to evaluate: the chosen splits have no tasks")
-    policy.check()
+    config = _config(options, members)
+    if stored is not None and (changed := rundir.difference(stored, config)):
+        raise EvalError(f"--resume {options.out}: refused, the run differs: {changed}")
+    if options.cache is None:  # a cached run may need no endpoint at all
+        policy.check()
     preflight(members, options.env_url)
     secrets = _secrets(members, policy)
-    writer = Writer(options.out, options.model or options.hf_model or "", secrets)
+    sink = _sink(options, config, stored is not None, jobs, secrets)
+    kept = {rollout.key for rollout in sink.carried}
+    finished = _play(options, policy, sink.writer, [job for job in jobs if job.key not in kept])
+    if rundir.is_run_dir(options.out):
+        assert options.out is not None
+        rundir.write_report(options.out)
+    if model_never_answered(finished.rollouts):
+        raise EvalError(_no_answer(finished.rollouts, secrets))
+    rollouts = in_plan_order([*sink.carried, *finished.rollouts], jobs)
+    stats = summarize(rollouts, options.k, options.pass_threshold)
+    if options.emit_task_filter is not None:
+        _emit_task_filter(options.emit_task_filter, stats, members)
+    _print(options, stats, _summary(options, rollouts, len(jobs), finished))
+    if finished.interrupted:
+        click.echo("orlgen: interrupted", err=True)
+        return INTERRUPTED
+    return 0
+
+
+def _play(options: Options, policy: Policy, writer: Writer, jobs: list[Job]) -> Finished:
+    """Play `jobs`, each row written as its rollout finishes, the progress line kept current."""
     settings = Settings(
         max_turns=options.max_turns, temperature=options.temperature, max_tool_calls=options.max_tool_calls
     )
+    progress = Progress(len(jobs), sys.stderr, terminal=sys.stderr.isatty()) if _shows(options) else None
+
+    def done(rollout: Rollout) -> None:
+        writer.write(rollout)
+        if progress is not None:
+            progress.update(rollout)
+
     try:
-        with _progress(len(jobs)) as advance:
-
-            def done(rollout: Rollout) -> None:
-                writer.write(rollout)
-                advance(1)
-
-            finished = execute(
-                jobs, policy, settings, concurrency=options.concurrency, env_url=options.env_url, on_done=done
-            )
+        return execute(jobs, policy, settings, concurrency=options.concurrency, env_url=options.env_url, on_done=done)
     finally:
         writer.close()
-    if model_never_answered(finished.rollouts):
-        raise EvalError(_no_answer(finished.rollouts, secrets))
-    stats = summarize(finished.rollouts, options.k, options.pass_threshold)
-    summary = {
+        if progress is not None:
+            progress.close()
+
+
+def _summary(options: Options, rollouts: list[Rollout], planned: int, finished: Finished) -> dict[str, Any]:
+    """The run's line under the table: every row of the run, and this session's pace."""
+    return {
         "subject": options.subject,
         "model": options.model or options.hf_model,
-        "rollouts": len(finished.rollouts),
-        "planned": len(jobs),
+        "rollouts": len(rollouts),
+        "planned": planned,
+        "played": len(finished.rollouts),
         "wall_s": finished.wall_s,
         "rollouts_per_s": len(finished.rollouts) / finished.wall_s if finished.wall_s > 0 else 0.0,
         "concurrency": options.concurrency,
         "interrupted": finished.interrupted,
         "out": str(options.out) if options.out else None,
     }
-    render = report.as_json if options.style == "json" else report.text
+
+
+def _print(options: Options, stats: list[SplitStats], summary: dict[str, Any]) -> None:
     table = sys.stderr if str(options.out) == STDOUT else sys.stdout  # stdout holds the rows
-    table.write(render(stats, summary))
+    if options.style == "json":
+        table.write(report.as_json(stats, summary))
+    else:
+        table.write(report.text(stats, summary, by_task=options.by_task))
     table.flush()
-    if finished.interrupted:
-        click.echo("orlgen: interrupted", err=True)
-        return INTERRUPTED
-    return 0
+
+
+def _resumed(options: Options) -> tuple[Options, dict[str, Any] | None]:
+    """`options` for this session, and the stored configuration when it resumes a run: with no
+    SUBJECT, the run's own settings (and where it reached the env and the key, unless given
+    again); with one, the command line, later compared with the stored settings."""
+    if options.resume is None:
+        if options.subject is None:
+            raise EvalError("a SUBJECT is needed (a generated module or snapshot), or --resume DIR")
+        return options, None
+    directory = Path(options.resume) if options.resume else options.out
+    if directory is None:
+        raise EvalError("--resume needs the run directory: --resume DIR, or --out DIR --resume")
+    if options.resume and options.out is not None and options.out != directory:
+        raise EvalError(f"--resume {directory} and --out {options.out} name two runs: name one")
+    if not rundir.is_run_dir(directory):
+        raise EvalError(f"--resume continues a run directory, not the single file {directory}")
+    stored = rundir.read_config(directory)
+    options = dataclasses.replace(options, out=directory)
+    if options.subject is None:
+        reach = stored.get("reach") or {}
+        given = options
+        options = dataclasses.replace(
+            options,
+            **rundir.options_of(stored),
+            env_url=options.env_url or reach.get("env_url"),
+            api_key_env=options.api_key_env or reach.get("api_key_env"),
+        )
+        _check_given(given, options, directory)
+    return options, stored
+
+
+def _check_given(given: Options, stored: Options, directory: Path) -> None:
+    """`--resume DIR` with no SUBJECT takes the run's settings; one the command line sets to
+    something else (a value other than the option's default) is refused rather than ignored."""
+    defaults = Options(subject=None)
+    for key, name in rundir.DECIDING.items():
+        asked = getattr(given, name)
+        if asked != getattr(defaults, name) and asked != getattr(stored, name):
+            changed = rundir.changed(key, getattr(stored, name), asked)
+            raise EvalError(f"--resume {directory}: refused, the run differs: {changed}")
+
+
+def _config(options: Options, members: list[Member]) -> dict[str, Any]:
+    environments = {member.name: str(getattr(member.module, "SNAPSHOT_SHA256", "")) for member in members}
+    return rundir.config_of(dataclasses.asdict(options), environments)
+
+
+def _sink(options: Options, config: dict[str, Any], resuming: bool, jobs: list[Job], secrets: list[str]) -> Sink:
+    """The rows' writer: today's single file (truncated), a new run directory, or a resumed one
+    (its kept rows carried, the file appended to)."""
+    model = options.model or options.hf_model or ""
+    if not rundir.is_run_dir(options.out):
+        return Sink(Writer(options.out, model, secrets), [])
+    assert options.out is not None
+    if not resuming:
+        rundir.create(options.out, config)
+        return Sink(Writer(options.out / rundir.ROWS, model, secrets, append=True), [])
+    rollouts = rundir.carried(options.out, [job.key for job in jobs])
+    return Sink(Writer(options.out / rundir.ROWS, model, secrets, append=True), rollouts)
+
+
+def _shows(options: Options) -> bool:
+    """Progress on stderr: always on a terminal, elsewhere only with --progress; never when the
+    rows go to stdout and the table to stderr (`--out -`)."""
+    return str(options.out) != STDOUT and (sys.stderr.isatty() or options.progress)
+
+
+def _emit_task_filter(path: Path, stats: list[SplitStats], members: list[Member]) -> None:
+    sizes = {(member.name, split): size for member in members for split, size in member.splits.items()}
+    data = json.dumps(task_filter(stats, sizes), indent=2, sort_keys=True) + "\n"
+    write_atomic(path, data.encode())
 
 
 def _secrets(members: list[Member], policy: Policy) -> list[str]:
@@ -121,6 +243,8 @@ def _no_answer(rollouts: list[Rollout], secrets: list[str]) -> str:
 def _policy(options: Options) -> Policy:
     if options.hf_model and (options.base_url or options.model):
         raise EvalError("pass --hf-model, or --base-url with --model, not both")
+    if options.hf_model and options.cache is not None:
+        raise EvalError("--cache keeps an endpoint's answers: it does not apply to --hf-model")
     if options.hf_model:
         from .hf import LocalModel
 
@@ -130,17 +254,8 @@ def _policy(options: Options) -> Policy:
     return ChatEndpoint.from_env(
         options.base_url,
         options.model,
-        options.api_key_env,
+        options.api_key_env or "OPENAI_API_KEY",
         max_tokens=options.max_tokens,
         turn_timeout=options.turn_timeout,
+        cache=Cache.open(options.cache) if options.cache is not None else None,
     )
-
-
-@contextmanager
-def _progress(total: int) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr, only when a person watches it (stderr is a terminal)."""
-    if not sys.stderr.isatty():
-        yield lambda n: None
-        return
-    with click.progressbar(length=total, label="rollouts", file=sys.stderr, show_pos=True, show_eta=True) as bar:
-        yield bar.update

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from . import bounded_http
 from .bounded_http import MAX_ANSWER_BYTES, AnswerTooLarge, DeadlinePassed, RedirectRefused
+from .cache import Cache
 from .errors import Unreachable
 
 SPECIAL_METHODS = ("reset", "get_reward")  # what both TRL trainers never show as tools
@@ -94,8 +95,10 @@ class ChatEndpoint:
         max_tokens: int = 512,
         turn_timeout: float = 300.0,
         max_answer_bytes: int = MAX_ANSWER_BYTES,
+        cache: Cache | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.cache = cache
         self.model = model
         self.api_key = api_key
         self.max_tokens = max_tokens
@@ -131,12 +134,25 @@ class ChatEndpoint:
         schemas = tool_schemas(tools)
         if schemas:
             body["tools"] = schemas
+        if self.cache is None:
+            return trl_message(self._message(body))
+        request = {"endpoint": self.base_url, "body": body}  # what decides the answer (never the key)
+        message = self.cache.get(request)
+        if message is None:
+            message = self._message(body)
+            self.cache.put(request, message)
+        return trl_message(message)
+
+    def _message(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The endpoint's assistant message for `body`, as it sent it (OpenAI's form)."""
         answer = self._post_with_retries(body, time.monotonic() + self.turn_timeout)
         try:
             message = answer["choices"][0]["message"]
         except (KeyError, IndexError, TypeError) as exc:
             raise PolicyError(f"the endpoint's answer has no choices[0].message: {str(answer)[:200]}") from exc
-        return trl_message(message)
+        if not isinstance(message, dict):
+            raise PolicyError(f"the endpoint's choices[0].message is not an object: {str(message)[:200]}")
+        return message
 
     def _post_with_retries(self, body: dict[str, Any], deadline: float) -> Any:
         """The answer to `body`, retried on 429/5xx and transport errors, all by `deadline`."""

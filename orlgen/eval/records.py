@@ -45,6 +45,8 @@ def row(rollout: Rollout, model: str) -> dict[str, Any]:
         "tool_errors": rollout.tool_errors,
         "metadata": json.dumps(rollout.metadata, ensure_ascii=False, default=str),
         "timings": {name: round(seconds, 6) for name, seconds in sorted(rollout.timings.items())},
+        "started": rollout.started,
+        "ended": rollout.ended,
     }
 
 
@@ -87,16 +89,16 @@ STDOUT = "-"
 
 class Writer:
     """Appends rows as rollouts finish (flushed each time), so an interrupted run keeps all it did.
-    The file is truncated when the run starts; `-` is stdout. A symbolic link is refused: the
-    rows would land wherever it points."""
+    The file is truncated when the run starts, unless `append` (a run directory's rows); `-` is
+    stdout. A symbolic link is refused: the rows would land wherever it points."""
 
-    def __init__(self, path: Path | None, model: str, secrets: list[str]) -> None:
+    def __init__(self, path: Path | None, model: str, secrets: list[str], *, append: bool = False) -> None:
         self.path = path
         self.model = model
         self.secrets = secrets
         self.count = 0
         self._lock = threading.Lock()
-        self._file: IO[str] | None = None if path is None else _open(path)
+        self._file: IO[str] | None = None if path is None else _open(path, append)
 
     def write(self, rollout: Rollout) -> None:
         if self._file is None:
@@ -112,11 +114,12 @@ class Writer:
             self._file.close()
 
 
-def _open(path: Path) -> IO[str]:
+def _open(path: Path, append: bool) -> IO[str]:
     if str(path) == STDOUT:
         return sys.stdout
+    mode = os.O_APPEND if append else os.O_TRUNC
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | mode | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise EvalError(f"--out {path} is a symbolic link: refused (name the file itself)") from exc

@@ -8,8 +8,8 @@ from typing import Any
 from .stats import SplitStats
 
 
-def text(stats: list[SplitStats], summary: dict[str, Any]) -> str:
-    blocks = [_block(split) for split in stats]
+def text(stats: list[SplitStats], summary: dict[str, Any], *, by_task: bool = False) -> str:
+    blocks = [_block(split) + (_tasks(split) if by_task else "") for split in stats]
     footer = (
         f"{summary['rollouts']} rollouts in {summary['wall_s']:.1f} s "
         f"({summary['rollouts_per_s']:.2f} rollouts/s, concurrency {summary['concurrency']})"
@@ -22,7 +22,10 @@ def text(stats: list[SplitStats], summary: dict[str, Any]) -> str:
 
 
 def as_json(stats: list[SplitStats], summary: dict[str, Any]) -> str:
-    return json.dumps({**summary, "splits": [split.as_dict() for split in stats]}, indent=2, sort_keys=True) + "\n"
+    """Every number of the table, and `tasks`: one entry per task, always."""
+    tasks = [task.as_dict() for split in stats for task in split.per_task]
+    report = {**summary, "splits": [split.as_dict() for split in stats], "tasks": tasks}
+    return json.dumps(report, indent=2, sort_keys=True) + "\n"
 
 
 def _block(s: SplitStats) -> str:
@@ -34,6 +37,7 @@ def _block(s: SplitStats) -> str:
         ("mean reward", _reward(s)),
         ("pass@1", _share(s.pass_at_1)),
         (f"pass@{s.k}", _share(s.pass_at_k)),
+        (f"pass^{s.k}", _share(s.pass_hat_k)),
         ("scored", f"{s.scored} / {s.rollouts}" + (f" (unscored {unscored}: {reasons})" if unscored else "")),
         ("tool calls / rollout", f"{s.tool_calls_per_rollout:.2f}"),
         ("tool-error rate", _share(s.tool_error_rate)),
@@ -62,3 +66,14 @@ def _groups(s: SplitStats) -> str:
     if share is None:
         return "-"
     return f"{100 * share:.1f}% ({s.equal_groups} of {s.groups} groups teach nothing)"
+
+
+def _tasks(s: SplitStats) -> str:
+    """`--by-task`: a line per task: its mean reward, passes of its rollouts, and `equal` when its
+    GRPO group teaches nothing."""
+    lines = [f"  {'task':>6}  {'mean':>6}  {'passes':>7}"]
+    for task in s.per_task:
+        mean = "-" if task.mean is None else f"{task.mean:.3f}"
+        passes = f"{task.passes}/{len(task.rewards)}"
+        lines.append(f"  {task.task_index:>6}  {mean:>6}  {passes:>7}" + ("  equal" if task.equal else ""))
+    return "\n" + "\n".join(lines)

@@ -52,6 +52,11 @@ class Rollout:
     ended: float = 0.0
 
     @property
+    def key(self) -> tuple[str, str, int, int]:
+        """Which rollout of a run this is: (env, split, task_index, sample)."""
+        return (self.env, self.split, self.task_index, self.sample)
+
+    @property
     def unscored_reason(self) -> str | None:
         """None when scored; else why not: `unfinished` (the episode never ended), `no_reward`
         (it ended with no reward), `env_error`, `policy_error` or `crashed`."""

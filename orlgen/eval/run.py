@@ -31,6 +31,11 @@ class Job:
     sample: int
     seed: int
 
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        """The `Rollout.key` of the rollout this job plays."""
+        return (self.member.name, str(self.row.get("split")), int(self.row["task_index"]), self.sample)
+
 
 @dataclass
 class Finished:
@@ -146,13 +151,11 @@ def execute(
                 break
     except KeyboardInterrupt:
         stop.set()
-        return Finished(_in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=True)
-    return Finished(_in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=False)
+        return Finished(in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=True)
+    return Finished(in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=False)
 
 
-def _in_plan_order(rollouts: list[Rollout], jobs: list[Job]) -> list[Rollout]:
+def in_plan_order(rollouts: list[Rollout], jobs: list[Job]) -> list[Rollout]:
     """Finished rollouts in the order they were planned (they finish in any order)."""
-    position = {
-        (j.member.name, str(j.row.get("split")), int(j.row["task_index"]), j.sample): i for i, j in enumerate(jobs)
-    }
-    return sorted(rollouts, key=lambda r: position[(r.env, r.split, r.task_index, r.sample)])
+    position = {job.key: i for i, job in enumerate(jobs)}
+    return sorted(rollouts, key=lambda rollout: position[rollout.key])

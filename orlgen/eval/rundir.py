@@ -1,0 +1,192 @@
+"""A run directory, `--out DIR`: `config.json`, `rollouts.jsonl`, `report.html`, and its resume.
+
+`config.json` holds everything that decides the rollouts (the subject and its snapshots' sha256,
+the model and its endpoint, never a key; splits, n, k, seed, sampling, limits, orlgen's version),
+sealed with the sha256 of its canonical JSON: a resume compares a run against it, so one edited by
+hand is refused rather than trusted. `rollouts.jsonl` gets a row per rollout as it finishes (the
+rows of `records`). A resume plays the (env, split, task_index, sample) keys that have no row, or
+whose row ended in an infrastructure error (those rows move to `superseded.jsonl` first, so the
+rows file holds one row per key), and appends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from .. import __version__
+from ..review.files import write_atomic
+from .errors import EvalError
+from .records import STDOUT
+from .rollout import Rollout
+
+CONFIG = "config.json"
+ROWS = "rollouts.jsonl"
+SUPERSEDED = "superseded.jsonl"
+LAYOUT = 1  # `orlgen_eval_run` in config.json: what marks a directory as a run of this layout
+RETRIED = ("env_error", "policy_error", "crashed")  # outcomes that measured the infrastructure, not the model
+# config.json's keys, each an `Options` field, that decide the rollouts (compared on resume).
+DECIDING = {
+    "subject": "subject",
+    "env": "env",
+    "model": "model",
+    "endpoint": "base_url",
+    "hf_model": "hf_model",
+    "splits": "splits",
+    "num_tasks": "num_tasks",
+    "k": "k",
+    "seed": "seed",
+    "temperature": "temperature",
+    "max_turns": "max_turns",
+    "max_tokens": "max_tokens",
+    "max_tool_calls": "max_tool_calls",
+}
+REACH = ("env_url", "api_key_env")  # where the env and the key are: kept for `--resume DIR`, never compared
+
+Key = tuple[str, str, int, int]  # (env, split, task_index, sample): `Rollout.key`
+
+
+def is_run_dir(out: Path | None) -> bool:
+    """`--out` names a run directory unless it is `-` or ends in `.jsonl` (today's single file)."""
+    return out is not None and str(out) != STDOUT and not out.name.endswith(".jsonl")
+
+
+def config_of(options: dict[str, Any], environments: dict[str, str]) -> dict[str, Any]:
+    """The configuration of a run: `options` (the `Options` fields) and each environment's
+    snapshot sha256, by name."""
+    config: dict[str, Any] = {"orlgen_eval_run": LAYOUT, "orlgen": __version__, "environments": environments}
+    for key, field in DECIDING.items():
+        config[key] = options[field]
+    config["splits"] = list(options["splits"])
+    config["endpoint"] = _without_credentials(options["base_url"])
+    config["reach"] = {name: options[name] for name in REACH}
+    return config
+
+
+def _without_credentials(url: str | None) -> str | None:
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def options_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The `Options` fields a stored configuration sets, for `--resume DIR` with no SUBJECT."""
+    fields = {field: config[key] for key, field in DECIDING.items()}
+    fields["splits"] = tuple(config["splits"])
+    return fields
+
+
+def difference(stored: dict[str, Any], asked: dict[str, Any]) -> str | None:
+    """The first setting that decides the rollouts and differs, in words; None when none does."""
+    for key in ("orlgen", "environments", *DECIDING):
+        if stored.get(key) != asked.get(key):
+            return changed(key, stored.get(key), asked.get(key))
+    return None
+
+
+def changed(key: str, stored: Any, asked: Any) -> str:
+    """One setting's difference, as the refusal names it."""
+    as_json = [list(value) if isinstance(value, tuple) else value for value in (stored, asked)]
+    return f"{key} is {json.dumps(as_json[0])} in config.json, {json.dumps(as_json[1])} now"
+
+
+def create(directory: Path, config: dict[str, Any]) -> None:
+    """Start a run in `directory` (new, or empty): its sealed config.json, an empty rows file."""
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        raise EvalError(f"--out {directory} is not a directory (a name ending in .jsonl writes one file)")
+    if (directory / CONFIG).exists():
+        raise EvalError(f"--out {directory} holds a run already: add --resume to continue it, or name a new directory")
+    if directory.exists() and any(directory.iterdir()):
+        raise EvalError(f"--out {directory} is not empty and holds no orlgen eval run: name a new or empty directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    write_atomic(directory / CONFIG, _sealed(config))
+    write_atomic(directory / ROWS, b"")
+
+
+def _sealed(config: dict[str, Any]) -> bytes:
+    body = {name: value for name, value in config.items() if name != "sha256"}
+    return (json.dumps({**body, "sha256": _digest(body)}, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _digest(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def read_config(directory: Path) -> dict[str, Any]:
+    """The configuration of the run in `directory`; one line naming what is wrong otherwise."""
+    if directory.is_symlink():
+        raise EvalError(f"--resume {directory} is a symbolic link: refused (name the directory itself)")
+    if not directory.is_dir():
+        raise EvalError(f"--resume {directory}: no such run directory")
+    path = directory / CONFIG
+    if not path.is_file():
+        raise EvalError(f"--resume {directory} is not an orlgen eval run directory (it has no {CONFIG})")
+    try:
+        config = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EvalError(f"{path} is not JSON ({exc}): it was not written by orlgen eval") from exc
+    if not isinstance(config, dict) or config.get("orlgen_eval_run") != LAYOUT:
+        raise EvalError(f"{path} is not the config of an orlgen eval run (layout {LAYOUT})")
+    if config.get("sha256") != _digest({name: value for name, value in config.items() if name != "sha256"}):
+        raise EvalError(f"{path} was edited by hand (its sha256 no longer matches it): resume refused")
+    missing = [key for key in ("orlgen", "environments", "reach", *DECIDING) if key not in config]
+    if missing:
+        raise EvalError(f"{path} lacks {', '.join(missing)}: it was not written by this orlgen eval")
+    return config
+
+
+def carried(directory: Path, planned: Iterable[Key]) -> list[Rollout]:
+    """The rollouts of the run in `directory` that a resume keeps, as their rows hold them: one
+    per planned key, none that ended in an infrastructure error. Rows it replays move to
+    `superseded.jsonl`, and a last line a kill cut short (no newline: its rollout was never
+    written whole) is dropped, before the rows file is rewritten (temp, then rename)."""
+    path = directory / ROWS
+    data = path.read_bytes() if path.exists() else b""
+    lines = data.split(b"\n")[:-1]  # what follows the last newline never was a whole row
+    wanted = set(planned)
+    kept: dict[Key, bytes] = {}
+    rollouts: list[Rollout] = []
+    replayed: list[bytes] = []
+    for number, line in enumerate(lines, 1):
+        rollout = _rollout(path, number, line)
+        if rollout.outcome in RETRIED:
+            replayed.append(line)
+        elif rollout.key not in wanted:
+            raise EvalError(f"{path} line {number}: {rollout.key} is not a rollout of this run's configuration")
+        elif rollout.key in kept:
+            raise EvalError(f"{path} line {number}: a second row for {rollout.key}: the file was edited")
+        else:
+            kept[rollout.key] = line
+            rollouts.append(rollout)
+    if replayed:
+        with open(directory / SUPERSEDED, "ab") as superseded:
+            superseded.write(b"".join(line + b"\n" for line in replayed))
+    if replayed or (not data.endswith(b"\n") and data):
+        write_atomic(path, b"".join(line + b"\n" for line in kept.values()))
+    return rollouts
+
+
+def _rollout(path: Path, number: int, line: bytes) -> Rollout:
+    """A finished rollout of an earlier session, as its row keeps it (what the table counts)."""
+    try:
+        row = json.loads(line)
+        rollout = Rollout(
+            str(row["env"]), str(row["split"]), int(row["task_index"]), int(row["sample"]), int(row["seed"])
+        )
+        for name in ("rewards", "reward", "outcome", "reason", "stop", "turns", "tool_calls", "tool_errors"):
+            setattr(rollout, name, row[name])
+        rollout.started, rollout.ended = float(row.get("started", 0.0)), float(row.get("ended", 0.0))
+    except (ValueError, UnicodeDecodeError, TypeError, KeyError) as exc:
+        raise EvalError(f"{path} line {number} is not a row of orlgen eval ({type(exc).__name__}: {exc})") from exc
+    return rollout
+
+
+def write_report(directory: Path) -> None:
+    """`report.html` of the run, rewritten after each session. Helper `evalview`'s
+    `orlgen.eval.html.write_report(directory)` renders it from config.json and rollouts.jsonl;
+    it is not in this branch, so the integrator connects it here: this is its one call site."""
