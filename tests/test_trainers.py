@@ -149,3 +149,21 @@ def test_generate_trainer_is_a_one_off_that_leaves_the_configured_modules(tmp_pa
     assert result.exit_code == 0 and f"wrote {out / 'echo_verifiers.py'}" in result.stdout
     assert (out / "echo.py").stat().st_mtime_ns == before and f"{out / 'echo.py'}\n" not in result.stdout
     assert "orphaned: the verifiers module of echo" in invoke("check", "--no-cache", out).stdout
+
+
+@pytest.mark.slow
+def test_a_capture_renders_its_env_entrys_trainers(tmp_path: Path, verifiers: Trainer, echo_url: str):
+    """`snapshot` (and so `sync`) renders the modules of the trainers the env's entry lists,
+    the entry found by the target the capture records (a URL, against a real server)."""
+    (tmp_path / "pyproject.toml").write_text(
+        f"[project]\nname = 'p'\n\n[[tool.orlgen.envs]]\ntarget = '{echo_url}'\ntrainers = ['verifiers']\n"
+    )
+    out = tmp_path / "generated"
+    result = invoke("snapshot", echo_url, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert sorted(path.name for path in out.iterdir()) == [
+        "echo.snapshot.json",
+        "echo.tasks.jsonl",
+        "echo_verifiers.py",
+    ]
+    assert invoke("check", "--no-cache", out).stdout == "generated files are current\n"
