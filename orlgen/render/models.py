@@ -12,9 +12,9 @@ import ast
 import json
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from orlgen.plan.planner import TEMPLATE_IMPORTS, ModulePlan
+from orlgen.plan.planner import ModulePlan
 from orlgen.schema import SchemaError
 
 IMPORT_MARKER = "__orlgen_imports__"
@@ -59,6 +59,38 @@ def models(module_plan: ModulePlan) -> tuple[list[ast.stmt], str]:
     return _split_imports(source)
 
 
+def model_fields(source: str, classes: Iterable[str]) -> dict[str, dict[str, dict[str, str | None]]]:
+    """For each of `classes` (the params models) in datamodel-code-generator's `source`: wire name
+    (a literal, as `Param.wire`) → the field's annotation and default as source text, e.g.
+    `Annotated[list[IssueRefundParamsRefundItem], Field(description=..., min_length=1)]`. A trainer
+    whose framework reads a schema from a signature (verifiers: pydantic through MCP) writes
+    these, and so keeps nested models, bounds and words that a `get_json_schema` hint cannot."""
+    wanted = set(classes)
+    found: dict[str, dict[str, dict[str, str | None]]] = {}
+    for node in ast.parse(source).body if source else []:
+        if isinstance(node, ast.ClassDef) and node.name in wanted:
+            found[node.name] = {
+                repr(_wire_name(field)): {
+                    "annotation": ast.get_source_segment(source, field.annotation),
+                    "default": None if field.value is None else ast.get_source_segment(source, field.value),
+                }
+                for field in node.body
+                if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
+            }
+    return found
+
+
+def _wire_name(field: ast.AnnAssign) -> str:
+    """The property name a model field stands for: its `Field(alias=...)`, else its own name."""
+    for call in ast.walk(field.annotation):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Field":
+            for keyword in call.keywords:
+                if keyword.arg == "alias" and isinstance(keyword.value, ast.Constant):
+                    return str(keyword.value.value)
+    assert isinstance(field.target, ast.Name)
+    return field.target.id
+
+
 def _split_imports(source: str) -> tuple[list[ast.stmt], str]:
     """dcg's output → its import statements, and everything after them."""
     tree = ast.parse(source)
@@ -71,9 +103,9 @@ def _split_imports(source: str) -> tuple[list[ast.stmt], str]:
     return imports, "\n".join(lines[first:])
 
 
-def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
+def with_imports(source: str, dcg_imports: Iterable[ast.stmt], template_imports: Mapping[str, tuple[str, ...]]) -> str:
     """`source` with its `IMPORT_MARKER` line replaced by imports of exactly the names it uses or
-    exports (its `__all__`)."""
+    exports (its `__all__`), among the models' imports and what its trainer's templates may import."""
     used: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):  # a model field `UNSET: str` uses nothing
@@ -84,7 +116,7 @@ def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
                 for item in ast.walk(node.value)
                 if isinstance(item, ast.Constant) and isinstance(item.value, str)
             )
-    candidates = _candidates(dcg_imports)
+    candidates = _candidates(dcg_imports, template_imports)
     wanted: dict[str, set[str]] = {}
     for module, members in candidates.items():
         for member in members:
@@ -93,8 +125,10 @@ def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
     return source.replace(IMPORT_MARKER, _block(wanted), 1)
 
 
-def _candidates(dcg_imports: Iterable[ast.stmt]) -> dict[str, set[str]]:
-    found = {module: set(members) for module, members in TEMPLATE_IMPORTS.items()}
+def _candidates(
+    dcg_imports: Iterable[ast.stmt], template_imports: Mapping[str, tuple[str, ...]]
+) -> dict[str, set[str]]:
+    found = {module: set(members) for module, members in template_imports.items()}
     for node in dcg_imports:
         if isinstance(node, ast.ImportFrom) and node.module not in (None, "__future__"):
             found.setdefault(node.module, set()).update(_alias(alias) for alias in node.names)
