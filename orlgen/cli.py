@@ -265,6 +265,14 @@ def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
     show_default=True,
     help="Tool calls run per model turn; the rest count as failed calls.",
 )
+@click.option("--upload", metavar="RUN_NAME", help="Post the rollouts to OpenReward's rollout API as this run.")
+@click.option(
+    "--upload-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds one upload request may take.",
+)
 def eval_(subject: str, **options: object) -> None:
     """Score a model on the environments of SUBJECT (a generated module, its dotted name, or a
     snapshot), through the generated adapter, as training plays them."""

@@ -7,19 +7,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import click
 from orlgen.runtime.connection import redact, secrets_from_env
 
+from .. import __version__
 from . import report
 from .errors import EvalError
 from .policy import ChatEndpoint, Policy
-from .records import STDOUT, Writer
+from .records import STDOUT, Writer, masked, row
 from .rollout import POLICY_ERROR, Rollout, Settings
 from .run import execute, model_never_answered, plan, preflight
 from .stats import summarize
 from .subject import Member, load
+from .upload import Target, run_info, upload
 
 INTERRUPTED = 130
 
@@ -46,6 +48,9 @@ class Options:
     out: Path | None = None
     turn_timeout: float = 300.0
     max_tool_calls: int = 64
+    # --upload (upload.py)
+    upload: str | None = None
+    upload_timeout: float = 30.0
 
 
 def run(options: Options) -> int:
@@ -53,6 +58,7 @@ def run(options: Options) -> int:
     Raises an `OrlgenError` (exit 2) when nothing can run: bad arguments, an unloadable module,
     an unreachable endpoint or environment, or an endpoint that answered no rollout at all."""
     policy = _policy(options)
+    target = Target.from_env() if options.upload else None  # no key: stop before anything runs
     members = load(options.subject, options.env)
     jobs = plan(members, options.splits, options.num_tasks, options.k, options.seed)
     if not jobs:
@@ -94,10 +100,22 @@ def run(options: Options) -> int:
     table = sys.stderr if str(options.out) == STDOUT else sys.stdout  # stdout holds the rows
     table.write(render(stats, summary))
     table.flush()
+    if target is not None:
+        _upload(options, target, [masked(row(r, writer.model), secrets) for r in finished.rollouts])
     if finished.interrupted:
         click.echo("orlgen: interrupted", err=True)
         return INTERRUPTED
     return 0
+
+
+def _upload(options: Options, target: Target, rows: list[dict[str, Any]]) -> None:
+    """Post the rows (as written, secrets masked) to the rollout API; a failure raises
+    `UploadFailed` (exit 2) after the rows and the table are out."""
+    assert options.upload is not None
+    info = run_info(options.model or options.hf_model or "", __version__)
+    sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens}
+    sent = upload(rows, options.upload, target, info, sampling, timeout=options.upload_timeout)
+    click.echo(f"uploaded {len(rows)} rollouts ({sent} events) to {target.url} as run {options.upload!r}", err=True)
 
 
 def _secrets(members: list[Member], policy: Policy) -> list[str]:
