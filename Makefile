@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed
 install: $(STAMP)
 
 # torch comes first and pinned: trl needs it, and any other spec downloads gigabytes.
-# The suite needs both halves: the generator's pinned toolchain ([generate]) and TRL ([train]).
+# The suite needs both halves: the generator's pinned toolchain ([generate]) and TRL ([train]),
+# and Debian's chromium, in which tests/test_eval_report.py opens an eval's report.html.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing into $(VENV) (log: $(VENV)/install.log)"
@@ -19,6 +20,8 @@ $(STAMP): pyproject.toml
 	  && $(PY) -m pip install torch==2.13.0 \
 	  && $(PY) -m pip install -e '.[generate,train,dev]' ; } > $(VENV)/install.log 2>&1 \
 	  || { tail -n 30 $(VENV)/install.log; exit 1; }
+	@command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y chromium ; } >> $(VENV)/install.log 2>&1 \
+	  || echo "chromium could not be installed (see $(VENV)/install.log): the report's browser test will be skipped"
 	@touch $@
 
 demo: install

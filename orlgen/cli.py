@@ -350,6 +350,14 @@ def init_(out: str) -> None:
     "--cache", type=click.Path(path_type=Path), metavar="DIR", help="Keep the model's answers in DIR and reuse them."
 )
 @click.option("--progress", is_flag=True, help="A progress line on stderr even when it is not a terminal.")
+@click.option("--upload", metavar="RUN_NAME", help="Post the rollouts to OpenReward's rollout API as this run.")
+@click.option(
+    "--upload-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds one upload request may take.",
+)
 def eval_(subject: str | None, **options: object) -> None:
     """Score a model on the environments of SUBJECT (a generated module, its dotted name, or a
     snapshot), through the generated adapter, as training plays them. `--resume DIR` alone

@@ -8,7 +8,8 @@ faults, timeouts and reward rules are therefore the runtime's, exactly as in tra
 Modules, one job each: `subject` (what is evaluated: a module or a snapshot), `policy` (an
 OpenAI-compatible endpoint) and `hf` (a local checkpoint through TRL's own template and parser),
 `rollout` (one episode), `run` (many, concurrently, with progress and Ctrl-C), `stats` (pass@k and
-friends), `report` (the table, JSON), `records` (the JSONL trajectories).
+friends), `report` (the table, JSON), `records` (the JSONL trajectories), `html` (a run directory's
+`report.html`), `upload` (`--upload`: the rollouts posted to OpenReward's rollout API).
 
 This package imports the runtime and, lazily, transformers and trl; the runtime never imports it.
 """

@@ -12,17 +12,19 @@ from typing import Any, Literal
 import click
 from orlgen.runtime.connection import redact, secrets_from_env
 
+from .. import __version__
 from ..review.files import write_atomic
 from . import report, rundir
 from .cache import Cache
 from .errors import EvalError
 from .policy import ChatEndpoint, Policy
 from .progress import Progress
-from .records import STDOUT, Writer
+from .records import STDOUT, Writer, masked, row
 from .rollout import POLICY_ERROR, Rollout, Settings
 from .run import Finished, Job, execute, in_plan_order, model_never_answered, plan, preflight
 from .stats import SplitStats, summarize, task_filter
 from .subject import Member, load
+from .upload import Target, run_info, upload
 
 INTERRUPTED = 130
 
@@ -55,6 +57,9 @@ class Options:
     emit_task_filter: Path | None = None
     cache: Path | None = None
     progress: bool = False
+    # --upload (upload.py)
+    upload: str | None = None
+    upload_timeout: float = 30.0
 
 
 @dataclass
@@ -75,6 +80,7 @@ def run(options: Options) -> int:
         raise EvalError(f"--emit-task-filter {options.emit_task_filter} is a directory: name a file")
     policy = _policy(options)
     assert options.subject is not None  # _resumed refuses a run without one
+    target = Target.from_env() if options.upload else None  # no key: stop before anything runs
     members = load(options.subject, options.env)
     jobs = plan(members, options.splits, options.num_tasks, options.k, options.seed)
     if not jobs:
@@ -99,6 +105,8 @@ def run(options: Options) -> int:
     if options.emit_task_filter is not None:
         _emit_task_filter(options.emit_task_filter, stats, members)
     _print(options, stats, _summary(options, rollouts, len(jobs), finished))
+    if target is not None:  # this session's rollouts: a resumed run's earlier ones were posted by theirs
+        _upload(options, target, [masked(row(r, sink.writer.model), secrets) for r in finished.rollouts])
     if finished.interrupted:
         click.echo("orlgen: interrupted", err=True)
         return INTERRUPTED
@@ -220,6 +228,16 @@ def _emit_task_filter(path: Path, stats: list[SplitStats], members: list[Member]
     sizes = {(member.name, split): size for member in members for split, size in member.splits.items()}
     data = json.dumps(task_filter(stats, sizes), indent=2, sort_keys=True) + "\n"
     write_atomic(path, data.encode())
+
+
+def _upload(options: Options, target: Target, rows: list[dict[str, Any]]) -> None:
+    """Post the rows (as written, secrets masked) to the rollout API; a failure raises
+    `UploadFailed` (exit 2) after the rows and the table are out."""
+    assert options.upload is not None
+    info = run_info(options.model or options.hf_model or "", __version__)
+    sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens}
+    sent = upload(rows, options.upload, target, info, sampling, timeout=options.upload_timeout)
+    click.echo(f"uploaded {len(rows)} rollouts ({sent} events) to {target.url} as run {options.upload!r}", err=True)
 
 
 def _secrets(members: list[Member], policy: Policy) -> list[str]:

@@ -4,12 +4,16 @@ A row trains as-is with TRL's `SFTTrainer` (`messages`, and `tools` as JSON text
 SFTTrainer decodes) and loads with `datasets.load_dataset("json", ...)`. What varies in shape
 from row to row is stored as JSON text so Arrow can type every column: tool-call `arguments`
 (JSON text is also the OpenAI form, and TRL's templates render it verbatim), `tools` and the
-per-step `metadata`. Image parts of a message become the text `[image]`. Secrets are masked.
+per-step `metadata`. Image parts of a message become the text `[image]` in `messages` (the
+column SFTTrainer reads stays text) and are kept, as PNG data URLs, in `media` (JSON text, for
+the report: `html.py`), bounded per image and per row. Secrets are masked.
 """
 
 from __future__ import annotations
 
+import base64
 import errno
+import io
 import json
 import os
 import sys
@@ -45,9 +49,73 @@ def row(rollout: Rollout, model: str) -> dict[str, Any]:
         "tool_errors": rollout.tool_errors,
         "metadata": json.dumps(rollout.metadata, ensure_ascii=False, default=str),
         "timings": {name: round(seconds, 6) for name, seconds in sorted(rollout.timings.items())},
-        "started": rollout.started,
-        "ended": rollout.ended,
+        "started": round(rollout.started, 3),
+        "ended": round(rollout.ended, 3),
+        "media": json.dumps(media(rollout.messages)),
     }
+
+
+MAX_IMAGE_BYTES = 256 * 1024  # one image's PNG: a small screenshot fits, a large photo does not
+MAX_ROW_IMAGE_BYTES = 2**20  # all images of one row (base64 adds a third): 64 rollouts stay under 90 MB
+
+
+def media(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The image parts of `messages`, as `{"message": i, "part": j, "url": "data:image/png;base64,..."}`
+    (or `"omitted": why` in place of `url` past the bounds), so a report can show what the model saw
+    while `messages` stays text."""
+    found: list[dict[str, Any]] = []
+    spent = 0
+    for i, message in enumerate(messages):
+        content = message.get("content")
+        for j, part in enumerate(content if isinstance(content, list) else ()):
+            if not (isinstance(part, dict) and part.get("type") == "image"):
+                continue
+            data = _png(part.get("image"))
+            if data is None:
+                found.append({"message": i, "part": j, "omitted": "not an image orlgen can encode"})
+            elif len(data) > MAX_IMAGE_BYTES or spent + len(data) > MAX_ROW_IMAGE_BYTES:
+                found.append({"message": i, "part": j, "omitted": f"{len(data)} bytes, over the bound"})
+            else:
+                spent += len(data)
+                url = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+                found.append({"message": i, "part": j, "url": url})
+    return found
+
+
+def _png(image: Any) -> bytes | None:
+    """A PIL image as PNG bytes (what the runtime decodes an ImageBlock to); None for anything else."""
+    save = getattr(image, "save", None)
+    if save is None:
+        return None
+    buffer = io.BytesIO()
+    try:
+        save(buffer, format="PNG")
+    except Exception:  # Pillow raises several unrelated types
+        return None
+    return buffer.getvalue()
+
+
+def rollout_of(record: dict[str, Any]) -> Rollout:
+    """A written row as the `Rollout` its statistics need (`stats.summarize`): what a report or a
+    resumed run counts from the file. Messages, tools and metadata stay in the row."""
+    return Rollout(
+        env=record["env"],
+        split=record["split"],
+        task_index=record["task_index"],
+        sample=record["sample"],
+        seed=record.get("seed", 0),
+        rewards=list(record.get("rewards") or []),
+        reward=record.get("reward"),
+        outcome=record.get("outcome", "running"),
+        reason=record.get("reason"),
+        stop=record.get("stop", ""),
+        turns=record.get("turns", 0),
+        tool_calls=record.get("tool_calls", 0),
+        tool_errors=record.get("tool_errors", 0),
+        timings=dict(record.get("timings") or {}),
+        started=record.get("started", 0.0),
+        ended=record.get("ended", (record.get("timings") or {}).get("total_s", 0.0)),
+    )
 
 
 def _message(message: dict[str, Any]) -> dict[str, Any]:

@@ -187,6 +187,7 @@ def _rollout(path: Path, number: int, line: bytes) -> Rollout:
 
 
 def write_report(directory: Path) -> None:
-    """`report.html` of the run, rewritten after each session. Helper `evalview`'s
-    `orlgen.eval.html.write_report(directory)` renders it from config.json and rollouts.jsonl;
-    it is not in this branch, so the integrator connects it here: this is its one call site."""
+    """`report.html` of the run (`orlgen.eval.html`), rewritten after each session."""
+    from .html import write_report as render
+
+    render(directory)

@@ -35,15 +35,17 @@ class Member:
         return dict(self.module.SPLITS)
 
     def rows(self, split: str, num_tasks: int | None) -> list[dict[str, Any]]:
-        """The first `num_tasks` dataset rows of `split` (all when None), as TRL hands them to `reset`.
+        """The first `num_tasks` dataset rows of `split` (all when None), as TRL hands them to `reset`
+        (`build_dataset`'s rows, read without importing `datasets` where they need no Arrow).
         More tasks than the split has is the error `build_dataset` makes of it, for training too:
         one rule, so an eval never scores fewer tasks than it was asked for."""
         from orlgen.runtime import DatasetError
+        from orlgen.runtime.surface import task_rows
 
         if split not in self.splits:
             raise EvalError(f"{self.name} has no split {split!r} (it has {', '.join(sorted(self.splits))})")
         try:
-            return [dict(row) for row in self.module.build_dataset(split, num_tasks=num_tasks)]
+            return task_rows(self.adapter.spec, split, num_tasks)  # type: ignore[attr-defined]
         except DatasetError as exc:
             raise EvalError(f"{self.name}: {exc}") from exc
 

@@ -105,13 +105,35 @@ def build(
     num_tasks: int | None,
     indices: Sequence[int] | None,
 ) -> Any:
-    """Rows for `indices`, or the first `num_tasks` tasks, or the whole split.
+    """Rows for `indices`, or the first `num_tasks` tasks, or the whole split, as a
+    `datasets.Dataset` (`columns` says which tasks and how they are fetched)."""
+    return to_dataset(columns(spec, fetch, split, num_tasks, indices))
+
+
+def to_dataset(table: dict[str, list[Any]]) -> Any:
+    from datasets import Dataset
+
+    try:
+        return Dataset.from_dict(table)
+    except Exception as exc:  # pyarrow's errors have no common public base
+        raise DatasetError(
+            f"task fields do not fit the columns generated from the snapshot ({exc}); "
+            "the environment's tasks changed: re-run `orlgen snapshot`"
+        ) from exc
+
+
+def columns(
+    spec: DatasetSpec,
+    fetch: Callable[[str, int, int], list[dict[str, Any]]],
+    split: str,
+    num_tasks: int | None,
+    indices: Sequence[int] | None,
+) -> dict[str, list[Any]]:
+    """The dataset's columns for `indices`, or the first `num_tasks` tasks, or the whole split.
 
     `fetch(split, start, stop)` is called only for tasks the snapshot does not hold, once per
     contiguous run of at most `_BATCH` of them.
     """
-    from datasets import Dataset
-
     if split not in spec.num_tasks:
         raise DatasetError(f"unknown split {split!r}; the snapshot has {sorted(spec.num_tasks)}")
     total = spec.num_tasks[split]
@@ -132,21 +154,66 @@ def build(
     for start, stop in _runs(sorted(set(wanted) - tasks.keys())):
         for offset, task in enumerate(fetch(split, start, stop)):
             tasks[start + offset] = task
-    rows: dict[str, list[Any]] = {
+    table: dict[str, list[Any]] = {
         "prompt": [prompt_column(spec.system_prompt) for _ in wanted],
         "split": [split] * len(wanted),
         "task_index": wanted,
     }
     for column in spec.columns:
         values = [tasks[i].get(column.field) for i in wanted]
-        rows[column.name] = [_json(v) for v in values] if column.as_json else values
-    try:
-        return Dataset.from_dict(rows)
-    except Exception as exc:  # pyarrow's errors have no common public base
-        raise DatasetError(
-            f"task fields do not fit the columns generated from the snapshot ({exc}); "
-            "the environment's tasks changed: re-run `orlgen snapshot`"
-        ) from exc
+        table[column.name] = [_json(v) for v in values] if column.as_json else values
+    return table
+
+
+_INT64 = 2**63
+_SCALARS = (str, int, float, bool)
+
+
+def plain_rows(table: dict[str, list[Any]]) -> list[dict[str, Any]] | None:
+    """The rows `to_dataset(table)` would hand back, without importing `datasets` (a second of
+    start-up for a command that reads a few rows). Arrow gives one type to a column, so what
+    comes back is unified: a dict gains, as None, the keys other rows' dicts have at that place
+    (in the order they first appear), a list's items are unified likewise. That is done here
+    where it is certain, for JSON-shaped values whose every place holds one scalar type (str,
+    int within int64, float or bool), dicts or lists; None for anything else (an int beside a
+    float, an empty dict), which only Arrow can say how it converts."""
+    shapes = {name: _shape(values) for name, values in table.items()}
+    if any(shape is None for shape in shapes.values()):
+        return None
+    return [
+        {name: _unified(value, shapes[name]) for name, value in zip(table, row, strict=True)}
+        for row in zip(*table.values(), strict=True)
+    ]
+
+
+def _shape(values: list[Any]) -> Any:
+    """The one Arrow type of `values` in short: `"scalar"`, `("list", item shape)` or
+    `("struct", {key: shape})`; None when it is not certain."""
+    present = [value for value in values if value is not None]
+    kinds = {type(value) for value in present}
+    if len(kinds) > 1:
+        return None
+    kind: type = kinds.pop() if kinds else str
+    if kind in _SCALARS:
+        fits = kind is not int or all(-_INT64 <= value < _INT64 for value in present)
+        return "scalar" if fits else None
+    if kind is list:
+        item = _shape([item for value in present for item in value])
+        return None if item is None else ("list", item)
+    if kind is dict and all(present):
+        keys = list(dict.fromkeys(key for value in present for key in value))
+        fields = {key: _shape([value.get(key) for value in present]) for key in keys}
+        return None if any(field is None for field in fields.values()) else ("struct", fields)
+    return None
+
+
+def _unified(value: Any, shape: Any) -> Any:
+    if value is None or shape == "scalar":
+        return value
+    kind, inner = shape
+    if kind == "list":
+        return [_unified(item, inner) for item in value]
+    return {key: _unified(value.get(key), field) for key, field in inner.items()}
 
 
 def prompt_column(system_prompt: str | None) -> list[dict[str, str]]:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from .connection import Connection
-from .dataset import build
+from .dataset import build, columns, plain_rows, to_dataset
 from .spec import EnvSpec
 
 FETCH_TIMEOUT = 120.0  # seconds for one batch of tasks
@@ -53,15 +53,30 @@ def dataset_builder(spec: EnvSpec, module: str) -> BuildDataset:
             api_key: OpenReward API key, for catalog targets.
         """
 
-        def fetch(split: str, start: int, stop: int) -> list[dict[str, Any]]:
-            connection = Connection.resolve(spec.target, spec.env_var, base_url, api_key)
-            return connection.run(lambda env: env.get_task_range(split, start, stop), timeout=FETCH_TIMEOUT)
-
-        return build(spec.dataset, fetch, split, num_tasks, indices)
+        return build(spec.dataset, _fetcher(spec, base_url, api_key), split, num_tasks, indices)
 
     build_dataset.__module__ = module
     build_dataset.__qualname__ = "build_dataset"
     return build_dataset
+
+
+def task_rows(spec: EnvSpec, split: str, num_tasks: int | None = None) -> list[dict[str, Any]]:
+    """The rows `build_dataset(split, num_tasks=...)` holds, as dicts, read without `datasets`
+    when Arrow would return them unchanged (`plain_rows`): for a command that plays a few
+    tasks (`orlgen eval`), not for training, which takes the `Dataset`."""
+    table = columns(spec.dataset, _fetcher(spec, None, None), split, num_tasks, None)
+    rows = plain_rows(table)
+    return rows if rows is not None else [dict(row) for row in to_dataset(table)]
+
+
+def _fetcher(spec: EnvSpec, base_url: str | None, api_key: str | None) -> Callable[[str, int, int], list[Any]]:
+    """Fetches the tasks a snapshot lacks from the env's server, a batch per call."""
+
+    def fetch(split: str, start: int, stop: int) -> list[dict[str, Any]]:
+        connection = Connection.resolve(spec.target, spec.env_var, base_url, api_key)
+        return connection.run(lambda env: env.get_task_range(split, start, stop), timeout=FETCH_TIMEOUT)
+
+    return fetch
 
 
 def reward_funcs_getattr(module: str, funcs: Iterable[Callable[..., Any]]) -> Callable[[str], list[Any]]:

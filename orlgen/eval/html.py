@@ -1,0 +1,372 @@
+"""`report.html` of a run directory: one self-contained page a person opens to look at a run.
+
+It holds the run's configuration, the table of each split (the numbers of the text table), a
+reward histogram per split (inline SVG), the per-task rows (sortable by any column), and every
+trajectory, expandable (`<details>`): its messages, tool calls, tool results with their images,
+and reward. Nothing is fetched: CSS and the sorting script are inline, images are the data URLs
+the rows keep in `media` (`records.py`), and a Content-Security-Policy forbids any other source.
+
+Everything a server or a model wrote is untrusted: every piece of it goes through `html.escape`,
+and the page carries no data inside its script (the script reads the table cells), so a task text
+holding `</script>` or `<img onerror=...>` is shown as text.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from .errors import EvalError
+from .records import rollout_of
+from .stats import SplitStats, summarize
+
+REPORT = "report.html"
+CONFIG = "config.json"
+ROLLOUTS = "rollouts.jsonl"
+BINS = 10
+
+# An image is shown only as a base64 data URL of a raster type: nothing else reaches `src`.
+_IMAGE_URL = re.compile(r"data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/]+=*")
+
+
+def write_report(run_dir: Path) -> Path:
+    """Write `run_dir/report.html` from `config.json` (optional) and `rollouts.jsonl`, temp then
+    rename, and return its path."""
+    config = _config(run_dir / CONFIG)
+    rows = read_rows(run_dir / ROLLOUTS)
+    target = run_dir / REPORT
+    _replace(target, render(config, rows))
+    return target
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a rollouts file. A last line without its newline is a row cut short by a
+    crash: it is left out (a resumed run plays it again); any other line that is not a row is
+    an error naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    lines = text.split("\n")
+    rows = []
+    for number, line in enumerate(lines[:-1], start=1):  # the last piece follows the last newline
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict) or not {"env", "split", "task_index", "sample"} <= row.keys():
+            raise EvalError(f"{path}:{number} is not a rollout row")
+        rows.append(row)
+    return rows
+
+
+def _config(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EvalError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(config, dict):
+        raise EvalError(f"{path} is not a run configuration (not a JSON object)")
+    return config
+
+
+def _replace(target: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `target`, then rename it over `target`."""
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def render(config: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The page, as text. Trajectories in plan order (env, split, task, sample), as rows come
+    in the order rollouts finished."""
+    rows = sorted(
+        rows, key=lambda row: (str(row["env"]), str(row["split"]), _order(row["task_index"]), _order(row["sample"]))
+    )
+    k = _int(config.get("k")) or max(_group_sizes(rows), default=1)
+    threshold = config.get("pass_threshold")
+    stats = summarize([rollout_of(row) for row in rows], k, threshold if isinstance(threshold, int | float) else None)
+    title = f"orlgen eval: {config.get('subject') or 'run'}"
+    body = [
+        f"<h1>{_e(title)}</h1>",
+        _config_table(config),
+        "<h2>Splits</h2>",
+        _summary_table(stats) if stats else "<p>No rollouts yet.</p>",
+        _histograms(stats, rows),
+        "<h2>Tasks</h2>",
+        '<p class="hint">Click a column heading to sort by it.</p>',
+        _task_table(rows, stats),
+        f"<h2>Trajectories ({len(rows)})</h2>",
+        *(_trajectory(i, row) for i, row in enumerate(rows)),
+    ]
+    return _PAGE.format(title=_e(title), style=_STYLE, script=_SCRIPT, body="\n".join(body))
+
+
+def _e(value: Any) -> str:
+    return html.escape(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False), quote=True)
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _order(value: Any) -> tuple[int, Any]:
+    """A sort key for a value a hand-edited row may hold in any type."""
+    return (0, value) if isinstance(value, int) else (1, str(value))
+
+
+def _group_sizes(rows: list[dict[str, Any]]) -> list[int]:
+    groups: dict[tuple[Any, ...], int] = defaultdict(int)
+    for row in rows:
+        groups[(row["env"], row["split"], row["task_index"])] += 1
+    return list(groups.values())
+
+
+def _config_table(config: dict[str, Any]) -> str:
+    if not config:
+        return '<p class="hint">No config.json in this run directory.</p>'
+    cells = "".join(f"<tr><th>{_e(key)}</th><td>{_e(value)}</td></tr>" for key, value in sorted(config.items()))
+    return f'<details class="config"><summary>Configuration</summary><table>{cells}</table></details>'
+
+
+def _summary_table(stats: list[SplitStats]) -> str:
+    """One column per split, one line per number (docs/eval.md defines each)."""
+    lines: list[tuple[str, list[str]]] = [
+        ("pass threshold", [f"{s.threshold:g}" for s in stats]),
+        ("tasks", [str(s.tasks) for s in stats]),
+        ("rollouts", [f"{s.rollouts} ({s.k} per task)" for s in stats]),
+        ("mean reward", [_mean(s) for s in stats]),
+        ("pass@1", [_share(s.pass_at_1) for s in stats]),
+        (f"pass@{stats[0].k}", [_share(s.pass_at_k) for s in stats]),
+        ("scored", [_scored(s) for s in stats]),
+        ("tool calls / rollout", [f"{s.tool_calls_per_rollout:.2f}" for s in stats]),
+        ("tool-error rate", [_share(s.tool_error_rate) for s in stats]),
+        ("mean turns", [f"{s.mean_turns:.2f}" for s in stats]),
+        ("equal-reward groups", [f"{_share(s.equal_group_share)} ({s.equal_groups} of {s.groups})" for s in stats]),
+    ]
+    head = "".join(f"<th>{_e(s.env)} / {_e(s.split)}</th>" for s in stats)
+    body = "".join(f"<tr><th>{name}</th>{''.join(f'<td>{_e(v)}</td>' for v in values)}</tr>" for name, values in lines)
+    return f'<table class="summary" id="summary"><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _mean(s: SplitStats) -> str:
+    if s.mean_reward is None:
+        return "- (nothing scored)"
+    return f"{s.mean_reward:.3f}" + ("" if s.reward_stderr is None else f" ± {s.reward_stderr:.3f}")
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _scored(s: SplitStats) -> str:
+    reasons = ", ".join(f"{reason} {count}" for reason, count in s.unscored.items())
+    return f"{s.scored} / {s.rollouts}" + (f" (unscored: {reasons})" if reasons else "")
+
+
+def _histograms(stats: list[SplitStats], rows: list[dict[str, Any]]) -> str:
+    figures = []
+    for s in stats:
+        rewards = [
+            float(r["reward"])
+            for r in rows
+            if (r["env"], r["split"]) == (s.env, s.split) and isinstance(r.get("reward"), int | float)
+        ]
+        figures.append(f"<figure>{_histogram(rewards)}<figcaption>{_e(s.env)} / {_e(s.split)}: {_e(len(rewards))} "
+                       f"scored, {_e(s.rollouts - len(rewards))} unscored</figcaption></figure>")  # fmt: skip
+    return f'<div class="histograms">{"".join(figures)}</div>' if figures else ""
+
+
+def _histogram(rewards: list[float]) -> str:
+    """Counts of rewards in `BINS` equal bins over [0, 1], or over [min, max] when a reward falls
+    outside it, as an SVG bar chart (each bar's title gives its range and count)."""
+    low, high = (0.0, 1.0) if all(0.0 <= r <= 1.0 for r in rewards) else (min(rewards), max(rewards))
+    width = (high - low) / BINS or 1.0
+    counts = [0] * BINS
+    for reward in rewards:
+        counts[min(BINS - 1, int((reward - low) / width))] += 1
+    tallest = max(counts, default=0) or 1
+    bars = []
+    for i, count in enumerate(counts):
+        height = 100 * count / tallest
+        label = f"[{low + i * width:.3g}, {low + (i + 1) * width:.3g}{']' if i == BINS - 1 else ')'}: {count}"
+        bars.append(
+            f'<rect x="{10 + 30 * i}" y="{110 - height:.1f}" width="26" height="{height:.1f}">'
+            f"<title>{_e(label)}</title></rect>"
+        )
+    axis = f'<text x="10" y="124">{low:.3g}</text><text x="310" y="124" text-anchor="end">{high:.3g}</text>'
+    return f'<svg class="histogram" viewBox="0 0 320 128" width="320" height="128">{"".join(bars)}{axis}</svg>'
+
+
+_TASK_COLUMNS = (
+    ("env", "text"),
+    ("split", "text"),
+    ("task", "number"),
+    ("rewards", "text"),
+    ("mean", "number"),
+    ("passes", "number"),
+    ("equal", "text"),
+)
+
+
+def _task_table(rows: list[dict[str, Any]], stats: list[SplitStats]) -> str:
+    thresholds = {(s.env, s.split): s.threshold for s in stats}
+    tasks: dict[tuple[str, str, int], list[Any]] = defaultdict(list)
+    for row in rows:
+        tasks[(row["env"], row["split"], row["task_index"])].append(row.get("reward"))
+    head = "".join(f'<th data-type="{kind}">{name}</th>' for name, kind in _TASK_COLUMNS)
+    body = []
+    for (env, split, index), rewards in tasks.items():  # rows come in plan order
+        scored = [float(r) for r in rewards if isinstance(r, int | float)]
+        mean = sum(scored) / len(scored) if scored else None
+        passes = sum(r >= thresholds[(env, split)] for r in scored)
+        equal = len(set(scored)) <= 1
+        cells = [
+            (env, env),
+            (split, split),
+            (index, index),
+            (", ".join("-" if r is None else f"{r:g}" for r in rewards),) * 2,
+            ("-" if mean is None else f"{mean:.3f}", "" if mean is None else mean),
+            (f"{passes} of {len(rewards)}", passes),
+            ("yes" if equal else "no", "yes" if equal else "no"),
+        ]
+        body.append("<tr>" + "".join(f'<td data-v="{_e(v)}">{_e(t)}</td>' for t, v in cells) + "</tr>")
+    return (
+        f'<table class="tasks sortable" id="tasks"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    )
+
+
+def _trajectory(i: int, row: dict[str, Any]) -> str:
+    reward = row.get("reward")
+    outcome = row.get("outcome")
+    summary = (
+        f"{_e(row['env'])} / {_e(row['split'])} · task {_e(row['task_index'])} · sample {_e(row['sample'])} · "
+        f"reward {_e('-' if reward is None else reward)} · {_e(outcome)} · {_e(row.get('turns', 0))} turns"
+    )
+    facts = {
+        "stop": row.get("stop"),
+        "reason": row.get("reason"),
+        "step rewards": row.get("rewards"),
+        "tool calls": row.get("tool_calls"),
+        "tool errors": row.get("tool_errors"),
+        "seconds": row.get("timings"),
+    }
+    meta = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts.items() if v not in (None, ""))
+    images = _images(row)
+    messages = "".join(_message(j, message, images.get(j, [])) for j, message in enumerate(row.get("messages") or []))
+    return (
+        f'<details class="rollout {"scored" if reward is not None else "unscored"}" id="rollout-{i}">'
+        f'<summary>{summary}</summary><table class="facts">{meta}</table>{messages}</details>'
+    )
+
+
+def _images(row: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
+    """The row's kept images by message index (`media`, JSON text); a row without them has none."""
+    try:
+        media = json.loads(row.get("media") or "[]")
+    except (TypeError, ValueError):
+        return {}
+    by_message: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for item in media if isinstance(media, list) else ():
+        if isinstance(item, dict) and isinstance(item.get("message"), int):
+            by_message[item["message"]].append(item)
+    return by_message
+
+
+def _message(j: int, message: dict[str, Any], images: list[dict[str, Any]]) -> str:
+    role = str(message.get("role", ""))
+    kind = role if role in ("system", "user", "assistant", "tool") else "other"
+    label = _e(role) + (f" · {_e(message.get('name'))}" if message.get("name") else "")
+    parts = [f'<div class="message {kind}"><div class="role">{label}</div>']
+    if message.get("content"):
+        parts.append(f"<pre>{_e(str(message['content']))}</pre>")
+    for call in message.get("tool_calls") or ():
+        function = (call.get("function") or {}) if isinstance(call, dict) else {}
+        parts.append(
+            f'<div class="call">→ <b>{_e(str(function.get("name", "")))}</b>'
+            f"<pre>{_e(str(function.get('arguments', '')))}</pre></div>"
+        )
+    parts.extend(_image(item) for item in images)
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _image(item: dict[str, Any]) -> str:
+    url = item.get("url")
+    if isinstance(url, str) and _IMAGE_URL.fullmatch(url):
+        return f'<img class="shot" alt="image {_e(item.get("part"))}" src="{url}">'
+    return f'<p class="hint">[image not kept: {_e(item.get("omitted") or "not a data URL")}]</p>'
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>{style}</style>
+</head>
+<body>
+{body}
+<script>{script}</script>
+</body>
+</html>
+"""
+
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; margin: .5em 0; }
+th, td { border: 1px solid #ccc; padding: .2em .6em; text-align: left; vertical-align: top; }
+table.summary td, table.tasks td { font-variant-numeric: tabular-nums; }
+table.sortable th { cursor: pointer; background: #f3f3f3; }
+table.sortable th.asc::after { content: " ▲"; } table.sortable th.desc::after { content: " ▼"; }
+.hint { color: #777; font-size: 90%; }
+.histograms { display: flex; flex-wrap: wrap; gap: 1.5em; }
+svg.histogram rect { fill: #4a78c2; } svg.histogram text { font-size: 10px; fill: #555; }
+details.rollout { border: 1px solid #ddd; border-radius: 4px; margin: .3em 0; padding: .2em .6em; }
+details.rollout.unscored > summary { color: #a33; }
+details.rollout > summary { cursor: pointer; }
+.message { border-left: 3px solid #ccc; margin: .4em 0; padding: .1em .6em; }
+.message.user { border-color: #6a6; } .message.assistant { border-color: #46c; } .message.tool { border-color: #c84; }
+.role { font-weight: bold; font-size: 90%; color: #555; }
+pre { white-space: pre-wrap; word-break: break-word; margin: .2em 0; }
+img.shot { max-width: 320px; border: 1px solid #ccc; image-rendering: pixelated; }
+"""
+
+# Sorts a `table.sortable` by the clicked column, by each cell's `data-v` (numbers as numbers).
+_SCRIPT = """
+"use strict";
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  table.querySelectorAll("thead th").forEach(function (th, column) {
+    th.addEventListener("click", function () {
+      var ascending = !th.classList.contains("asc");
+      table.querySelectorAll("thead th").forEach(function (h) { h.classList.remove("asc", "desc"); });
+      th.classList.add(ascending ? "asc" : "desc");
+      var numeric = th.dataset.type === "number";
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[column].dataset.v, y = b.cells[column].dataset.v;
+        var order = numeric ? (x === "" ? -1e308 : Number(x)) - (y === "" ? -1e308 : Number(y))
+                            : x.localeCompare(y);
+        return ascending ? order : -order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+"""
