@@ -77,6 +77,13 @@ class Episode:
         self._adapter._end_session()
         return self._adapter._score("episode", self._adapter._aggregate)
 
+    def standing_reward(self) -> float | None:
+        """The reward the env's rule gives the rollout so far, without ending it or counting it in
+        the scoring coverage: for a trainer whose host reads the reward from another process
+        (verifiers' tool servers), told after every call in case the rollout stops unfinished."""
+        summed = self._adapter._aggregate == "summed"
+        return self._adapter._summed() if summed else self._adapter.reward
+
     def close(self) -> None:
         """Delete the session, if one is open (idempotent)."""
         self._adapter._end_session()
