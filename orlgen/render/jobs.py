@@ -24,10 +24,11 @@ from orlgen.render.numeric import allow_numeric_unions
 from orlgen.runtime.contract import CONTRACT
 from orlgen.schema import SchemaError, printable
 from orlgen.snapshot.model import Snapshot
+from orlgen.trainers import Trainer, trainer
 
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
-TEMPLATE_CONTEXT_VERSION = 2
+TEMPLATE_CONTEXT_VERSION = 3
 
 
 FileMap = dict[Path, bytes]
@@ -102,20 +103,25 @@ def generate(
     return {job.path: job.render().encode() for job in jobs(snapshots, templates, mixtures)}
 
 
-def render_module(snapshot: Snapshot, templates: Path | None = None) -> str:
+def render_module(snapshot: Snapshot, templates: Path | None = None, trainer_name: str = "trl") -> str:
+    """One trainer's module of a snapshot: the neutral plan, the models, the trainer's context
+    and template, the imports it uses, black."""
+    chosen = trainer(trainer_name)
     try:
         module_plan = plan(snapshot)
         imports, model_classes = models(module_plan)
     except SchemaError as exc:
         raise RenderError(f"{snapshot.file_name}: {exc}") from exc
-    context = {"plan": module_plan, "imports": IMPORT_MARKER, "models": model_classes}
-    body = _render(templates, "module.py.jinja", context)
-    body = allow_numeric_unions(with_imports(body, imports))
+    context = {**chosen.context(module_plan), "imports": IMPORT_MARKER, "models": model_classes}
+    body = _render(templates, chosen, chosen.module_template, context)
+    body = allow_numeric_unions(with_imports(body, imports, chosen.imports))
     return header.write(header.current(snapshot.file_name, snapshot.sha256)) + _format(body)
 
 
 def render_mixture(name: str, snapshots: list[Snapshot], templates: Path | None = None) -> str:
-    body = _render(templates, "mixture.py.jinja", {"plan": plan_mixture(name, snapshots)})
+    chosen = trainer("trl")
+    assert chosen.mixture_template is not None
+    body = _render(templates, chosen, chosen.mixture_template, {"plan": plan_mixture(name, snapshots)})
     sources = ", ".join(snapshot.file_name for snapshot in snapshots)
     combined = hashlib.sha256(" ".join(snapshot.sha256 for snapshot in snapshots).encode()).hexdigest()
     return header.write(header.current(sources, combined)) + _format(body)
@@ -139,26 +145,18 @@ def _format(source: str) -> str:
         raise RenderError(f"black cannot format the rendered module: {printable(str(exc))}") from None
 
 
-def template_dir() -> Path:
-    """orlgen's own templates: `orlgen/templates` in a wheel; in a source checkout that is a link
-    to the top-level `templates/`, resolved here (the sandbox refuses links in a templates
-    directory, and this one is orlgen's, not the project's)."""
-    package = Path(__file__).resolve().parent.parent
-    packaged = (package / "templates").resolve()
-    return packaged if packaged.is_dir() else package.parent / "templates"
+def template_dirs(overrides: Path | None, chosen: Trainer) -> tuple[Path, ...]:
+    """Where a trainer's templates are looked up, first match wins: the project's overrides, then
+    the trainer's own."""
+    return (chosen.templates,) if overrides is None else (overrides, chosen.templates)
 
 
-def template_dirs(overrides: Path | None) -> tuple[Path, ...]:
-    """Where templates are looked up, first match wins: the project's overrides, then orlgen's."""
-    return (template_dir(),) if overrides is None else (overrides, template_dir())
-
-
-def _render(overrides: Path | None, name: str, context: dict[str, object]) -> str:
+def _render(overrides: Path | None, chosen: Trainer, name: str, context: dict[str, object]) -> str:
     """A template rendered in the sandbox (`orlgen.render.sandbox`): the context becomes plain
     values, and what it renders must be Python, or the error names the template, not a
     traceback from the formatter."""
     common = {"context_version": TEMPLATE_CONTEXT_VERSION, "contract": CONTRACT, "generated_by": __version__}
-    directories = template_dirs(overrides)
+    directories = template_dirs(overrides, chosen)
     source = sandbox.render(directories, name, {**common, **context})
     try:
         ast.parse(source)
