@@ -128,12 +128,13 @@ class OrsToolset(vf.Toolset[OrsToolsetConfig, OrsState]):  # type: ignore[misc]
         await self._with_state(self._publish)(prompt=as_text(prompt))
 
     def register(self, mcp: Any) -> None:
-        """Every tool this task's session offers (all of them when the session did not say)."""
+        """Every tool this task's session offers (all of them when the session did not say), each
+        described by its docstring without the source's indentation (verifiers keeps it)."""
         offered = self.episode.offered
         for fn in discover_decorated(self, "tool"):
             name = getattr(fn, "tool_name", None) or fn.__name__
             if offered is None or name in offered:
-                mcp.add_tool(self._with_state(fn), name=name, description=(fn.__doc__ or "").strip() or None)
+                mcp.add_tool(self._with_state(fn), name=name, description=inspect.getdoc(fn) or None)
 
     async def call(self, name: str, arguments: dict[str, Any], params: type[BaseModel] | None) -> Any:
         """Run the ORS tool `name` (its wire name); text, or MCP text and image content. Scores
