@@ -32,7 +32,7 @@ import base64
 import inspect
 import io
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, ClassVar, TypeVar
 
 import verifiers.v1 as vf  # type: ignore[import-not-found, unused-ignore]
@@ -87,16 +87,21 @@ class OrsTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
     task: OrsTaskConfig = OrsTaskConfig()
 
 
-def tool(name: str, params: type[BaseModel] | None) -> Callable[[F], F]:
-    """Mark a `**arguments` method as the MCP tool `name` (the ORS tool's wire name), with one
-    keyword per field of `params`, each with its type, description and constraints: the MCP SDK
+def tool(name: str, params: type[BaseModel] | None, described: Mapping[str, str] | None = None) -> Callable[[F], F]:
+    """Mark a `**arguments` method as the MCP tool `name` (the name the model is shown), with one
+    keyword per field of `params`, each with its type, constraints and description: the MCP SDK
     derives the schema the model sees from the signature (TRAINERS.md §2.1), so it keeps the
-    author's words, bounds, enums, defaults and nested models, as the TRL module validates them.
-    The signature has no return annotation: MCP would add an output schema for one."""
-    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    author's bounds, enums, defaults and nested models, as the TRL module validates them.
+    `described` gives a parameter's description by wire name: the words the TRL module's
+    docstring shows for it (an env documented in `Args:` has none in its schema, and what the
+    schema cannot type, such as an object default, is said there). The signature has no return
+    annotation: MCP would add an output schema for one."""
+    # Positional-only, and a name no model field can take: a parameter of the env may be `self`.
+    parameters = [inspect.Parameter("_toolset", inspect.Parameter.POSITIONAL_ONLY)]
     for field_name, field in (params.model_fields if params else {}).items():
-        described = Field(description=field.description, alias=field.alias, examples=field.examples)
-        hint = Annotated[(field.annotation, *field.metadata, described)]  # type: ignore[valid-type]
+        words = (described or {}).get(field.alias or field_name, field.description)
+        info = Field(description=words, alias=field.alias, examples=field.examples)
+        hint = Annotated[(field.annotation, *field.metadata, info)]  # type: ignore[valid-type]
         default = inspect.Parameter.empty if field.is_required() else field.get_default()
         kind = inspect.Parameter.KEYWORD_ONLY
         parameters.append(inspect.Parameter(field_name, kind, annotation=hint, default=default))
@@ -128,13 +133,7 @@ class OrsToolset(vf.Toolset[OrsToolsetConfig, OrsState]):  # type: ignore[misc]
         await self._with_state(self._publish)(prompt=as_text(prompt))
 
     def register(self, mcp: Any) -> None:
-        """Every tool this task's session offers (all of them when the session did not say), each
-        described by its docstring without the source's indentation (verifiers keeps it)."""
-        offered = self.episode.offered
-        for fn in discover_decorated(self, "tool"):
-            name = getattr(fn, "tool_name", None) or fn.__name__
-            if offered is None or name in offered:
-                mcp.add_tool(self._with_state(fn), name=name, description=inspect.getdoc(fn) or None)
+        add_tools(self, mcp, self.episode.offered)
 
     async def call(self, name: str, arguments: dict[str, Any], params: type[BaseModel] | None) -> Any:
         """Run the ORS tool `name` (its wire name); text, or MCP text and image content. Scores
@@ -153,6 +152,16 @@ class OrsToolset(vf.Toolset[OrsToolsetConfig, OrsState]):  # type: ignore[misc]
         state.reward = self.episode.standing_reward()
         state.finished, state.outcome = episode.finished, episode.outcome
         state.tool_calls, state.tool_errors = episode.tool_calls, episode.tool_errors
+
+
+def add_tools(toolset: OrsToolset, mcp: Any, offered: frozenset[str] | None) -> None:
+    """Add the toolset's tools that are `offered` (all of them when None) to the MCP server, each
+    described by its docstring without the source's indentation (verifiers' own `register` keeps
+    it). `register` passes what this task's session offers."""
+    for fn in discover_decorated(toolset, "tool"):
+        name = getattr(fn, "tool_name", None) or fn.__name__
+        if offered is None or name in offered:
+            mcp.add_tool(toolset._with_state(fn), name=name, description=inspect.getdoc(fn) or None)
 
 
 def _mcp_part(part: dict[str, Any]) -> Any:

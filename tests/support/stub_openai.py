@@ -8,6 +8,9 @@ The script: the n-th assistant turn (n = number of assistant messages already in
 the request) answers with script(task)[n], where `task` is the id the prompt names
 ("Task 3: ..."), so the script wins only when the session's prompt reached the model:
 `look` (an image comes back), then `submit` of that task's target, then a text answer.
+With STUB_SCRIPT=idle: `look`, then a text answer (the episode is never finished); with
+STUB_SCRIPT=calls:N, N calls of `count` before the submit (bench/trainers.py times them).
+Each logged request carries `_received`, the stub's clock when it arrived.
 A step ("look", {}) is a tool call; a plain string is a final text answer.
   * With "tools" in the request (verifiers): native `tool_calls`, the tool name
     resolved against the advertised names by suffix (so `counter_increment`
@@ -21,6 +24,7 @@ Every request body is appended to --log as one JSON line.
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -30,6 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.support.envs.both import TASKS
 
+SCRIPT = os.environ.get("STUB_SCRIPT", "win")  # "win", or "idle"
 TARGETS = {task["id"]: task["target"] for tasks in TASKS.values() for task in tasks}
 
 
@@ -38,6 +43,10 @@ def script(body: dict) -> list:
     first = next((m.get("content") for m in body.get("messages", []) if m.get("role") == "user"), "")
     found = re.match(r"Task (\d+):", first if isinstance(first, str) else "")
     answer = TARGETS.get(int(found.group(1)), -1) if found else -1
+    if SCRIPT == "idle":  # never submits: the rollout ends unfinished, when the model stops
+        return [("look", {}), "I give up."]
+    if SCRIPT.startswith("calls:"):  # N cheap calls, then the win: for timing a tool call
+        return [("count", {})] * int(SCRIPT.removeprefix("calls:")) + [("submit", {"answer": answer}), "Done."]
     return [("look", {}), ("submit", {"answer": answer}), f"I submitted {answer}."]
 
 
@@ -92,7 +101,7 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if self.log_path:
             with self.log_path.open("a") as f:
-                f.write(json.dumps(body) + "\n")
+                f.write(json.dumps({"_received": time.time(), **body}) + "\n")
         message, finish = reply(body)
         base = {"id": "chatcmpl-stub", "created": int(time.time()), "model": body.get("model", "stub")}
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}

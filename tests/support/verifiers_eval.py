@@ -33,14 +33,15 @@ class Evaluated:
 
 
 class Stub:
-    """The scripted endpoint in a child process; `.url` ends in `/v1`."""
+    """The scripted endpoint in a child process playing `script` (see the stub); `.url` ends in `/v1`."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, script: str = "win") -> None:
         self.log = work / "stub.jsonl"
         port = work / "stub.port"
         self.process = subprocess.Popen(
             [sys.executable, str(STUB), "--port-file", str(port), "--log", str(self.log)],
             stdout=subprocess.DEVNULL,
+            env={**os.environ, "STUB_SCRIPT": script},
         )
         deadline = time.monotonic() + 30
         while not port.exists() or not port.read_text():
@@ -65,18 +66,28 @@ class Stub:
 
 
 def vf_eval(
-    module: str, path: Path, work: Path, env: dict[str, str], *, tasks: int = 1, rollouts: int = 1, split: str = "train"
+    module: str,
+    path: Path,
+    work: Path,
+    env: dict[str, str],
+    *,
+    tasks: int = 1,
+    rollouts: int = 1,
+    script: str = "win",
+    concurrency: int = 8,
 ) -> Evaluated:
-    """`vf-eval module` with `path` (holding the module) first on PYTHONPATH, `env` added to its
-    environment (the module's `ORLGEN_<NAME>_URL`), `tasks` × `rollouts` rollouts."""
+    """`vf-eval module` on the train split with `path` (holding the module) first on PYTHONPATH,
+    `env` added to its environment (the module's `ORLGEN_<NAME>_URL`), `tasks` × `rollouts`
+    rollouts, `concurrency` at once, the stub playing `script`."""
     bin_dir = verifiers_bin()
+    work.mkdir(parents=True, exist_ok=True)
     out = work / "out"
-    with Stub(work) as stub:
+    with Stub(work, script) as stub:
         command = [
             str(bin_dir / "vf-eval"), module, "-m", "stub",
             "--client.base-url", stub.url, "--client.api-key-var", "STUB_API_KEY",
             "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
-            "--env.agent.max-turns", "6", "--env.taskset.split", split,
+            "--env.agent.max-turns", "40", "--env.taskset.split", "train", "-c", str(concurrency),
             "--no-push", "--no-rich", "-n", str(tasks), "-r", str(rollouts), "-o", str(out),
         ]  # fmt: skip
         child_env = {

@@ -6,7 +6,8 @@ of a tool is its MCP schema, which the MCP SDK derives from the method's signatu
 each method the fields of its params model (the models datamodel-code-generator writes for every
 trainer), so the schema keeps the author's words, bounds, enums, defaults and nested models; the
 tool's description is the author's prose, its returns and raises, and for a task-only tool the
-tasks that offer it, with no `Args:` section (verifiers does not parse one: TRAINERS.md §2.1).
+tasks that offer it, with no `Args:` section (verifiers does not parse one: TRAINERS.md §2.1):
+each parameter's line of it is that parameter's description in the schema instead.
 
 No mixture: verifiers mixes environments itself (one taskset per env, several envs per run), so a
 verifiers module is one env.
@@ -39,7 +40,10 @@ def context(plan: ModulePlan) -> dict[str, object]:
     laid_out = {
         **fields,
         **classes,
-        "tools": [{**_fields(tool), "description": tool_description(tool)} for tool in plan.tools],
+        "tools": [
+            {**_fields(tool), "description": tool_description(tool), "described": described(tool)}
+            for tool in plan.tools
+        ],
         "description": module_docstring(plan),
         "exports": literal(dunder_all_order(["SNAPSHOT_SHA256", "SPEC", "SPLITS", "TARGET", *classes.values()])),
         "name_literal": literal(plan.env_class),
@@ -60,6 +64,14 @@ def module_docstring(plan: ModulePlan) -> Source:
     return docstring_literal(
         f"verifiers 0.4 taskset for the ORS environment {plan.target_value!r}.\n\n{plan.facts}\n\n{run}", ""
     )
+
+
+def described(tool: ToolPlan) -> Source:
+    """{wire name: description} for the tool's parameters, a dict literal: each parameter's one
+    line as the TRL module's `Args:` shows it (the author's words, then the structure, limits,
+    default and examples a hint cannot show), so the verifiers model reads what the TRL model
+    reads even of an env documented only in `Args:` (its schema has no descriptions)."""
+    return Source("{" + ", ".join(f"{param.wire}: {literal(param.doc)}" for param in tool.params) + "}")
 
 
 def tool_description(tool: ToolPlan) -> Source:
