@@ -18,11 +18,15 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal, get_args
 
 from orlgen.errors import OrlgenError
-from orlgen.plan.planner import ModulePlan
 
-TRAINER_NAMES = ("trl", "verifiers", "skyrl")
+if TYPE_CHECKING:  # the config reads the names; it need not import the plan
+    from orlgen.plan.planner import ModulePlan
+
+TrainerName = Literal["trl", "verifiers", "skyrl"]
+TRAINER_NAMES: tuple[str, ...] = get_args(TrainerName)
 
 
 class UnknownTrainer(OrlgenError):
@@ -32,7 +36,7 @@ class UnknownTrainer(OrlgenError):
 @dataclass(frozen=True)
 class Trainer:
     name: str  # "trl" | "verifiers" | "skyrl": the config value, in the header, in the cache key
-    suffix: str  # file name suffix: "" -> helpdesk.py, "_verifiers" -> helpdesk_verifiers.py
+    suffix: str  # file name suffix, `module_suffix(name)`: "" -> helpdesk.py, "_verifiers" -> helpdesk_verifiers.py
     written_for: str  # the version range named in the header, e.g. "trl>=1.16,<2"
     templates: Path  # this trainer's folder of jinja templates (beside its code)
     module_template: str  # e.g. "module.py.jinja"
@@ -45,10 +49,16 @@ class Trainer:
         return f"{env}{self.suffix}"
 
 
+def module_suffix(name: str) -> str:
+    """A trainer's file name suffix, known without importing it: "" for TRL (today's
+    `helpdesk.py`), `_<name>` for the others (`helpdesk_verifiers.py`). `Trainer.suffix` is this."""
+    return "" if name == "trl" else f"_{name}"
+
+
 def trainer(name: str) -> Trainer:
     """The trainer of that name; an unknown name is one line listing the valid ones."""
     if name not in TRAINER_NAMES:
         raise UnknownTrainer(f"unknown trainer {name!r}: expected one of {', '.join(TRAINER_NAMES)}")
     found = importlib.import_module(f"orlgen.trainers.{name}").TRAINER
-    assert isinstance(found, Trainer)
+    assert isinstance(found, Trainer) and found.suffix == module_suffix(name)
     return found

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orlgen.plan.reserved import TRL_IMPORTS
-from orlgen.trainers import Trainer
+from orlgen.trainers import Trainer, module_suffix
 from orlgen.trainers.trl.layout import context
 
 
@@ -28,7 +28,7 @@ def template_dir() -> Path:
 
 TRAINER = Trainer(
     name="trl",
-    suffix="",
+    suffix=module_suffix("trl"),
     written_for="trl>=1.16,<2",
     templates=template_dir(),
     module_template="module.py.jinja",
