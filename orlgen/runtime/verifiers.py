@@ -101,7 +101,7 @@ def tool(name: str, params: type[BaseModel] | None, described: Mapping[str, str]
     for field_name, field in (params.model_fields if params else {}).items():
         words = (described or {}).get(field.alias or field_name, field.description)
         info = Field(description=words, alias=field.alias, examples=field.examples)
-        hint = Annotated[(field.annotation, *field.metadata, info)]  # type: ignore[valid-type]
+        hint = Annotated[(field.annotation, *field.metadata, info)]  # type: ignore[name-defined]
         default = inspect.Parameter.empty if field.is_required() else field.get_default()
         kind = inspect.Parameter.KEYWORD_ONLY
         parameters.append(inspect.Parameter(field_name, kind, annotation=hint, default=default))
