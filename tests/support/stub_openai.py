@@ -8,7 +8,7 @@ The script: the n-th assistant turn (n = number of assistant messages already in
 the request) answers with script(task)[n], where `task` is the id the prompt names
 ("Task 3: ..."), so the script wins only when the session's prompt reached the model:
 `look` (an image comes back), then `submit` of that task's target, then a text answer.
-With STUB_SCRIPT=idle: `look`, then a text answer (the episode is never finished); with
+With STUB_SCRIPT=plain: a text answer at once (any env); idle: `look`, then a text answer (the episode is never finished); with
 STUB_SCRIPT=calls:N, N calls of `count` before the submit (bench/trainers.py times them).
 Each logged request carries `_received`, the stub's clock when it arrived.
 A step ("look", {}) is a tool call; a plain string is a final text answer.
@@ -43,6 +43,8 @@ def script(body: dict) -> list:
     first = next((m.get("content") for m in body.get("messages", []) if m.get("role") == "user"), "")
     found = re.match(r"Task (\d+):", first if isinstance(first, str) else "")
     answer = TARGETS.get(int(found.group(1)), -1) if found else -1
+    if SCRIPT == "plain":  # a text answer at once: any env
+        return ["Nothing to do."]
     if SCRIPT == "idle":  # never submits: the rollout ends unfinished, when the model stops
         return [("look", {}), "I give up."]
     if SCRIPT.startswith("calls:"):  # N cheap calls, then the win: for timing a tool call
