@@ -53,7 +53,7 @@ def render_verifiers(snapshot_path: Path, out: Path) -> str:
 
     snapshot = load(snapshot_path)
     for path in (snapshot_path, tasks_path(snapshot_path)):
-        if path.exists():
+        if path.exists() and path.parent.resolve() != out.resolve():
             shutil.copy2(path, out / path.name)
     name = f"{snapshot.name}_verifiers"
     (out / f"{name}.py").write_text(render_module(snapshot, None, "verifiers"), encoding="utf-8")
