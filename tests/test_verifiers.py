@@ -90,7 +90,10 @@ def test_vf_eval_scores_the_winning_script_with_a_session_per_rollout(both_dir, 
 
 
 def test_an_unfinished_rollout_still_deletes_its_session(both_dir, counted, tmp_path):
-    evaluated = vf_eval("both_verifiers", both_dir, tmp_path, {"ORLGEN_BOTH_URL": counted.url}, script="idle")
+    """Reached through the task config's `base_url`, with no ORLGEN_BOTH_URL (the module's own
+    target would be served by importing the env, which needs the openreward SDK: not in the venv)."""
+    base_url = ("--env.taskset.task.base-url", counted.url)
+    evaluated = vf_eval("both_verifiers", both_dir, tmp_path, {}, script="idle", args=base_url)
 
     (trace,) = evaluated.traces
     assert trace["errors"] == [] and trace["rewards"]["env_reward"]["score"] == 0.0

@@ -75,10 +75,11 @@ def vf_eval(
     rollouts: int = 1,
     script: str = "win",
     concurrency: int = 8,
+    args: tuple[str, ...] = (),
 ) -> Evaluated:
     """`vf-eval module` on the train split with `path` (holding the module) first on PYTHONPATH,
     `env` added to its environment (the module's `ORLGEN_<NAME>_URL`), `tasks` × `rollouts`
-    rollouts, `concurrency` at once, the stub playing `script`."""
+    rollouts, `concurrency` at once, the stub playing `script`, `args` added to the command."""
     bin_dir = verifiers_bin()
     work.mkdir(parents=True, exist_ok=True)
     out = work / "out"
@@ -88,7 +89,7 @@ def vf_eval(
             "--client.base-url", stub.url, "--client.api-key-var", "STUB_API_KEY",
             "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
             "--env.agent.max-turns", "40", "--env.taskset.split", "train", "-c", str(concurrency),
-            "--no-push", "--no-rich", "-n", str(tasks), "-r", str(rollouts), "-o", str(out),
+            "--no-push", "--no-rich", "-n", str(tasks), "-r", str(rollouts), "-o", str(out), *args,
         ]  # fmt: skip
         child_env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("ORLGEN_", "PYTHON", "VIRTUAL_ENV"))},
