@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 from orlgen.errors import OrlgenError, RefusedWrite
+from orlgen.plan.planner import plan
 from orlgen.project import Project
 from orlgen.render import header
 from orlgen.render import jobs as render
+from orlgen.render.models import model_fields, models
 from orlgen.review.cache import Verdicts
 from orlgen.snapshot.model import Snapshot, Target, load
 from orlgen.trainers import TRAINER_NAMES, Trainer, trainer
@@ -149,3 +151,40 @@ def test_generate_trainer_is_a_one_off_that_leaves_the_configured_modules(tmp_pa
     assert result.exit_code == 0 and f"wrote {out / 'echo_verifiers.py'}" in result.stdout
     assert (out / "echo.py").stat().st_mtime_ns == before and f"{out / 'echo.py'}\n" not in result.stdout
     assert "orphaned: the verifiers module of echo" in invoke("check", "--no-cache", out).stdout
+
+
+@pytest.mark.slow
+def test_a_capture_renders_its_env_entrys_trainers(tmp_path: Path, verifiers: Trainer, echo_url: str):
+    """`snapshot` (and so `sync`) renders the modules of the trainers the env's entry lists,
+    the entry found by the target the capture records (a URL, against a real server)."""
+    (tmp_path / "pyproject.toml").write_text(
+        f"[project]\nname = 'p'\n\n[[tool.orlgen.envs]]\ntarget = '{echo_url}'\ntrainers = ['verifiers']\n"
+    )
+    out = tmp_path / "generated"
+    result = invoke("snapshot", echo_url, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert sorted(path.name for path in out.iterdir()) == [
+        "echo.snapshot.json",
+        "echo.tasks.jsonl",
+        "echo_verifiers.py",
+    ]
+    assert invoke("check", "--no-cache", out).stdout == "generated files are current\n"
+
+
+@pytest.mark.slow
+def test_every_trainer_gets_the_params_models_fields_by_wire_name():
+    """A framework that reads the schema off a signature (verifiers) writes the params model's own
+    annotations: nested models, bounds and words, each keyed by the wire name (aliases read)."""
+    fields = {}
+    for name in ("helpdesk", "hostile"):
+        module_plan = plan(load(GENERATED / f"{name}.snapshot.json", rows=False))
+        _, classes = models(module_plan)
+        fields |= model_fields(classes, [tool.params_class for tool in module_plan.tools if tool.params_class])
+    items = fields["IssueRefundParams"]["'items'"]
+    assert items == {
+        "annotation": "Annotated[list[IssueRefundParamsRefundItem], Field(description='The order lines and quantities "
+        "to refund.', min_length=1)]",
+        "default": None,
+    }
+    assert fields["IssueRefundParams"]["'note'"]["default"] == "None"
+    assert "alias='from'" in fields["ResetParams"]["'from'"]["annotation"]  # the field is `from_`
