@@ -31,3 +31,19 @@ def test_check_finds_a_hand_edited_verifiers_module(tmp_path):
         ("helpdesk_verifiers.py", "hand-edited")
     ]
     assert "\n-        print('debug')\n" in result.stdout
+
+
+def test_a_tool_named_like_the_toolsets_own_names_is_renamed():
+    """`call` is what every tool method of the verifiers Toolset returns through, and `tool` is the
+    decorator in its class body: a tool of either name gets another method name (its wire name and
+    the name the model is shown are kept)."""
+    from orlgen.plan.planner import plan
+    from orlgen.render.jobs import render_module
+
+    from tests.test_plan import snapshot, tool
+
+    found = snapshot(tool(None, name="call"), tool(None, name="tool"), tool(None, name="episode"))
+    methods = {t.method for t in plan(found).tools}
+    assert methods.isdisjoint({"call", "tool", "episode"}) and len(methods) == 3
+    source = render_module(found, None, "verifiers")
+    assert all(f'@tool("{name}", None)' in source for name in ("call", "tool", "episode"))
