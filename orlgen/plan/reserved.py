@@ -50,8 +50,17 @@ TRL_METHODS = frozenset({"reset", "get_reward", "spec", *STATE_ATTRIBUTES, *dir(
 # verifiers 0.4 (shared/TRAINERS.md section 2): a tool is a method of a `vf.Toolset` subclass,
 # whose server lifecycle and per-rollout state are methods and attributes of the same class; the
 # module binds `vf` and pydantic's names. The verifiers trainer completes this set.
-VERIFIERS_METHODS = frozenset({"TOOL_PREFIX", "config", "register", "run", "setup", "setup_task", "state"})
-VERIFIERS_MODULE_NAMES = frozenset({"vf", "Annotated", "Field", "BaseModel"})
+# orlgen.runtime.verifiers.OrsToolset adds `call`, `episode`, `SPEC` and `NAME` (a tool method `call`
+# would replace the one every tool method calls); the module binds the shim's names, and `tool`,
+# the decorator: a method named `tool` would replace it for the methods after it in the class body.
+VERIFIERS_METHODS = frozenset(
+    {"TOOL_PREFIX", "config", "register", "run", "setup", "setup_task", "state", "server_name"}
+    | {"call", "episode", "SPEC", "NAME"}
+)
+VERIFIERS_MODULE_NAMES = frozenset(
+    {"vf", "Annotated", "Field", "BaseModel", "tool", "OrsTask", "OrsTaskset", "OrsToolset"}
+    | {"Column", "DatasetSpec", "EnvSpec", "Target"}
+)
 # skyrl-gym 0.4 (section 4): `BaseTextEnv`'s API and state. The skyrl trainer completes this set.
 SKYRL_METHODS = frozenset({"init", "step", "close", "get_metrics", "aggregate_metrics", "turns", "max_turns"})
 SKYRL_MODULE_NAMES = frozenset({"skyrl_gym", "BaseTextEnv", "BaseTextEnvStepOutput"})
