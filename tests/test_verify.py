@@ -117,7 +117,7 @@ def test_sampled_numbers_respect_their_bounds(schema, inside):
 def test_the_child_reads_every_checked_in_method_as_transformers_does():
     """The child loads transformers' `get_json_schema` without importing transformers (most of
     its CPU): on every tool of every checked-in module it must read what the package reads."""
-    from orlgen.render.verify_child import _standalone
+    from orlgen.plan.json_schema import _standalone
     from orlgen.runtime import EnvAdapter
     from transformers.utils import get_json_schema
 
