@@ -20,6 +20,7 @@ from orlgen import __version__
 from orlgen.errors import OrlgenError
 from orlgen.lookalike import escaped
 from orlgen.runtime.errors import OrlgenRuntimeError
+from orlgen.trainers import TRAINER_NAMES
 
 if TYPE_CHECKING:
     from orlgen.capture.options import CaptureOptions
@@ -180,13 +181,21 @@ _CACHE_HELP = (
 @main.command()
 @click.argument("snapshots", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--cache/--no-cache", default=True, help=_CACHE_HELP)
-def generate(snapshots: tuple[Path, ...], cache: bool) -> None:
+@click.option(
+    "--trainer",
+    "trainers",
+    multiple=True,
+    type=click.Choice(TRAINER_NAMES),
+    help="A one-off: render the modules for this trainer (repeatable) instead of [tool.orlgen] trainers; "
+    "the configured trainers' modules are left as they are. `check` owns only the configured ones.",
+)
+def generate(snapshots: tuple[Path, ...], cache: bool, trainers: tuple[str, ...]) -> None:
     """Re-render modules from SNAPSHOTS (default: every snapshot in the output directory), offline.
 
     In a directory, generated modules whose snapshot is gone are removed."""
     with failures():
         project = _project(snapshots)
-        _report(project.write(project.generation(snapshots, cache=cache)))
+        _report(project.write(project.generation(snapshots, cache=cache, trainers=trainers)))
 
 
 @main.command()

@@ -4,6 +4,8 @@
 [tool.orlgen]
 out = "generated"            # where snapshots and modules live
 templates = "orlgen/templates"  # optional: templates that override the packaged ones
+trainers = ["trl", "verifiers"]  # optional: the trainers every env's modules are rendered for
+                             # (default ["trl"]): helpdesk.py, helpdesk_verifiers.py, helpdesk_skyrl.py
 
 [[tool.orlgen.envs]]
 target = "examples.helpdesk:Helpdesk"   # catalog name, URL or module:EnvClass
@@ -17,6 +19,7 @@ reward = "summed"            # optional: the env's reward rule, "outcome" (defau
                              # snapshot, the generated adapter's default
 secrets = ["JUDGE_API_KEY"]  # optional: secrets its sessions need, read from these environment
                              # variables at capture (and by the generated adapter); never values
+trainers = ["trl"]           # optional: this env's trainers (default: [tool.orlgen] trainers)
 
 [[tool.orlgen.mixtures]]
 name = "support_mix"         # generated/support_mix.py: several envs for one trainer
@@ -38,7 +41,18 @@ from orlgen import lookalike
 from orlgen.capture.options import CaptureOptions
 from orlgen.errors import ConfigFileError
 from orlgen.snapshot.model import RewardRule
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
+from orlgen.trainers import TRAINER_NAMES
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 PYPROJECT = "pyproject.toml"
@@ -46,6 +60,43 @@ PYPROJECT = "pyproject.toml"
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _known_trainer(name: Any) -> Any:
+    """One message naming every valid trainer (pydantic's would say `Input should be ...`)."""
+    if name in TRAINER_NAMES:
+        return name
+    shown = repr(name[:40]) if isinstance(name, str) else repr(name)
+    raise PydanticCustomError(
+        "trainer",
+        "unknown trainer {given}: expected one of {valid}",
+        {"given": shown, "valid": ", ".join(TRAINER_NAMES)},
+    )
+
+
+def _a_list(names: Any) -> Any:
+    if isinstance(names, str):
+        raise PydanticCustomError(
+            "trainers", "expected a list of trainer names, e.g. [{given}]", {"given": repr(names)}
+        )
+    return names
+
+
+def _each_once(names: tuple[str, ...]) -> tuple[str, ...]:
+    if not names:
+        raise PydanticCustomError(
+            "trainers", "name at least one trainer (one of {valid})", {"valid": ", ".join(TRAINER_NAMES)}
+        )
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise PydanticCustomError("trainers", "trainer '{name}' is listed twice: list each once", {"name": repeated[0]})
+    return names
+
+
+# A list of trainers: each a known name, at least one, none twice.
+TrainerList = Annotated[
+    tuple[Annotated[str, BeforeValidator(_known_trainer)], ...], BeforeValidator(_a_list), AfterValidator(_each_once)
+]
 
 
 class EnvConfig(_Strict):
@@ -57,6 +108,7 @@ class EnvConfig(_Strict):
     probes: StrictInt = Field(3, ge=0)
     reward: RewardRule = "outcome"
     secrets: tuple[str, ...] = ()  # names only; values come from the environment
+    trainers: TrainerList | None = None  # None: [tool.orlgen] trainers
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -127,6 +179,7 @@ class MixtureConfig(_Strict):
 class Config(_Strict):
     out: Path = Path("generated")
     templates: Path | None = None
+    trainers: TrainerList = ("trl",)  # every env's, unless the env lists its own
     envs: tuple[EnvConfig, ...] = ()
     mixtures: tuple[MixtureConfig, ...] = ()
 

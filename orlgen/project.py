@@ -19,13 +19,14 @@ from orlgen.capture import recapture
 from orlgen.capture.live import capture, identify
 from orlgen.capture.options import CaptureOptions
 from orlgen.capture.shadowing import shadow_warning
-from orlgen.config import Config, find_config, mixture_members
-from orlgen.errors import OrlgenError, RefusedWrite
+from orlgen.capture.targets import server_url
+from orlgen.config import Config, EnvConfig, find_config, mixture_members
+from orlgen.errors import CaptureError, OrlgenError, RefusedWrite
 from orlgen.names import check_name
 from orlgen.plan.planner import dropped_keywords, lookalike_warnings
 from orlgen.render import jobs as render
 from orlgen.render.deadline import render_deadline
-from orlgen.render.jobs import FileMap
+from orlgen.render.jobs import FileMap, module_path
 from orlgen.render.verify import Verifier
 from orlgen.review import incremental, layout, shadows, targets
 from orlgen.review.cache import Verdicts
@@ -35,6 +36,7 @@ from orlgen.review.files import is_regular, remove_files, write_files
 from orlgen.review.identity import existing_module, same_env, settle_name
 from orlgen.schema import Dropped
 from orlgen.snapshot.model import SUFFIX, Snapshot, SnapshotError, load, recorded_target, tasks_path, tasks_text
+from orlgen.trainers import TRAINER_NAMES, module_suffix
 
 # `progress(label, total)` → a context whose value advances a progress display by n tasks.
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -111,16 +113,21 @@ class Project:
                 raise UsageError(f"{path}: no such file or directory")
         return found
 
-    def generation(self, paths: Sequence[Path] = (), cache: bool = True) -> Generation:
+    def generation(self, paths: Sequence[Path] = (), cache: bool = True, trainers: Sequence[str] = ()) -> Generation:
         """Render every file of the snapshots under `paths` (default: the output directory):
         their modules, and the snapshots themselves in canonical form. In a directory, generated
         modules that no snapshot renders any more are orphans; anything the directory plan
         calls a problem (`orlgen.review.layout`) is refused before anything is rendered. With `cache`,
-        a file the speed cache holds current is neither rendered nor verified again."""
+        a file the speed cache holds current is neither rendered nor verified again.
+
+        `trainers` (`generate --trainer`, a one-off) renders every snapshot's modules for those
+        trainers instead of the configured ones; the configured trainers' modules are kept as
+        they are, neither rendered nor removed."""
         paths = list(paths) or [self.out]
         snapshots = {path: load(_regular(path), rows=False) for path in self.snapshot_paths(paths)}
-        jobs = self._jobs(snapshots)  # refuses a name that would write elsewhere, first
-        found = self._layout(paths, snapshots, [job.path for job in jobs])
+        jobs = self._jobs(snapshots, trainers)  # refuses a name that would write elsewhere, first
+        kept = [job.path for job in self._jobs(snapshots)] if trainers else []
+        found = self._layout(paths, snapshots, [*(job.path for job in jobs), *kept])
         _refuse(found.partial + found.problems)
         files = self._rendered("generate", jobs, snapshots, self._verdicts(cache))
         return Generation(files, list(found.orphans), _dropped(snapshots), _renamed(snapshots))
@@ -156,17 +163,27 @@ class Project:
         directories = [path for path in paths if path.is_dir()]
         return layout.plan(directories, named, owned, self.mixtures(), self.out, keep)
 
-    def _jobs(self, snapshots: dict[Path, Snapshot]) -> list[render.Job]:
+    def _jobs(self, snapshots: dict[Path, Snapshot], trainers: Sequence[str] = ()) -> list[render.Job]:
         """Every file orlgen owns for these snapshots: each snapshot in canonical form (a file
         with the right hash but other bytes — key order, escapes, spacing — is rewritten, so a
-        reviewer reads exactly what orlgen reads) and every module they render."""
+        reviewer reads exactly what orlgen reads) and every module they render, for their
+        configured trainers (or for `trainers`, when given)."""
         canonical = [
             render.Job(path, ("snapshot", snapshot.sha256), snapshot.interface_text)
             for path, snapshot in snapshots.items()
         ]
-        return (
-            canonical + _tasks_jobs(snapshots) + render.jobs(snapshots.items(), self.config.templates, self.mixtures())
-        )
+        chosen = {s.name: tuple(trainers) for s in snapshots.values()} if trainers else self.trainers(snapshots)
+        modules = render.jobs(snapshots.items(), self.config.templates, self.mixtures(), chosen)
+        return canonical + _tasks_jobs(snapshots) + modules
+
+    def trainers(self, snapshots: Mapping[Path, Snapshot]) -> dict[str, tuple[str, ...]]:
+        """Each snapshot's trainers, by module name: those of its `[[tool.orlgen.envs]]` entry,
+        else `[tool.orlgen] trainers`."""
+        return {snapshot.name: self._trainers_of(snapshot) for snapshot in snapshots.values()}
+
+    def _trainers_of(self, snapshot: Snapshot) -> tuple[str, ...]:
+        entry = next((env for env in self.config.envs if _is_entry_of(env, snapshot)), None)
+        return self.config.trainers if entry is None or entry.trainers is None else entry.trainers
 
     def write(self, generation: Generation) -> Written:
         written = write_files(generation.files)
@@ -195,7 +212,7 @@ class Project:
         trust = self._trust(snapshots)
         expected = self._jobs(snapshots)
         found = self._layout(paths, snapshots, [job.path for job in expected], [drift.path for drift in broken])
-        orphaned = [Drift(path, _ORPHANED) for path in found.orphans]
+        orphaned = [Drift(path, _orphan_cause(path, snapshots)) for path in found.orphans]
         problems = [Drift(problem.path, problem.cause, repair=MIXTURE) for problem in found.partial]
         competing = (*found.problems, *self._shadows(paths))
         problems += [Drift(problem.path, problem.cause, repair=FOREIGN) for problem in competing]
@@ -224,7 +241,11 @@ class Project:
         mixtures = [mixture for mixture, members in self.mixtures().items() if name in members]
         return [
             *_owned_by_name([snapshot_path]),
-            *(snapshot_path.with_name(f"{module}.py") for module in [name, *mixtures]),
+            *(
+                snapshot_path.with_name(f"{module}{module_suffix(each)}.py")
+                for module in [name, *mixtures]
+                for each in TRAINER_NAMES
+            ),
         ]
 
     # ---------------------------------------------------------------------------------------
@@ -264,9 +285,11 @@ class Project:
             members = self._mixed_with(captured.name, others)
             snapshots |= {other: load(_regular(other), rows=False) for other in members}
             jobs = [
-                job
-                for job in render.jobs(snapshots.items(), self.config.templates, self.mixtures())
-                if job.path not in {render.module_path(other, snapshots[other]) for other in members}
+                job  # the other members' own modules did not change
+                for job in render.jobs(
+                    snapshots.items(), self.config.templates, self.mixtures(), self.trainers(snapshots)
+                )
+                if job.inputs[0] != "module" or job.inputs[2] == captured.name
             ]
             untouched = [other for other in others if other not in members]
             found = self._layout(
@@ -368,6 +391,33 @@ def _dropped(snapshots: dict[Path, Snapshot]) -> tuple[Dropped, ...]:
 
 
 _ORPHANED = "orphaned: generated by orlgen, but no snapshot renders it (`orlgen generate` removes it)"
+
+
+def _is_entry_of(env: EnvConfig, snapshot: Snapshot) -> bool:
+    """Whether a `[[tool.orlgen.envs]]` entry is the one `sync` captured `snapshot` from: its
+    `name`, when it sets one; else its target, as a capture records it (a URL's base, its
+    credentials dropped) and, when it sets one, its env key."""
+    if env.name is not None:
+        return env.name == snapshot.name
+    if env.env is not None and env.env != snapshot.target.env:
+        return False
+    try:
+        recorded = server_url(env.target) if snapshot.target.kind == "url" else env.target
+    except CaptureError:
+        return False
+    return recorded == snapshot.target.value
+
+
+def _orphan_cause(path: Path, snapshots: Mapping[Path, Snapshot]) -> str:
+    """Why nothing renders an orphan; the module of a trainer an env no longer lists says so."""
+    for snapshot_path, snapshot in snapshots.items():
+        for each in TRAINER_NAMES:
+            if path == module_path(snapshot_path, snapshot, module_suffix(each)):
+                return (
+                    f"orphaned: the {each} module of {snapshot.name}, a trainer pyproject.toml does not list for it "
+                    f"(`orlgen generate` removes it; add {each!r} to its `trainers` to keep it)"
+                )
+    return _ORPHANED
 
 
 def _refuse(problems: Sequence[layout.Problem]) -> None:

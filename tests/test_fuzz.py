@@ -88,7 +88,7 @@ names = st.one_of(
             "Literal",
             "UNSET",
             "None",
-            "tool_method",  # names the module binds for itself (orlgen.plan.planner.MODULE_NAMES)
+            "tool_method",  # names the module binds for itself (orlgen.plan.reserved.TRL_MODULE_NAMES)
             "spec",
             "build_dataset",
             "Field",

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_header_names_the_versions_and_the_snapshot_and_round_trips():
-    written = header.current("echo.snapshot.json", "ab" * 32)
+    written = header.current("echo.snapshot.json", "ab" * 32, "trl", "trl>=1.16,<2")
     text = header.write(written)
     assert text.count("\n") == header.LINES
     assert header.parse(text.encode() + b'"""A module."""\n') == written
@@ -35,12 +35,12 @@ def test_every_checked_in_module_starts_with_a_header_orlgen_parses():
     ],
 )
 def test_a_header_that_is_not_exactly_what_orlgen_writes_does_not_parse(edit):
-    lines = header.write(header.current("echo.snapshot.json", "ab" * 32)).splitlines()
+    lines = header.write(header.current("echo.snapshot.json", "ab" * 32, "trl", "trl>=1.16,<2")).splitlines()
     assert header.parse(("\n".join(edit(lines)) + "\n").encode()) is None
 
 
 def test_only_files_starting_with_the_prefix_count_as_generated(tmp_path: Path):
     own, note = tmp_path / "own.py", tmp_path / "note.py"
-    own.write_text(header.write(header.current("own.snapshot.json", "0" * 64)))
+    own.write_text(header.write(header.current("own.snapshot.json", "0" * 64, "trl", "trl>=1.16,<2")))
     note.write_text(f'"""{header.PREFIX}? No."""\n')
     assert header.is_generated(own) and not header.is_generated(note)

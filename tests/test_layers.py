@@ -1,8 +1,9 @@
 """The generator's packages form one line, and no import runs back up it.
 
 docs/design.md's module table gives the line: the shared base, then `schema/`, `snapshot/`,
-`capture/`, `plan/`, `render/`, `review/`, and the commands. Every import a module makes (at top
-level or inside a function) is read from its source, so a lazy import that runs upward fails too.
+`capture/`, `plan/`, `trainers/`, `render/`, `review/`, and the commands. Every import a module
+makes (at top level or inside a function) is read from its source, so a lazy import that runs
+upward fails too.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from pathlib import Path
 import pytest
 
 SOURCE = Path(__file__).resolve().parent.parent / "orlgen"
-LINE = ("base", "schema", "snapshot", "capture", "plan", "render", "review", "commands")
+LINE = ("base", "schema", "snapshot", "capture", "plan", "trainers", "render", "review", "commands")
 BASE = {"__init__", "errors", "names", "lookalike"}
-OFFLINE = {"plan", "render", "review"}  # stages that run with no server, so never import capture
+OFFLINE = {"plan", "trainers", "render", "review"}  # stages that run with no server, so never import capture
 
 
 def _layer(module: str) -> str | None:
@@ -90,6 +91,7 @@ def test_a_stage_imports_only_the_stages_before_it(path: Path):
             ["orlgen.capture (capture)", "orlgen.capture.live (capture)"],
         ),
         ("orlgen.render.jobs", "from orlgen.review.files import write_files\n", ["orlgen.review.files (review)"]),
+        ("orlgen.plan.planner", "from orlgen.trainers import trainer\n", ["orlgen.trainers (trainers)"]),
         ("orlgen.review.check", "from orlgen.render.jobs import jobs\n", []),
     ],
 )

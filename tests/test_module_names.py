@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from orlgen.plan.planner import _MODULE_GLOBALS, MODULE_NAMES, RESERVED_CLASSES, RESERVED_METHODS, plan
+from orlgen.plan.planner import plan
+from orlgen.plan.reserved import RESERVED_CLASSES, RESERVED_METHODS, TRL_GLOBALS, TRL_MODULE_NAMES
 from orlgen.render.jobs import render_module
 from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Task, Tool
 from support.modules import load_module
@@ -52,14 +53,16 @@ def test_the_reserved_names_are_what_the_checked_in_modules_bind():
     for path in MODULES:
         tree = ast.parse(path.read_text())
         names = _top_level_names(tree)
-        assert names <= MODULE_NAMES, f"{path.name} binds names a tool could take: {sorted(names - MODULE_NAMES)}"
+        assert (
+            names <= TRL_MODULE_NAMES
+        ), f"{path.name} binds names a tool could take: {sorted(names - TRL_MODULE_NAMES)}"
         bound |= names
         env_class = load_module(path).environment_factory
         in_class = {name for name, value in vars(env_class).items() if not name.startswith("__")}
         in_class -= {name for name, value in vars(env_class).items() if inspect.isfunction(value)}  # the tools
         assert in_class <= RESERVED_METHODS, f"{path.name}'s class binds {sorted(in_class - RESERVED_METHODS)}"
-    assert set(_MODULE_GLOBALS) <= bound  # the table names nothing a module no longer binds
-    assert MODULE_NAMES <= RESERVED_CLASSES
+    assert set(TRL_GLOBALS) <= bound  # the table names nothing a module no longer binds
+    assert TRL_MODULE_NAMES <= RESERVED_CLASSES
 
 
 @pytest.mark.parametrize("wire", ["tool_method", "spec", "build_dataset", "environment_factory", "reward_funcs"])

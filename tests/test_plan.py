@@ -8,6 +8,7 @@ from orlgen import names
 from orlgen.plan import docstrings
 from orlgen.plan.planner import plan
 from orlgen.snapshot.model import Snapshot, Split, Target, Tool
+from orlgen.trainers.trl.layout import tool_docstring
 
 
 def snapshot(*tools: Tool, task_schema: dict | None = None) -> Snapshot:
@@ -125,7 +126,7 @@ def test_a_google_docstring_becomes_one_description_per_parameter():
             )
         )
     )
-    doc = planned.tools[0].docstring
+    doc = tool_docstring(planned.tools[0])
     assert doc.count("Args:") == 1 and "Args :" not in doc
     assert "row: Row index, from 0." in doc
     assert "column: Column index, from 0." in doc
@@ -223,19 +224,19 @@ def test_prose_is_made_safe_for_get_json_schema(text, expected):
 def test_an_args_entry_the_schema_lacks_stays_in_the_description():
     description = "Search.\n\nArgs:\n    query: What to find.\n    page_size: Results per page (read from the session)."
     planned = only_tool({"type": "object", "properties": {"query": {"type": "string"}}}, description=description)
-    prose = planned.docstring.split("Args:")[0]
+    prose = tool_docstring(planned).split("Args:")[0]
     assert "Also documented, though not a parameter in the tool's schema:\n" in prose
     assert "        page_size: Results per page (read from the session).\n" in prose
-    assert "query: What to find." in planned.docstring.split("Args:")[1]
+    assert "query: What to find." in tool_docstring(planned).split("Args:")[1]
     no_params = only_tool(None, description="Reset the board.\n\nArgs:\n    seed: Fixed by the server.")
-    assert "seed: Fixed by the server." in no_params.docstring
+    assert "seed: Fixed by the server." in tool_docstring(no_params)
 
 
 def test_no_filler_for_a_parameter_without_words():
     planned = only_tool({"type": "object", "properties": {"file_path": {"type": "string"}}}, description="")
-    assert "file_path: File path." in planned.docstring
-    assert "argument" not in planned.docstring and "Optional." not in planned.docstring
-    assert planned.docstring.startswith('"""Act.')
+    assert "file_path: File path." in tool_docstring(planned)
+    assert "argument" not in tool_docstring(planned) and "Optional." not in tool_docstring(planned)
+    assert tool_docstring(planned).startswith('"""Act.')
 
 
 def test_identical_shapes_become_one_model():
@@ -287,7 +288,7 @@ def test_recursive_shapes_end():
 
 def test_a_lone_surrogate_in_a_description_renders():
     source_plan = plan(snapshot(tool({"type": "object", "properties": {"a": {"type": "string"}}}, "Odd \ud800 text.")))
-    assert "\\ud800" in source_plan.tools[0].docstring
+    assert "\\ud800" in tool_docstring(source_plan.tools[0])
 
 
 def test_nested_fields_carry_their_words_and_limits_once():
@@ -312,10 +313,35 @@ def test_nested_fields_carry_their_words_and_limits_once():
             }
         },
     }
-    doc = only_tool(schema).docstring
+    doc = tool_docstring(only_tool(schema))
     assert (
         "{start?: {street: string (House and street. At least 1 character), city: string (at least 1 character), "
         "zip: string (Postal code; matching `^[0-9]{5}$`), lines?: [string] = []} (A postal address.), "
         "end?: {street: string, city: string, zip: string, lines?: [string] = []}}"
     ) in doc  # the second Address shows its shape only: each field's words once
     assert doc.count("House and street.") == 1
+
+
+def test_each_parameter_carries_its_words_and_limits_as_data():
+    """What a trainer writes as `Annotated[hint, Field(description=..., ge=...)]` is in the plan as
+    literals, not only as docstring prose; limits of another type's keyword or of a union's
+    branches stay in the prose."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "minimum": 1, "exclusiveMaximum": 10, "description": "How many."},
+            "name": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$", "examples": ["ab"]},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+            "either": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]},
+        },
+        "required": ["count"],
+    }
+    planned = only_tool(schema)
+    count, name, tags, either = planned.params
+    assert (count.description, count.constraints) == ("'How many.'", (("ge", "1"), ("lt", "10")))
+    assert count.doc == "How many. Constraints: >= 1, < 10."
+    assert (name.description, name.examples) == (None, "['ab']")
+    assert name.constraints == (("min_length", "2"), ("pattern", "'^[a-z]+$'"))
+    assert tags.constraints == (("max_length", "3"),)
+    assert either.constraints == () and "Constraints: >= 0." in either.doc
+    assert eval(planned.input_schema) == schema and planned.shown == "'act'"

@@ -1,9 +1,12 @@
-"""Snapshot → ModulePlan: every name, type and docstring of a generated module, decided once.
+"""Snapshot → ModulePlan: every name, type and word of the generated modules, decided once for
+every trainer.
 
 This is the boundary where untrusted text from the server becomes code. Schemas become
 `Schema`s (sanitised, see `orlgen.schema`); names become `PythonIdentifier`/`ParamName`/
-`ClassName`; strings become `Source` (a Python literal, escaped here); prose is made safe for
-the docstring parser TRL uses. Templates receive nothing else, so they never escape anything.
+`ClassName`; strings become `Source` (a Python literal, escaped here), or stay plain prose that a
+trainer lays out (`orlgen.trainers`: TRL's docstrings for `get_json_schema`, made safe there).
+The plan is trainer-neutral (sqlc's plugin model: one plain-data request, each trainer builds its
+own template context from it); a trainer never re-derives a name, a type or a description.
 """
 
 from __future__ import annotations
@@ -12,81 +15,78 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from orlgen import names, runtime
+from orlgen import names
 from orlgen.names import ClassName, ParamName, PythonIdentifier
 from orlgen.plan import docstrings, prose
 from orlgen.plan.aliases import field_aliases
 from orlgen.plan.bundle import Bundle
 from orlgen.plan.columns import ColumnPlan, dataset_columns
+from orlgen.plan.emit import pattern_compiles
 from orlgen.plan.hints import python_hint
-from orlgen.plan.sorting import dunder_all_order
+from orlgen.plan.reserved import RESERVED_CLASSES, RESERVED_METHODS
 from orlgen.plan.source import Source, docstring_literal, literal
-from orlgen.runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
 from orlgen.runtime.fingerprint import fingerprint
 from orlgen.schema import JSON, Dropped, Node, Schema, json_type, parse_schema, printable
 from orlgen.snapshot import recorded
 from orlgen.snapshot.model import Snapshot, Tool
 
-# What the templates may import, by module: `orlgen.render.models` imports those a module uses.
-TEMPLATE_IMPORTS: dict[str, tuple[str, ...]] = {
-    "collections.abc": ("Mapping", "Sequence"),
-    "pathlib": ("Path",),
-    "typing": ("Any", "ClassVar", "Literal"),
-    "orlgen.runtime": tuple(runtime.__all__),
-}
-# What datamodel-code-generator's models import (the bundle it is given needs no other name).
-_MODEL_IMPORTS = ("Annotated", "Any", "BaseModel", "ConfigDict", "Field", "Literal", "RootModel")
-# What the module template binds itself.
-_MODULE_GLOBALS = (
-    "SNAPSHOT_SHA256",
-    "SPEC",
-    "SPLITS",
-    "TARGET",
-    "TOOLS",
-    "annotations",
-    "build_dataset",
-    "environment_factory",
-    "require_contract",
-    "reward_funcs",
-)
-# Every name a generated module binds at top level, whatever its tools. A tool method or a model
-# class of the same name would shadow it: a method named `tool_method` replaces the decorator for
-# the methods after it in the class body. Such a name is renamed like a keyword (the wire name is
-# kept), and tests/test_module_names.py holds this table to what the checked-in modules bind.
-MODULE_NAMES = frozenset(
-    {*(name for members in TEMPLATE_IMPORTS.values() for name in members), *_MODEL_IMPORTS, *_MODULE_GLOBALS}
-)
-# Names a tool method may not take: TRL's special methods, the adapter's state and API, `spec`
-# (which `EnvAdapter.__init_subclass__` sets on the class, over a method of that name), the module's names.
-RESERVED_METHODS = frozenset({"reset", "get_reward", "spec", *STATE_ATTRIBUTES, *dir(EnvAdapter), *MODULE_NAMES})
+# Bumped whenever a field of the plan changes meaning or goes; a field added keeps it.
+PLAN_VERSION = 1
 # Names method signatures use in their hints: a parameter named like one would shadow it.
 _HINT_NAMES = ("Any", "Literal", "JSONObject", "JSONArray", "ToolOutput")
 # Module names a parameter default may use: a parameter of that name would shadow it.
 _DEFAULT_NAMES = ("UNSET",)
-# Module-level names a generated model class may not take.
-RESERVED_CLASSES = MODULE_NAMES
+# JSON Schema keywords pydantic's `Field` takes as keyword arguments of the same meaning.
+_FIELD_KEYWORDS = {
+    "minimum": "ge",
+    "maximum": "le",
+    "exclusiveMinimum": "gt",
+    "exclusiveMaximum": "lt",
+    "multipleOf": "multiple_of",
+    "minLength": "min_length",
+    "maxLength": "max_length",
+    "minItems": "min_length",
+    "maxItems": "max_length",
+    "pattern": "pattern",
+}
 
 
 @dataclass(frozen=True)
 class Param:
+    """One parameter of a tool method, the same in every trainer's module."""
+
     wire: Source  # the property name the server expects, as a literal
     name: ParamName
-    hint: Source
+    hint: Source  # in the subset `get_json_schema` reads (`orlgen.plan.hints`): objects are `JSONObject`
     default: Source | None  # a literal, `UNSET` ("not given": nothing is sent), or None if required
+    description: Source | None  # the author's words for it (schema, else the docstring's entry), a literal
+    doc: str  # one line: the author's words, then what a hint cannot show (structure, limits, default,
+    # examples); prose a trainer lays out (not yet escaped or made docstring-safe)
+    constraints: tuple[tuple[str, Source], ...]  # pydantic `Field` keywords (ge, max_length, ...) → literals
+    examples: Source | None  # the schema's examples, a list literal
 
 
 @dataclass(frozen=True)
 class ToolPlan:
+    """One ORS tool, the same in every trainer's module. Prose fields are plain text for a trainer
+    to lay out; `Source` fields are literals to paste."""
+
     wire: Source
     method: PythonIdentifier
     renamed: bool  # the model is shown the wire name, which differs from the method's: set as __name__
     params_class: ClassName | None
     params: tuple[Param, ...]
     aliases: Source | None  # {wire name: parameter name} for parameters Python had to rename
-    docstring: Source
     shared: bool
     fingerprint: Source  # of the description and schema, for the runtime drift guard
     offered_on: Source | None  # a task-only tool: the probed (split, index) tasks that offer it
+    shown: Source  # the name the model is shown (the wire name unless it misleads), a literal
+    input_schema: Source  # the snapshot's raw input schema, a literal (a prompt may show it)
+    summary: str  # the description's prose without its parameter, return and raise sections
+    offer: str  # a task-only tool: which probed tasks offer it, in words ("" for a shared tool)
+    unmatched: tuple[tuple[str, str], ...]  # documented arguments the schema lacks: (name, text)
+    returns: str  # the description's `Returns:` text
+    raises: str  # the description's `Raises:` text
 
 
 @dataclass(frozen=True)
@@ -98,13 +98,28 @@ class TargetPlan:
 
 @dataclass(frozen=True)
 class ModulePlan:
+    """Everything any trainer's module needs of one snapshot, decided once (version
+    `PLAN_VERSION`). A trainer's context (`orlgen.trainers.Trainer.context`) reads it, adds its
+    own layout, and never re-derives a name, type or description.
+
+    Identity: `snapshot_file`, `sha256` (literals), `env_class` (the adapter class's name),
+    `env_var`/`env_var_name` (the URL override variable, as a literal and as text), `target`
+    (kind, value, env key, literals) and `target_value` (its value as text).
+    Words: `facts` (the splits captured and how to regenerate and re-capture, prose).
+    Tools: `tools` (names, hints, defaults, descriptions, constraints, raw schemas), `terminal_tool`
+    (literal wire name or None) and `has_terminal_tool`; `probed_tasks` when a tool is task-only.
+    Models: `models_schema` (one JSON Schema bundle of every params model, for
+    datamodel-code-generator) and `models_aliases`.
+    Tasks: `num_tasks` ({split: count}), `columns`, `conversation`, `system_prompt`.
+    Scoring: `reward_rule` (literal) and `reward_summed`. Trust: `secret_names`, `deployment`.
+    """
+
     snapshot_file: Source
     sha256: Source
     env_class: ClassName
     env_var: Source
     env_var_name: str  # upper-case identifier characters only
     target: TargetPlan
-    description: Source  # the module docstring
     tools: tuple[ToolPlan, ...]
     num_tasks: Source  # {split: count}
     columns: tuple[ColumnPlan, ...]
@@ -112,14 +127,16 @@ class ModulePlan:
     models_aliases: dict[str, str]  # property name Python would misread → model field name, for dcg
     terminal_tool: Source  # literal wire name or None
     has_terminal_tool: bool
-    exports: Source  # the module's `__all__`, a list literal
     reward_rule: Source  # the snapshot's reward rule: the adapter's `reward=` default
     reward_summed: bool
     probed_tasks: Source | None  # the (split, index) tasks capture probed, when a tool is task-only
+    target_value: str  # the target's value as text, for prose
+    facts: str  # the splits captured, and how to regenerate and re-capture: prose
     secret_names: Source | None = None  # secrets the adapter forwards from the environment, if any
     deployment: Source | None = None  # the captured deployment, for the drift guard, if recorded
     conversation: bool = False  # the adapter reads the prompt as messages
     system_prompt: Source | None = None  # the system message build_dataset puts in `prompt`, if any
+    version: int = PLAN_VERSION
 
 
 @dataclass(frozen=True)
@@ -169,7 +186,6 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         env_var=literal(env_var),
         env_var_name=env_var,
         target=TargetPlan(literal(snapshot.target.kind), literal(snapshot.target.value), literal(snapshot.target.env)),
-        description=docstring_literal(_module_summary(snapshot), indent=""),
         tools=tools,
         num_tasks=literal({split.name: split.num_tasks for split in snapshot.splits}),
         columns=dataset_columns(task_schema),
@@ -177,7 +193,6 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         models_aliases=field_aliases(definitions),
         terminal_tool=literal(snapshot.terminal_tool.name if snapshot.terminal_tool else None),
         has_terminal_tool=snapshot.terminal_tool is not None,
-        exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
         reward_rule=literal(snapshot.reward),
         reward_summed=snapshot.reward == "summed",
@@ -185,29 +200,9 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         deployment=literal(snapshot.deployment.model_dump(exclude_none=True)) if snapshot.deployment else None,
         conversation=snapshot.conversation,
         system_prompt=None if snapshot.system_prompt is None else literal(snapshot.system_prompt),
+        target_value=snapshot.target.value,
+        facts=_facts(snapshot),
     )
-
-
-# What every module exports beside its adapter class and params models.
-_EXPORTS = (
-    "SNAPSHOT_SHA256",
-    "SPEC",
-    "SPLITS",
-    "TARGET",
-    "TOOLS",
-    "build_dataset",
-    "environment_factory",
-    "outcome_reward",
-    "reward_funcs",
-    "summed_reward",
-)
-
-
-def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) -> Source:
-    """`__all__`, sorted as ruff's RUF022 sorts it (see `orlgen.plan.sorting`)."""
-    exported = [env_class, *(tool.params_class for tool in tools if tool.params_class), *_EXPORTS]
-    exported += ["submit_final_message"] if terminal else []
-    return literal(dunder_all_order(exported))
 
 
 def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
@@ -237,14 +232,14 @@ def _parsed_tools(snapshot: Snapshot) -> Iterator[tuple[Tool, Schema]]:
         yield tool, tool.parsed_schema()
 
 
-def _module_summary(snapshot: Snapshot) -> str:
+def _facts(snapshot: Snapshot) -> str:
+    """What every module's docstring says after naming its trainer and target."""
     captured = ", ".join(
         f"{split.name} ({split.num_tasks} tasks, {snapshot.tasks[split.name].coverage} captured)"
         for split in snapshot.splits
         if split.name in snapshot.tasks
     )
     return (
-        f"Typed TRL adapter for the ORS environment {snapshot.target.value!r}.\n\n"
         f"Splits: {captured or 'none'}.\n"
         f"Regenerate with `orlgen generate`; re-capture with `{recorded.command(snapshot)}`."
     )
@@ -270,27 +265,30 @@ def _plan_tool(
     root = schema.resolve(schema.root)
     params_class = names.class_name(tool.name, suffix="Params", taken=bundle.taken) if root.properties else None
     docs = docstrings.parse(tool.description, params=[wire for wire, _ in root.properties])
-    params: tuple[tuple[Param, str], ...] = ()
+    params: tuple[Param, ...] = ()
     if params_class is not None:
         bundle.add(params_class, schema)
         params = _params(root, schema, docs, taken={"self", params_class, *_HINT_NAMES, *_DEFAULT_NAMES})
-    renamed = {param.wire: param.name for param, _ in params if literal(param.name) != param.wire}
-    described = {wire for wire, _ in root.properties} | {param.name for param, _ in params}
-    unmatched = {name: text for name, text in docs.params.items() if name not in described}
+    renamed = {param.wire: param.name for param in params if literal(param.name) != param.wire}
+    described = {wire for wire, _ in root.properties} | {param.name for param in params}
     offered = tuple((ref.split, ref.index) for ref in tool.offered_on)
     return ToolPlan(
         wire=literal(tool.name),
         method=method,
         renamed=shown != method,
         params_class=params_class,
-        params=tuple(param for param, _ in params),
+        params=params,
         aliases=Source(_aliases_literal(renamed)) if renamed else None,
-        docstring=_tool_docstring(
-            tool.name, docs, params, None if tool.shared else _offer_note(offered, probed), unmatched
-        ),
         shared=tool.shared,
         fingerprint=literal(fingerprint(tool.description, tool.input_schema)),
         offered_on=None if tool.shared else literal(offered),
+        shown=literal(shown),
+        input_schema=literal(tool.input_schema),
+        summary=docstrings.bounded_runs(docs.prose) or _sentence(_humanise(tool.name)),
+        offer="" if tool.shared else docstrings.one_line(_offer_note(offered, probed)),
+        unmatched=tuple((name, text) for name, text in docs.params.items() if name not in described),
+        returns=docs.returns,
+        raises=docs.raises,
     )
 
 
@@ -308,8 +306,8 @@ def _aliases_literal(renamed: dict[Source, ParamName]) -> str:
     return "{" + ", ".join(f"{wire}: {literal(name)}" for wire, name in renamed.items()) + "}"
 
 
-def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[str]) -> tuple[tuple[Param, str], ...]:
-    """Each property as a parameter and its one-line description, in the declared order."""
+def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[str]) -> tuple[Param, ...]:
+    """Each property as a parameter, in the declared order."""
     wires = [wire for wire, _ in root.properties]
     out = []
     for (wire, node), name in zip(root.properties, names.param_names(wires, taken=taken), strict=True):
@@ -318,9 +316,45 @@ def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[s
         default = _default(node, schema, required)
         if default == "None" and hint != "Any" and "None" not in hint.split(" | "):
             hint = f"{hint} | None"  # pydantic's `x: T = None`: the hint admits the default
-        param = Param(literal(wire), name, Source(hint), default)
-        out.append((param, _param_doc(wire, name, node, schema, docs)))
+        words = _words(wire, name, node, schema, docs)
+        examples = schema.resolve(node).examples
+        out.append(
+            Param(
+                wire=literal(wire),
+                name=name,
+                hint=Source(hint),
+                default=default,
+                description=literal(words) if words else None,
+                doc=_param_doc(wire, words, node, schema),
+                constraints=_field_constraints(node, schema),
+                examples=literal(list(examples)) if examples else None,
+            )
+        )
     return tuple(out)
+
+
+def _field_constraints(node: Node, schema: Schema) -> tuple[tuple[str, Source], ...]:
+    """The value's own limits as pydantic `Field` keywords, where the keyword means the same for
+    every type the value admits (`minLength` of a string, `minItems` of an array: `min_length`);
+    limits of union branches stay in the prose (`Param.doc`)."""
+    kinds = schema.json_types(node) - {"null"}
+    applies = {
+        "number": kinds <= {"integer", "number"},
+        "string": kinds == {"string"},
+        "array": kinds == {"array"},
+    }
+    found: dict[str, Source] = {}
+    for key, value in schema.resolve(node).constraints:
+        field = _FIELD_KEYWORDS.get(key)
+        kind = "number" if key in _NUMERIC else "array" if key.endswith("Items") else "string"
+        if field is None or field in found or not kinds or not applies[kind]:
+            continue
+        if key != "pattern" or pattern_compiles(value):
+            found[field] = literal(value)
+    return tuple(found.items())
+
+
+_NUMERIC = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 
 def _default(node: Node, schema: Schema, required: bool) -> Source | None:
@@ -341,11 +375,16 @@ def _admits(types: frozenset[str], value: Any) -> bool:
     return not types or kind in types or kind == "null" or (kind == "integer" and "number" in types)
 
 
-def _param_doc(wire: str, name: str, node: Node, schema: Schema, docs: docstrings.Docstring) -> str:
-    """One description per parameter: the schema's, else the docstring's, then what the hint
-    cannot show (structure, constraints, default, examples)."""
+def _words(wire: str, name: str, node: Node, schema: Schema, docs: docstrings.Docstring) -> str:
+    """The author's words for a parameter: the schema's description, else the docstring's entry."""
     text = schema.resolve(node).description or docs.params.get(wire) or docs.params.get(name) or ""
-    parts = [text.strip()] if text.strip() else []
+    return text.strip()
+
+
+def _param_doc(wire: str, words: str, node: Node, schema: Schema) -> str:
+    """One description per parameter: the author's words, then what the hint cannot show
+    (structure, constraints, default, examples)."""
+    parts = [words] if words else []
     if schema.json_types(node) & {"object", "array"} and (shape := prose.structure(node, schema)):
         parts.append(f"Structure: {shape}.")
     if found := prose.constraints(node, schema):
@@ -353,7 +392,7 @@ def _param_doc(wire: str, name: str, node: Node, schema: Schema, docs: docstring
     parts += [p for p in (prose.default(node, schema), prose.examples(node, schema)) if p]
     if not parts:  # get_json_schema needs a description: the name in words is the least it can be
         parts.append(_humanise(wire))
-    return docstrings.safe(docstrings.one_line(" ".join(_sentence(p) for p in parts)))
+    return docstrings.one_line(" ".join(_sentence(p) for p in parts))
 
 
 def _sentence(text: str) -> str:
@@ -363,29 +402,3 @@ def _sentence(text: str) -> str:
 def _humanise(name: str) -> str:
     words = names.snake_case(name).replace("_", " ") or name
     return words[:1].upper() + words[1:]
-
-
-def _tool_docstring(
-    wire: str,
-    docs: docstrings.Docstring,
-    params: tuple[tuple[Param, str], ...],
-    offer: str | None,
-    unmatched: dict[str, str],
-) -> Source:
-    """The method's docstring. An `Args:` entry that names no parameter of the schema (an
-    argument the server reads some other way, or a stale one) stays in the description, where
-    the model can still read it, since `Args:` may only list the method's parameters."""
-    summary = docstrings.safe(docstrings.bounded_runs(docs.prose)) or _sentence(_humanise(wire))
-    if offer:
-        summary += f"\n\n{docstrings.safe(docstrings.one_line(offer))}"
-    if unmatched:
-        entries = (docstrings.safe(docstrings.one_line(f"{name}: {text}")) for name, text in unmatched.items())
-        summary += "\n\nAlso documented, though not a parameter in the tool's schema:\n" + "\n".join(entries)
-    if docs.raises:
-        summary += f"\n\nFails with {docstrings.safe(docs.raises)}"
-    lines = summary.split("\n")
-    if params:
-        lines += ["", "Args:"] + [f"    {param.name}: {doc}" for param, doc in params]
-    if docs.returns:
-        lines += ["", "Returns:", f"    {docstrings.safe(docs.returns)}"]
-    return docstring_literal("\n".join(lines), indent="        ")

@@ -1,8 +1,9 @@
 """The comment lines at the top of every generated module: written and parsed here only.
 
 The header names what produced the file — orlgen's version, the snapshot file(s) and their
-sha256, and the versions of datamodel-code-generator and black — so a reviewer can tell where
-the bytes came from. It carries no hash of the body or of orlgen's own source: `check`
+sha256, the trainer the module is for and the version range of the framework it was written for,
+and the versions of datamodel-code-generator and black — so a reviewer can tell where the bytes
+came from and where they run. It carries no hash of the body or of orlgen's own source: `check`
 re-renders and compares bytes, so nothing a file says about itself is ever trusted. `parse`
 only helps `check` name the cause of a difference it has already found.
 """
@@ -23,7 +24,10 @@ LINES = 2
 _LINE_1 = re.compile(
     rf"^{re.escape(PREFIX)} (?P<orlgen>\S+) from (?P<sources>.+) \(sha256 (?P<sha256>[0-9a-f]{{64}})\)\. DO NOT EDIT\.$"
 )
-_LINE_2 = re.compile(r"^# Models by datamodel-code-generator (?P<dcg>\S+), formatted by black (?P<black>\S+)\.$")
+_LINE_2 = re.compile(
+    r"^# (?:For trainer (?P<trainer>[a-z]+) \((?P<written_for>[^()\s]+)\); m|M)odels by datamodel-code-generator "
+    r"(?P<dcg>\S+), formatted by black (?P<black>\S+)\.$"
+)
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,8 @@ class Header:
     sha256: str  # the snapshot's sha256, or a combined hash of a mixture's snapshots
     dcg: str
     black: str
+    trainer: str | None  # None: a header of an orlgen that wrote TRL modules only, and named no trainer
+    written_for: str | None  # the framework's version range, e.g. `trl>=1.16,<2`
 
     def versions(self) -> tuple[str, str, str]:
         return (self.orlgen, self.dcg, self.black)
@@ -47,22 +53,27 @@ def tool_versions() -> dict[str, str]:
     return {"datamodel-code-generator": version("datamodel-code-generator"), "black": version("black")}
 
 
-def current(sources: str, sha256: str) -> Header:
+def current(sources: str, sha256: str, trainer: str, written_for: str) -> Header:
     versions = tool_versions()
-    return Header(__version__, sources, sha256, versions["datamodel-code-generator"], versions["black"])
+    return Header(
+        __version__, sources, sha256, versions["datamodel-code-generator"], versions["black"], trainer, written_for
+    )
 
 
 def write(header: Header) -> str:
     """The header's lines, newline-terminated, to be put before the formatted body."""
     return (
         f"{PREFIX} {header.orlgen} from {header.sources} (sha256 {header.sha256}). DO NOT EDIT.\n"
-        f"# Models by datamodel-code-generator {header.dcg}, formatted by black {header.black}.\n"
+        f"# For trainer {header.trainer} ({header.written_for}); models by datamodel-code-generator {header.dcg}, "
+        f"formatted by black {header.black}.\n"
     )
 
 
 def parse(data: bytes) -> Header | None:
     """The header at the top of `data`, or None when its lines are not exactly what `write`
-    produces (an edited line, a coding cookie, a line from an older orlgen)."""
+    produces (an edited line, a coding cookie, a line from an older orlgen). The second line of
+    an orlgen that named no trainer (`# Models by ...`) parses, its trainer None, so `check`
+    words such a module as stale rather than hand-edited."""
     lines = data.split(b"\n", LINES)[:LINES]
     if len(lines) < LINES:
         return None
@@ -73,7 +84,9 @@ def parse(data: bytes) -> Header | None:
     one, two = _LINE_1.fullmatch(first), _LINE_2.fullmatch(second)
     if one is None or two is None:
         return None
-    return Header(one["orlgen"], one["sources"], one["sha256"], two["dcg"], two["black"])
+    return Header(
+        one["orlgen"], one["sources"], one["sha256"], two["dcg"], two["black"], two["trainer"], two["written_for"]
+    )
 
 
 def is_generated(path: Path) -> bool:

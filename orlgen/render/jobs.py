@@ -24,10 +24,11 @@ from orlgen.render.numeric import allow_numeric_unions
 from orlgen.runtime.contract import CONTRACT
 from orlgen.schema import SchemaError, printable
 from orlgen.snapshot.model import Snapshot
+from orlgen.trainers import Trainer, trainer
 
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
-TEMPLATE_CONTEXT_VERSION = 2
+TEMPLATE_CONTEXT_VERSION = 3
 
 
 FileMap = dict[Path, bytes]
@@ -39,21 +40,28 @@ class RenderError(OrlgenError):
     """A snapshot cannot be turned into a module; the message names the tool or field."""
 
 
-def module_path(snapshot_path: Path, snapshot: Snapshot) -> Path:
-    """`<name>.py` next to `<name>.snapshot.json`. The name is a validated identifier and must
-    match the file's own name, so a snapshot cannot aim its module at another env's file or at
-    a package file such as `__init__.py`."""
+def module_path(snapshot_path: Path, snapshot: Snapshot, suffix: str = "") -> Path:
+    """`<name><suffix>.py` next to `<name>.snapshot.json` (the suffix is a trainer's: "" for
+    TRL, `_verifiers`, ...). The name is a validated identifier and must match the file's own
+    name, so a snapshot cannot aim its module at another env's file or at a package file such as
+    `__init__.py`."""
     check_name(snapshot.name, f"{snapshot_path}: module name")
     if snapshot_path.name != snapshot.file_name:
         raise RefusedWrite(f"{snapshot_path}: records the name {snapshot.name!r}: rename the file {snapshot.file_name}")
-    return snapshot_path.with_name(f"{snapshot.name}.py")
+    return snapshot_path.with_name(f"{snapshot.name}{suffix}.py")
+
+
+# The trainers an env's modules are rendered for when nothing says otherwise.
+DEFAULT_TRAINERS = ("trl",)
+Trainers = Mapping[str, Sequence[str]]
+"""An env's module name → the names of the trainers it is rendered for (absent: `DEFAULT_TRAINERS`)."""
 
 
 @dataclass(frozen=True)
 class Job:
-    """One generated file: where it goes, what it is rendered from (its kind, name and the
-    sha256 of each snapshot, which determine the snapshot content it reads), and how to render
-    it. `check` renders every job and compares bytes; `inputs` keys its optional cache."""
+    """One generated file: where it goes, what it is rendered from (its kind, the trainer, its
+    name and the sha256 of each snapshot, which determine the snapshot content it reads), and how
+    to render it. `check` renders every job and compares bytes; `inputs` keys its optional cache."""
 
     path: Path
     inputs: tuple[str, ...]
@@ -64,21 +72,29 @@ def jobs(
     snapshots: Iterable[tuple[Path, Snapshot]],
     templates: Path | None = None,
     mixtures: Mapping[str, Sequence[str]] | None = None,
+    trainers: Trainers | None = None,
 ) -> list[Job]:
-    """The files these snapshots generate.
+    """The files these snapshots generate: one module per (env, trainer), and each mixture once
+    per trainer that renders mixtures and all its members are rendered for.
 
     `templates` is a project directory whose templates override the packaged ones by name.
     `mixtures` maps a mixture module's name to the names of its members; a mixture is rendered
-    when all its members are among `snapshots`, next to the first of them.
+    when all its members are among `snapshots`, next to the first of them. Two jobs that would
+    write one path (an env named `helpdesk_verifiers` beside the verifiers module of `helpdesk`)
+    are refused, naming both.
     """
     snapshots = list(snapshots)
+    chosen = {
+        snapshot.name: _trainers((trainers or {}).get(snapshot.name, DEFAULT_TRAINERS)) for _, snapshot in snapshots
+    }
     found = [
         Job(
-            module_path(path, snapshot),
-            ("module", snapshot.name, snapshot.sha256),
-            functools.partial(render_module, snapshot, templates),
+            module_path(path, snapshot, each.suffix),
+            ("module", each.name, snapshot.name, snapshot.sha256),
+            functools.partial(render_module, snapshot, templates, each.name),
         )
         for path, snapshot in snapshots
+        for each in chosen[snapshot.name]
     ]
     by_name = {snapshot.name: (path, snapshot) for path, snapshot in snapshots}
     for name, members in sorted((mixtures or {}).items()):
@@ -86,39 +102,87 @@ def jobs(
         if name in by_name:
             raise RefusedWrite(f"mixture name {name!r} refused: it is the name of an environment's module")
         if all(member in by_name for member in members):
-            chosen = [by_name[member][1] for member in sorted(members)]
-            path = by_name[sorted(members)[0]][0].with_name(f"{name}.py")
-            inputs = ("mixture", name, *(snapshot.sha256 for snapshot in chosen))
-            found.append(Job(path, inputs, functools.partial(render_mixture, name, chosen, templates)))
+            found += _mixture_jobs(name, [by_name[member] for member in sorted(members)], chosen, templates)
+    _refuse_shared_paths(found)
     return found
+
+
+def _trainers(names: Sequence[str]) -> tuple[Trainer, ...]:
+    return tuple(trainer(name) for name in dict.fromkeys(names))
+
+
+def _mixture_jobs(
+    name: str, members: list[tuple[Path, Snapshot]], chosen: Mapping[str, tuple[Trainer, ...]], templates: Path | None
+) -> list[Job]:
+    """The mixture's module for each trainer every member is rendered for, if it renders mixtures."""
+    snapshots = [snapshot for _, snapshot in members]
+    common = [each for each in chosen[snapshots[0].name] if all(each in chosen[s.name] for s in snapshots)]
+    return [
+        Job(
+            members[0][0].with_name(f"{name}{each.suffix}.py"),
+            ("mixture", each.name, name, *(snapshot.sha256 for snapshot in snapshots)),
+            functools.partial(render_mixture, name, snapshots, templates, each.name),
+        )
+        for each in common
+        if each.mixture_template is not None
+    ]
+
+
+def _refuse_shared_paths(found: list[Job]) -> None:
+    seen: dict[Path, Job] = {}
+    for job in found:
+        other = seen.setdefault(job.path, job)
+        if other is not job:
+            raise RefusedWrite(
+                f"{job.path}: refused: both {_what(other)} and {_what(job)} would be written there; "
+                "rename an env (`--name`) or the mixture"
+            )
+
+
+def _what(job: Job) -> str:
+    """`the verifiers module of helpdesk`, `the trl mixture support_mix`."""
+    kind, trainer_name, name = job.inputs[:3]
+    return f"the {trainer_name} {kind} {name}" if kind == "mixture" else f"the {trainer_name} module of {name}"
 
 
 def generate(
     snapshots: Iterable[tuple[Path, Snapshot]],
     templates: Path | None = None,
     mixtures: Mapping[str, Sequence[str]] | None = None,
+    trainers: Trainers | None = None,
 ) -> FileMap:
     """Every generated file for these snapshots: path → bytes."""
-    return {job.path: job.render().encode() for job in jobs(snapshots, templates, mixtures)}
+    return {job.path: job.render().encode() for job in jobs(snapshots, templates, mixtures, trainers)}
 
 
-def render_module(snapshot: Snapshot, templates: Path | None = None) -> str:
+def render_module(snapshot: Snapshot, templates: Path | None = None, trainer_name: str = "trl") -> str:
+    """One trainer's module of a snapshot: the neutral plan, the models, the trainer's context
+    and template, the imports it uses, black."""
+    chosen = trainer(trainer_name)
     try:
         module_plan = plan(snapshot)
         imports, model_classes = models(module_plan)
     except SchemaError as exc:
         raise RenderError(f"{snapshot.file_name}: {exc}") from exc
-    context = {"plan": module_plan, "imports": IMPORT_MARKER, "models": model_classes}
-    body = _render(templates, "module.py.jinja", context)
-    body = allow_numeric_unions(with_imports(body, imports))
-    return header.write(header.current(snapshot.file_name, snapshot.sha256)) + _format(body)
+    context = {**chosen.context(module_plan), "imports": IMPORT_MARKER, "models": model_classes}
+    body = _render(templates, chosen, chosen.module_template, context)
+    body = allow_numeric_unions(with_imports(body, imports, chosen.imports))
+    return header.write(header.current(snapshot.file_name, snapshot.sha256, chosen.name, chosen.written_for)) + _format(
+        body
+    )
 
 
-def render_mixture(name: str, snapshots: list[Snapshot], templates: Path | None = None) -> str:
-    body = _render(templates, "mixture.py.jinja", {"plan": plan_mixture(name, snapshots)})
+def render_mixture(
+    name: str, snapshots: list[Snapshot], templates: Path | None = None, trainer_name: str = "trl"
+) -> str:
+    """One trainer's mixture module (only for a trainer whose `mixture_template` is set)."""
+    chosen = trainer(trainer_name)
+    if chosen.mixture_template is None:
+        raise RenderError(f"mixture {name!r}: trainer {chosen.name!r} renders no mixture")
+    body = _render(templates, chosen, chosen.mixture_template, {"plan": plan_mixture(name, snapshots)})
     sources = ", ".join(snapshot.file_name for snapshot in snapshots)
     combined = hashlib.sha256(" ".join(snapshot.sha256 for snapshot in snapshots).encode()).hexdigest()
-    return header.write(header.current(sources, combined)) + _format(body)
+    return header.write(header.current(sources, combined, chosen.name, chosen.written_for)) + _format(body)
 
 
 def _format(source: str) -> str:
@@ -139,26 +203,18 @@ def _format(source: str) -> str:
         raise RenderError(f"black cannot format the rendered module: {printable(str(exc))}") from None
 
 
-def template_dir() -> Path:
-    """orlgen's own templates: `orlgen/templates` in a wheel; in a source checkout that is a link
-    to the top-level `templates/`, resolved here (the sandbox refuses links in a templates
-    directory, and this one is orlgen's, not the project's)."""
-    package = Path(__file__).resolve().parent.parent
-    packaged = (package / "templates").resolve()
-    return packaged if packaged.is_dir() else package.parent / "templates"
+def template_dirs(overrides: Path | None, chosen: Trainer) -> tuple[Path, ...]:
+    """Where a trainer's templates are looked up, first match wins: the project's overrides, then
+    the trainer's own."""
+    return (chosen.templates,) if overrides is None else (overrides, chosen.templates)
 
 
-def template_dirs(overrides: Path | None) -> tuple[Path, ...]:
-    """Where templates are looked up, first match wins: the project's overrides, then orlgen's."""
-    return (template_dir(),) if overrides is None else (overrides, template_dir())
-
-
-def _render(overrides: Path | None, name: str, context: dict[str, object]) -> str:
+def _render(overrides: Path | None, chosen: Trainer, name: str, context: dict[str, object]) -> str:
     """A template rendered in the sandbox (`orlgen.render.sandbox`): the context becomes plain
     values, and what it renders must be Python, or the error names the template, not a
     traceback from the formatter."""
     common = {"context_version": TEMPLATE_CONTEXT_VERSION, "contract": CONTRACT, "generated_by": __version__}
-    directories = template_dirs(overrides)
+    directories = template_dirs(overrides, chosen)
     source = sandbox.render(directories, name, {**common, **context})
     try:
         ast.parse(source)

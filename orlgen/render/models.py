@@ -12,9 +12,9 @@ import ast
 import json
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from orlgen.plan.planner import TEMPLATE_IMPORTS, ModulePlan
+from orlgen.plan.planner import ModulePlan
 from orlgen.schema import SchemaError
 
 IMPORT_MARKER = "__orlgen_imports__"
@@ -71,9 +71,9 @@ def _split_imports(source: str) -> tuple[list[ast.stmt], str]:
     return imports, "\n".join(lines[first:])
 
 
-def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
+def with_imports(source: str, dcg_imports: Iterable[ast.stmt], template_imports: Mapping[str, tuple[str, ...]]) -> str:
     """`source` with its `IMPORT_MARKER` line replaced by imports of exactly the names it uses or
-    exports (its `__all__`)."""
+    exports (its `__all__`), among the models' imports and what its trainer's templates may import."""
     used: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):  # a model field `UNSET: str` uses nothing
@@ -84,7 +84,7 @@ def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
                 for item in ast.walk(node.value)
                 if isinstance(item, ast.Constant) and isinstance(item.value, str)
             )
-    candidates = _candidates(dcg_imports)
+    candidates = _candidates(dcg_imports, template_imports)
     wanted: dict[str, set[str]] = {}
     for module, members in candidates.items():
         for member in members:
@@ -93,8 +93,10 @@ def with_imports(source: str, dcg_imports: Iterable[ast.stmt]) -> str:
     return source.replace(IMPORT_MARKER, _block(wanted), 1)
 
 
-def _candidates(dcg_imports: Iterable[ast.stmt]) -> dict[str, set[str]]:
-    found = {module: set(members) for module, members in TEMPLATE_IMPORTS.items()}
+def _candidates(
+    dcg_imports: Iterable[ast.stmt], template_imports: Mapping[str, tuple[str, ...]]
+) -> dict[str, set[str]]:
+    found = {module: set(members) for module, members in template_imports.items()}
     for node in dcg_imports:
         if isinstance(node, ast.ImportFrom) and node.module not in (None, "__future__"):
             found.setdefault(node.module, set()).update(_alias(alias) for alias in node.names)

@@ -31,7 +31,7 @@ from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from orlgen.render.jobs import Job, template_dir
+from orlgen.render.jobs import Job
 from orlgen.render.sandbox import MAX_BYTES
 
 # The installed packages a render and its verification run through (`generate` skips both for a
@@ -120,10 +120,13 @@ def _environment_digest(templates: Path | None) -> str:
 
 @lru_cache(maxsize=1)
 def _installed_digest() -> str:
-    """Python, the render's packages, orlgen's own source and packaged templates."""
+    """Python, the render's packages, orlgen's own source and every trainer's packaged templates
+    (TRL's in `orlgen/templates`, a link to `templates/` in a source checkout; the others beside
+    their trainer's code)."""
     digest = hashlib.sha256(json.dumps([sys.version, [_version(name) for name in _RENDER_PACKAGES]]).encode())
     package = Path(__file__).resolve().parent.parent  # all of orlgen
-    for path in [*sorted(package.rglob("*.py")), *sorted(template_dir().glob("*.jinja"))]:
+    templates = [*(package / "templates").resolve().glob("*.jinja"), *(package / "trainers").rglob("*.jinja")]
+    for path in [*sorted(package.rglob("*.py")), *sorted(templates)]:
         data = path.read_bytes()
         digest.update(f"{path.parent.name}/{path.name} {len(data)}\n".encode() + data)
     return digest.hexdigest()

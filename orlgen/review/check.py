@@ -139,6 +139,9 @@ def cause(actual: bytes, expected: bytes) -> str:
             "stale: orlgen, datamodel-code-generator or black changed version (the header says "
             f"{found.orlgen}, {found.dcg}, {found.black}; this is {wanted.orlgen}, {wanted.dcg}, {wanted.black})"
         )
+    if (found.trainer, found.written_for) != (wanted.trainer, wanted.written_for):
+        said = f"trainer {found.trainer} ({found.written_for})" if found.trainer else "no trainer (an older orlgen)"
+        return f"stale: the header names {said}; this is trainer {wanted.trainer} ({wanted.written_for})"
     if (found.sources, found.sha256) != (wanted.sources, wanted.sha256):
         return (
             "stale: the snapshot changed since the module was generated (the header says "
