@@ -203,3 +203,34 @@ def test_a_project_template_overrides_one_packaged_template(tmp_path, monkeypatc
     assert "        # reviewed tool 'echo'\n" in text and "# reviewed tool 'hint'" in text
     assert "class EchoEnv(EnvAdapter, spec=SPEC):" in text  # the rest still comes from the packaged module template
     assert invoke("check").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("[tool.orlgen]\ntrainers = ['trl', 'verifier']", "trainers.1: unknown trainer 'verifier': expected one of "),
+        ("[tool.orlgen]\ntrainers = []", "trainers: name at least one trainer (one of trl, verifiers, skyrl)"),
+        ("[tool.orlgen]\ntrainers = ['trl', 'trl']", "trainers: trainer 'trl' is listed twice: list each once"),
+        ("[tool.orlgen]\ntrainers = 'trl'", "trainers: expected a list of trainer names, e.g. ['trl']"),
+        ("[[tool.orlgen.envs]]\ntarget = 'a:B'\ntrainers = ['TRL']", "envs.0.trainers.0: unknown trainer 'TRL': "),
+    ],
+)
+def test_a_wrong_trainers_list_is_one_line(tmp_path, table, message):
+    write_project(tmp_path, table)
+    with pytest.raises(ConfigFileError) as caught:
+        load_config(tmp_path)
+    assert str(caught.value).startswith(f"{tmp_path / 'pyproject.toml'}: [tool.orlgen] {message}")
+    assert "\n" not in str(caught.value)
+    result = invoke("generate", tmp_path / "generated")
+    assert result.exit_code == 2 and result.stderr.startswith("orlgen: error: ") and result.stderr.count("\n") == 1
+
+
+def test_trainers_default_to_trl_and_an_env_may_list_its_own(tmp_path):
+    write_project(tmp_path, "[[tool.orlgen.envs]]\ntarget = 'a:B'\n")
+    assert load_config(tmp_path).trainers == ("trl",) and load_config(tmp_path).envs[0].trainers is None
+    write_project(
+        tmp_path,
+        "[tool.orlgen]\ntrainers = ['trl', 'skyrl']\n\n[[tool.orlgen.envs]]\ntarget = 'a:B'\ntrainers = ['verifiers']\n",
+    )
+    config = load_config(tmp_path)
+    assert (config.trainers, config.envs[0].trainers) == (("trl", "skyrl"), ("verifiers",))

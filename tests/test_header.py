@@ -44,3 +44,19 @@ def test_only_files_starting_with_the_prefix_count_as_generated(tmp_path: Path):
     own.write_text(header.write(header.current("own.snapshot.json", "0" * 64, "trl", "trl>=1.16,<2")))
     note.write_text(f'"""{header.PREFIX}? No."""\n')
     assert header.is_generated(own) and not header.is_generated(note)
+
+
+def test_a_module_from_before_trainers_reads_as_stale_not_hand_edited():
+    """The header's second line names the trainer now; a module whose line does not (an older
+    orlgen) still parses, its trainer None, and `check` calls it stale, naming both."""
+    from orlgen.review.check import cause
+
+    current = header.write(header.current("echo.snapshot.json", "ab" * 32, "trl", "trl>=1.16,<2"))
+    first, second = current.splitlines()
+    assert second.startswith("# For trainer trl (trl>=1.16,<2); models by datamodel-code-generator ")
+    older = f"{first}\n# M{second.split('; m', 1)[1]}\n"
+    parsed = header.parse(older.encode())
+    assert parsed is not None and (parsed.trainer, parsed.written_for) == (None, None)
+    assert cause((older + "x = 1\n").encode(), (current + "x = 1\n").encode()) == (
+        "stale: the header names no trainer (an older orlgen); this is trainer trl (trl>=1.16,<2)"
+    )

@@ -3,6 +3,8 @@ docstring, and the shared models. Each row's expected value was written by hand.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from orlgen import names
 from orlgen.plan import docstrings
@@ -345,3 +347,23 @@ def test_each_parameter_carries_its_words_and_limits_as_data():
     assert tags.constraints == (("max_length", "3"),)
     assert either.constraints == () and "Constraints: >= 0." in either.doc
     assert eval(planned.input_schema) == schema and planned.shown == "'act'"
+
+
+def test_the_raw_schema_keeps_the_declared_property_order():
+    """The snapshot stores keys sorted; the plan's raw schema (a prompt shows it) is in the
+    order the server declared, nested objects too."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "zeta": {"type": "object", "properties": {"y": {"type": "string"}, "b": {"type": "string"}}},
+            "alpha": {"type": "integer", "enum": [3, 1]},
+        },
+    }
+    stored = Tool(name="act", description="Do it.", input_schema=schema, shared=True)
+    sorted_copy = stored.model_copy(update={"input_schema": json.loads(json.dumps(schema, sort_keys=True))})
+    shown = eval(plan(snapshot(sorted_copy)).tools[0].input_schema)
+    assert list(shown["properties"]) == ["zeta", "alpha"]
+    assert list(shown["properties"]["zeta"]["properties"]) == ["y", "b"] and shown["properties"]["alpha"]["enum"] == [
+        3,
+        1,
+    ]

@@ -27,6 +27,7 @@ from orlgen.plan.reserved import RESERVED_CLASSES, RESERVED_METHODS
 from orlgen.plan.source import Source, docstring_literal, literal
 from orlgen.runtime.fingerprint import fingerprint
 from orlgen.schema import JSON, Dropped, Node, Schema, json_type, parse_schema, printable
+from orlgen.schema.raw import escape_pointer
 from orlgen.snapshot import recorded
 from orlgen.snapshot.model import Snapshot, Tool
 
@@ -283,13 +284,32 @@ def _plan_tool(
         fingerprint=literal(fingerprint(tool.description, tool.input_schema)),
         offered_on=None if tool.shared else literal(offered),
         shown=literal(shown),
-        input_schema=literal(tool.input_schema),
+        input_schema=literal(_in_declared_order(tool.input_schema, tool.property_order)),
         summary=docstrings.bounded_runs(docs.prose) or _sentence(_humanise(tool.name)),
         offer="" if tool.shared else docstrings.one_line(_offer_note(offered, probed)),
         unmatched=tuple((name, text) for name, text in docs.params.items() if name not in described),
         returns=docs.returns,
         raises=docs.raises,
     )
+
+
+def _in_declared_order(node: Any, order: dict[str, list[str]], path: str = "") -> Any:
+    """A raw schema with every object's properties in the order the server declared them (the
+    snapshot stores keys sorted, and the order beside them by JSON pointer); values are kept."""
+    if isinstance(node, list):
+        return [_in_declared_order(item, order, f"{path}/{i}") for i, item in enumerate(node)]
+    if not isinstance(node, dict):
+        return node
+    out = {}
+    for key, value in node.items():
+        if key in ("enum", "const", "default", "examples"):
+            out[key] = value
+            continue
+        if key == "properties" and isinstance(value, dict) and path in order:
+            first = [name for name in order[path] if name in value]
+            value = {name: value[name] for name in [*first, *(name for name in value if name not in first)]}
+        out[key] = _in_declared_order(value, order, f"{path}/{escape_pointer(key)}")
+    return out
 
 
 def _offer_note(offered: tuple[tuple[str, int], ...], probed: tuple[tuple[str, int], ...]) -> str:

@@ -49,15 +49,11 @@ TRL_METHODS = frozenset({"reset", "get_reward", "spec", *STATE_ATTRIBUTES, *dir(
 
 # verifiers 0.4 (shared/TRAINERS.md section 2): a tool is a method of a `vf.Toolset` subclass,
 # whose server lifecycle and per-rollout state are methods and attributes of the same class; the
-# module binds `vf`, its TaskData/Task/Taskset classes and pydantic's names.
-VERIFIERS_METHODS = frozenset(
-    {"TOOL_PREFIX", "config", "register", "run", "setup", "setup_task", "state", "teardown", "session"}
-)
+# module binds `vf` and pydantic's names. The verifiers trainer completes this set.
+VERIFIERS_METHODS = frozenset({"TOOL_PREFIX", "config", "register", "run", "setup", "setup_task", "state"})
 VERIFIERS_MODULE_NAMES = frozenset({"vf", "Annotated", "Field", "BaseModel"})
-# skyrl-gym 0.4 (section 4): `BaseTextEnv`'s API and state; tools are dispatched by name.
-SKYRL_METHODS = frozenset(
-    {"init", "step", "close", "get_metrics", "aggregate_metrics", "turns", "max_turns", "tool_groups", "extras"}
-)
+# skyrl-gym 0.4 (section 4): `BaseTextEnv`'s API and state. The skyrl trainer completes this set.
+SKYRL_METHODS = frozenset({"init", "step", "close", "get_metrics", "aggregate_metrics", "turns", "max_turns"})
 SKYRL_MODULE_NAMES = frozenset({"skyrl_gym", "BaseTextEnv", "BaseTextEnvStepOutput"})
 
 # Names a generated model class may not take, in any trainer's module.

@@ -19,7 +19,7 @@ from orlgen.errors import OrlgenError, RefusedWrite
 from orlgen.names import check_name
 from orlgen.plan.planner import plan, plan_mixture
 from orlgen.render import header, sandbox
-from orlgen.render.models import IMPORT_MARKER, models, with_imports
+from orlgen.render.models import IMPORT_MARKER, model_fields, models, with_imports
 from orlgen.render.numeric import allow_numeric_unions
 from orlgen.runtime.contract import CONTRACT
 from orlgen.schema import SchemaError, printable
@@ -164,7 +164,8 @@ def render_module(snapshot: Snapshot, templates: Path | None = None, trainer_nam
         imports, model_classes = models(module_plan)
     except SchemaError as exc:
         raise RenderError(f"{snapshot.file_name}: {exc}") from exc
-    context = {**chosen.context(module_plan), "imports": IMPORT_MARKER, "models": model_classes}
+    fields = model_fields(model_classes, (tool.params_class for tool in module_plan.tools if tool.params_class))
+    context = {**chosen.context(module_plan), "imports": IMPORT_MARKER, "models": model_classes, "model_fields": fields}
     body = _render(templates, chosen, chosen.module_template, context)
     body = allow_numeric_unions(with_imports(body, imports, chosen.imports))
     return header.write(header.current(snapshot.file_name, snapshot.sha256, chosen.name, chosen.written_for)) + _format(
