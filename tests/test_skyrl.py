@@ -160,7 +160,15 @@ def helpdesk_logged(request_log):
 def _play(python: Path, url: str, log: Path, episodes: list[dict]) -> tuple[dict, list[str]]:
     """Run the episodes in the skyrl venv; what it printed, and the request paths the server saw meanwhile."""
     before = len(log.read_text().splitlines()) if log.exists() else 0
-    job = {"module": "generated.helpdesk_skyrl", "env_config": {"base_url": url}, "episodes": episodes}
+    out = _episodes(
+        python, {"module": "generated.helpdesk_skyrl", "env_config": {"base_url": url}, "episodes": episodes}
+    )
+    paths = [json.loads(line)["path"] for line in log.read_text().splitlines()[before:]]
+    return out, paths
+
+
+def _episodes(python: Path, job: dict) -> dict:
+    """`tests/support/skyrl_episode.py` run on `job` in the skyrl venv: what it printed."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("ORLGEN_", "PYTHON"))}
     env["PYTHONPATH"] = str(REPO)
     done = subprocess.run(
@@ -168,8 +176,7 @@ def _play(python: Path, url: str, log: Path, episodes: list[dict]) -> tuple[dict
         input=json.dumps(job), capture_output=True, text=True, timeout=300, cwd=REPO, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    paths = [json.loads(line)["path"] for line in log.read_text().splitlines()[before:]]
-    return json.loads(done.stdout.splitlines()[-1]), paths
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def _turn(*calls: tuple[str, dict]) -> str:
@@ -263,3 +270,40 @@ def test_check_fails_on_a_hand_edited_skyrl_module(tmp_path):
     assert result.stdout.startswith(f"{module}: hand-edited")
     assert "\n-    max_turns = 99\n" in result.stdout
     assert "1 generated file(s) out of date" in result.stderr
+
+
+@pytest.mark.slow
+def test_images_task_only_tools_and_a_failed_env_on_both_ors_servers(skyrl_python, ors_server, both_module):
+    """The both-env, served by the openreward SDK and by ors-sdk: an image reaches the model as an
+    `image_url` part (`images: parts`), a task-only tool runs where the task offers it and is
+    refused where it does not, the winning script scores 1.0, and a crashed tool ends the rollout
+    unscored (reward 0.0, `env_error`), not as a 0 the model earned."""
+    from orlgen.render.jobs import render_module
+    from orlgen.snapshot.model import load
+
+    out_dir = Path(both_module.__file__).parent
+    (out_dir / "both_skyrl.py").write_text(render_module(load(out_dir / "both.snapshot.json"), None, "skyrl"))
+    win = [_turn(("look", {}), ("guess", {"guess": 10})), _turn(("hint", {})), _turn(("submit", {"answer": 10}))]
+    episodes = [
+        {"split": "train", "index": 0, "turns": win},  # target 10, an even task: `hint` offered
+        {"split": "train", "index": 1, "turns": [_turn(("hint", {})), _turn(("crash", {})), _turn(("count", {}))]},
+    ]
+    job = {"module": "both_skyrl", "path": str(out_dir), "env_config": {"base_url": ors_server.url, "images": "parts"}}
+    won, failed = _episodes(skyrl_python, {**job, "episodes": episodes})["episodes"]
+
+    look = won["steps"][0]["observations"][0]["content"]
+    assert [part["type"] for part in look] == ["text", "image_url", "text"]
+    assert look[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert "the board" in look[2]["text"] and "lower" not in look[2]["text"]
+    assert "the target is even" in won["steps"][1]["observations"][0]["content"]
+    assert [step["reward"] for step in won["steps"]] == [0.0, 0.0, 1.0]
+    assert won["metrics"]["scored"] == 1.0
+
+    refused, crashed = (step["observations"][0]["content"] for step in failed["steps"])
+    assert (
+        refused
+        == "<tool_response>\nError: hint is not offered on this task (train[1]); it was not run\n</tool_response>"
+    )
+    assert "the environment failed" in crashed
+    assert len(failed["steps"]) == 2 and failed["steps"][1]["done"] and failed["steps"][1]["reward"] == 0.0
+    assert failed["metrics"]["env_error"] == 1.0 and failed["metrics"]["scored"] == 0.0

@@ -99,7 +99,7 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
         if done:
             self.reward = self.episode.reward()
             reward = 0.0 if self.reward is None else float(self.reward)
-        observations = [tool_response(results, self.images)] if results and not done else []
+        observations = [tool_response(results, self.images)] if results else []  # SkyRL drops the last one itself
         return {
             "observations": observations,
             "reward": reward,

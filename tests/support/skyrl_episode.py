@@ -6,7 +6,8 @@ Per episode: the module's rows written with `build_dataset(...).to_parquet` and 
 `env_class` popped and the rest handed over as extras with `max_turns`, `skyrl_gym.make(env_class,
 env_config=..., extras=...)`, `init(prompt)`, `step(text)` per scripted turn until done,
 `get_metrics()`, and `close()` twice (skyrl_gym asks it be idempotent). The job comes on stdin:
-`{"module", "env_config", "episodes": [{"split", "index", "turns", "max_turns"}]}`.
+`{"module", "env_config", "episodes": [{"split", "index", "turns", "max_turns"}]}`, and `path`, a
+directory to import the module from (a module rendered for a test env), if any.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def play(module, env_config: dict, episode: dict, scratch: Path) -> dict:
 
 def main() -> None:
     job = json.loads(sys.stdin.read())
+    if job.get("path"):
+        sys.path.insert(0, job["path"])
     module = importlib.import_module(job["module"])
     module.register()
     module.register()  # once per process, however often it is called
