@@ -307,3 +307,29 @@ def test_images_task_only_tools_and_a_failed_env_on_both_ors_servers(skyrl_pytho
     assert "the environment failed" in crashed
     assert len(failed["steps"]) == 2 and failed["steps"][1]["done"] and failed["steps"][1]["reward"] == 0.0
     assert failed["metrics"]["env_error"] == 1.0 and failed["metrics"]["scored"] == 0.0
+
+
+@pytest.mark.slow
+def test_a_conversation_shaped_env_keeps_its_system_message_as_the_system_role(skyrl_python, tmp_path):
+    """The interview env serves messages (system, user, assistant, user): its system message opens
+    the system turn, before the tools, and is not repeated in the user turn, which carries the
+    other messages as labelled text (as the TRL module's prompt does)."""
+    from orlgen.render.jobs import render_module
+    from orlgen.runtime.dataset import tasks_path
+    from orlgen.snapshot.model import load
+
+    from examples.interview import SYSTEM
+
+    snapshot = REPO / "generated" / "interview.snapshot.json"
+    for path in (snapshot, tasks_path(snapshot)):
+        shutil.copy2(path, tmp_path / path.name)
+    (tmp_path / "interview_skyrl.py").write_text(render_module(load(snapshot), None, "skyrl"))
+    with ServerProcess("examples.interview:Interview") as server:
+        job = {"module": "interview_skyrl", "path": str(tmp_path), "env_config": {"base_url": server.url}}
+        episode = {"split": "train", "index": 0, "turns": [_turn(("decide", {"hire": True}))]}
+        (played,) = _episodes(skyrl_python, {**job, "episodes": [episode]})["episodes"]
+    system, user = played["chat"]
+    assert system["role"] == "system" and system["content"].startswith(f"{SYSTEM}\n\n# Tools\n")
+    assert SYSTEM not in user["content"] and "[system]" not in user["content"]
+    assert "I interviewed Ada today." in user["content"] and "[assistant]" in user["content"]
+    assert [step["reward"] for step in played["steps"]] == [1.0]
