@@ -333,3 +333,37 @@ def test_a_conversation_shaped_env_keeps_its_system_message_as_the_system_role(s
     assert SYSTEM not in user["content"] and "[system]" not in user["content"]
     assert "I interviewed Ada today." in user["content"] and "[assistant]" in user["content"]
     assert [step["reward"] for step in played["steps"]] == [1.0]
+
+
+def test_every_checked_in_tool_is_shown_as_get_json_schema_reads_the_trl_method():
+    """The stand-in `prompt.shown_schema` builds from the plan reads, to transformers'
+    `get_json_schema`, exactly as the TRL module's method does: every tool of every checked-in env
+    (hostile names, Args-documented parameters, task-only tools, nested objects included)."""
+    from orlgen.plan.planner import plan
+    from orlgen.snapshot.model import load
+    from orlgen.trainers.skyrl.layout import _shown
+    from orlgen.trainers.skyrl.prompt import shown_schema
+    from orlgen.trainers.trl.layout import tool_docstring
+    from transformers.utils import get_json_schema
+
+    compared = 0
+    for path in sorted((REPO / "generated").glob("*.snapshot.json")):
+        methods = dict(
+            inspect.getmembers(
+                load_module(path.with_name(path.name.replace(".snapshot.json", ".py"))).environment_factory,
+                inspect.isfunction,
+            )
+        )
+        for tool in plan(load(path)).tools:
+            shown = shown_schema(_shown(tool), ast.literal_eval(tool_docstring(tool)), tool.params)
+            assert shown == get_json_schema(methods[tool.method]), (path.name, tool.method)
+            compared += 1
+    assert compared == 31
+
+
+@pytest.mark.parametrize("text", ["os.system('x')", "__import__('os')", "list[int](1)", "Literal[open]", "typing.Any"])
+def test_a_hint_orlgen_does_not_write_is_refused_not_evaluated(text):
+    from orlgen.trainers.skyrl.prompt import PromptError, hint_type
+
+    with pytest.raises(PromptError, match=r"^a type hint orlgen does not write: "):
+        hint_type(text)

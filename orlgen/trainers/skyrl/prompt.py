@@ -107,8 +107,15 @@ def _type(node: ast.expr, text: str) -> Any:
         return _type(node.left, text) | _type(node.right, text)
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
         args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if node.value.id == "Literal":
+        if node.value.id == "Literal" and all(_plain(arg) for arg in args):
             return Literal[tuple(ast.literal_eval(arg) for arg in args)]
         if node.value.id in _GENERICS:
             return _GENERICS[node.value.id][tuple(_type(arg, text) for arg in args)]
     raise PromptError(f"a type hint orlgen does not write: {text!r}")
+
+
+def _plain(node: ast.expr) -> bool:
+    """A `Literal` value as `orlgen.plan.hints` writes one: a constant, or a negative number."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool))
