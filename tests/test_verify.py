@@ -121,11 +121,11 @@ def test_the_child_reads_every_checked_in_method_as_transformers_does():
     from orlgen.runtime import EnvAdapter
     from transformers.utils import get_json_schema
 
-    from tests.support.modules import load_module
+    from tests.support.modules import load_module, trl_modules
 
     standalone = _standalone()
     compared = 0
-    for path in sorted((REPO / "generated").glob("*.py")):
+    for path in trl_modules():
         module = load_module(path)
         for cls in {c for c in vars(module).values() if isinstance(c, type) and issubclass(c, EnvAdapter)} - {
             EnvAdapter
