@@ -9,14 +9,14 @@ import json
 
 from transformers.utils import get_json_schema
 
-from tests.support.modules import REPO, load_module
+from tests.support.modules import REPO, load_module, trl_modules
 
 RECORDED = json.loads((REPO / "tests" / "support" / "tool_schemas.json").read_text())
 
 
 def test_every_generated_tool_shows_the_model_the_recorded_schema():
     seen = {}
-    for path in sorted((REPO / "generated").glob("*.py")):
+    for path in trl_modules():
         env = getattr(load_module(path), "environment_factory", None)
         if isinstance(env, type):  # a mixture's is a dict of its members' classes
             seen[path.stem] = {

@@ -117,15 +117,15 @@ def test_sampled_numbers_respect_their_bounds(schema, inside):
 def test_the_child_reads_every_checked_in_method_as_transformers_does():
     """The child loads transformers' `get_json_schema` without importing transformers (most of
     its CPU): on every tool of every checked-in module it must read what the package reads."""
-    from orlgen.render.verify_child import _standalone
+    from orlgen.plan.json_schema import _standalone
     from orlgen.runtime import EnvAdapter
     from transformers.utils import get_json_schema
 
-    from tests.support.modules import load_module
+    from tests.support.modules import load_module, trl_modules
 
     standalone = _standalone()
     compared = 0
-    for path in sorted((REPO / "generated").glob("*.py")):
+    for path in trl_modules():
         module = load_module(path)
         for cls in {c for c in vars(module).values() if isinstance(c, type) and issubclass(c, EnvAdapter)} - {
             EnvAdapter

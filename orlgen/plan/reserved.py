@@ -61,9 +61,11 @@ VERIFIERS_MODULE_NAMES = frozenset(
     {"vf", "Annotated", "Field", "BaseModel", "tool", "OrsTask", "OrsTaskset", "OrsToolset"}
     | {"Column", "DatasetSpec", "EnvSpec", "Target"}
 )
-# skyrl-gym 0.4 (section 4): `BaseTextEnv`'s API and state. The skyrl trainer completes this set.
-SKYRL_METHODS = frozenset({"init", "step", "close", "get_metrics", "aggregate_metrics", "turns", "max_turns"})
-SKYRL_MODULE_NAMES = frozenset({"skyrl_gym", "BaseTextEnv", "BaseTextEnvStepOutput"})
+# skyrl-gym 0.4 (section 4): none. A skyrl module defines no method per tool: its tools are a
+# table (`TOOLS`, keyed by the name the model calls) that the shim dispatches parsed calls through.
+# The module binds `skyrl` (orlgen.runtime.skyrl), `SYSTEM_PROMPT` and `register`.
+SKYRL_METHODS: frozenset[str] = frozenset()
+SKYRL_MODULE_NAMES = frozenset({"skyrl", "SYSTEM_PROMPT", "register"})
 
 # Names a generated model class may not take, in any trainer's module.
 RESERVED_CLASSES = TRL_MODULE_NAMES | VERIFIERS_MODULE_NAMES | SKYRL_MODULE_NAMES

@@ -205,9 +205,12 @@ def _format(source: str) -> str:
 
 
 def template_dirs(overrides: Path | None, chosen: Trainer) -> tuple[Path, ...]:
-    """Where a trainer's templates are looked up, first match wins: the project's overrides, then
-    the trainer's own."""
-    return (chosen.templates,) if overrides is None else (overrides, chosen.templates)
+    """Where a trainer's templates are looked up, first match wins: the project's overrides, the
+    trainer's own, then orlgen's own (TRL's), whose partials every module includes
+    (`contract.py.jinja`, `env_spec.py.jinja`)."""
+    shared = trainer("trl").templates
+    own = (chosen.templates,) if chosen.templates == shared else (chosen.templates, shared)
+    return own if overrides is None else (overrides, *own)
 
 
 def _render(overrides: Path | None, chosen: Trainer, name: str, context: dict[str, object]) -> str:

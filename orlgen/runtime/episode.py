@@ -52,12 +52,22 @@ class Episode:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def start(self, split: str = "train", index: int | None = None, task_spec: Mapping[str, Any] | None = None) -> Any:
+    def start(
+        self,
+        split: str = "train",
+        index: int | None = None,
+        task_spec: Mapping[str, Any] | None = None,
+        carried: list[dict[str, Any]] | None = None,
+    ) -> Any:
         """Open a session on the task and return its prompt: a `str`, or content parts when it
-        holds images. Ends the previous rollout of this episode first."""
+        holds images. Ends the previous rollout of this episode first. `carried`: the messages
+        the trainer's prompt already holds with their roles (a conversation-shaped env's system
+        message), which the prompt then does not repeat."""
         row: dict[str, Any] = {"split": split, "task_index": index}
         if task_spec is not None:
             row["task_spec"] = dict(task_spec)
+        if carried is not None:
+            row["prompt"] = carried
         return self._adapter.reset(**row)
 
     def call(self, name: str, arguments: Mapping[str, Any], params: type[BaseModel] | None = None) -> ToolOutput:

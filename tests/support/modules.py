@@ -11,12 +11,21 @@ from pathlib import Path
 from types import ModuleType
 
 from orlgen.capture.live import capture
+from orlgen.render import header
 from orlgen.render.jobs import generate
 from orlgen.review.files import write_files
 
 REPO = Path(__file__).resolve().parents[2]
 
 _counter = itertools.count()
+
+
+def trl_modules() -> list[Path]:
+    """The checked-in modules TRL trains with (their header names trainer `trl`, or none, as
+    before trainers), mixtures included: another trainer's module imports its framework, which
+    this venv does not hold."""
+    found = ((path, header.parse(path.read_bytes())) for path in sorted((REPO / "generated").glob("*.py")))
+    return [path for path, read in found if read is not None and read.trainer in (None, "trl")]
 
 
 def load_module(path: Path) -> ModuleType:

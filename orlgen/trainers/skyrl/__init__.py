@@ -1,7 +1,28 @@
-"""The skyrl-gym 0.4 trainer: not built yet (helper `skyrl` replaces this stub)."""
+"""The skyrl-gym 0.4 trainer: `<name>_skyrl.py`, a `BaseTextEnv` subclass (one ORS session per
+episode, `orlgen.runtime.skyrl.OrsTextEnv`), `register()` and a `build_dataset()` in SkyRL's
+dataset shape.
+
+skyrl-gym has no tool-schema channel: the module carries the system prompt that shows the model
+the tools (`orlgen.trainers.skyrl.prompt`: TRL's schemas, in Qwen's `<tools>` layout) and the
+table the shim parses `<tool_call>` blocks against. No mixture: SkyRL already mixes environments
+by the `env_class` column of one dataset (concatenate the modules' `build_dataset()` rows and
+`register()` each module).
+"""
 
 from __future__ import annotations
 
-from orlgen.trainers import UnknownTrainer
+from pathlib import Path
 
-raise UnknownTrainer("trainer 'skyrl' is not built yet in this orlgen")
+from orlgen.trainers import Trainer
+from orlgen.trainers.skyrl.layout import context
+
+TRAINER = Trainer(
+    name="skyrl",
+    suffix="_skyrl",
+    written_for="skyrl-gym>=0.4,<0.5",
+    templates=Path(__file__).resolve().parent / "templates",
+    module_template="skyrl_module.py.jinja",
+    mixture_template=None,
+    context=context,
+    imports={"pathlib": ("Path",), "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target", "skyrl")},
+)
