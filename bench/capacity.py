@@ -1,4 +1,4 @@
-"""`python -m bench.capacity [--one-try] [ROLLOUTS ...]`: concurrent rollouts against an env that
+"""`python -m bench.capacity [ROLLOUTS ...]`: concurrent rollouts against an env that
 allows 4 open sessions (default: batches of 24 and 64).
 
 The env is `bench.slow_env` (setup 1 s) behind the capacity middleware of
@@ -8,10 +8,8 @@ then `get_reward` (which deletes the session). The floor is ROLLOUTS / 4 waves o
 batch runs without a budget (the runtime learns the env's capacity from its first refusals) and
 with `ORLGEN_MAX_SESSIONS=4` (the env refuses nothing); prints wall time and its ratio to the
 floor, the rollouts that ran, the creates the env refused per rollout and the asks refused (a
-new session refused at least once; the SDK retries a refused `/create` up to three times within
-about two seconds, Retry-After honoured, before the runtime hears of it). `--one-try` sets the
-SDK's attempts at an env-server request to one, as the runtime's own ORS client asks (issue 28):
-each ask is then one create, and the runtime hears of every refusal.
+new session refused at least once). The runtime's own ORS client sends one `/create` per ask and
+leaves a refusal to the session budget, so every refusal is an ask.
 """
 
 from __future__ import annotations
@@ -24,28 +22,40 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 CAPACITY, SETUP_S = 4, 1.0
+RESULTS = Path(__file__).resolve().parent / "capacity-results.json"
 BATCHES = (24, 64)
 
 
 def main(argv: list[str]) -> None:
+    from bench.common import versions, write_json
     from bench.slow import generated_module, slow_server
 
-    if "--one-try" in argv:
-        import openreward.api._session.http as sdk_http
-
-        sdk_http._ENV_SERVER_MAX_ATTEMPTS = 1  # a bench-only stand-in for a client without retries
-    batches = [int(arg) for arg in argv if arg != "--one-try"] or list(BATCHES)
+    batches = [int(arg) for arg in argv] or list(BATCHES)
+    found: dict = {"versions": versions()}
     with slow_server(SETUP_S, 0, entry="tests.support.servers.capacity") as url:
         module = generated_module(Path(tempfile.mkdtemp(prefix="orlgen-capacity-")))
         for rollouts in batches:
             floor = rollouts / CAPACITY * SETUP_S
             print(f"{rollouts} rollouts, env capacity {CAPACITY}, setup {SETUP_S:g} s; floor {floor:g} s")
             for label, limit in (("no budget", None), (f"ORLGEN_MAX_SESSIONS={CAPACITY}", CAPACITY)):
-                print(f"  {label}: {measure(module, url, rollouts, limit, floor)}", flush=True)
+                found[f"{rollouts} {label}"] = seen = measure(module, url, rollouts, limit, floor)
+                print(f"  {label}: {line(seen)}", flush=True)
+    write_json(RESULTS, found)
 
 
-def measure(module, url: str, rollouts: int, limit: int | None, floor: float) -> str:
-    """One batch from a fresh budget and fresh server counts, as one line."""
+def line(seen: dict) -> str:
+    """One batch's numbers as one line."""
+    rollouts = seen["rollouts"]
+    return (
+        f"{seen['seconds']:.2f} s ({seen['ratio']:.2f}x floor), {seen['ran']}/{rollouts} ran, env refused "
+        f"{seen['refused']} ({seen['refused'] / rollouts:.2f} per rollout; {seen['refused_asks']} asks), "
+        f"most open {seen['max_open']}"
+    )
+
+
+def measure(module, url: str, rollouts: int, limit: int | None, floor: float) -> dict:
+    """One batch from a fresh budget and fresh server counts: its wall, ratio to the floor, the
+    rollouts that ran and the server's counts."""
     from orlgen.runtime import breaker, budget
 
     from tests.support.servers.capacity import post, stats
@@ -59,12 +69,8 @@ def measure(module, url: str, rollouts: int, limit: int | None, floor: float) ->
         seconds, errors = batch(module, url, rollouts)
     finally:
         budget.set_max_sessions(None)
-    seen = stats(url)
     ran = sum(error is None for error in errors)
-    return (
-        f"{seconds:.2f} s ({seconds / floor:.2f}x floor), {ran}/{rollouts} ran, env refused {seen['refused']} "
-        f"({seen['refused'] / rollouts:.2f} per rollout; {seen['refused_asks']} asks), most open {seen['max_open']}"
-    )
+    return {"rollouts": rollouts, "seconds": seconds, "ratio": seconds / floor, "ran": ran, **stats(url)}
 
 
 def batch(module, url: str, rollouts: int) -> tuple[float, list]:
