@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Literal
 
 import click
 from orlgen import __version__
+from orlgen.capture.toolsets import TOOLSETS
 from orlgen.errors import OrlgenError
 from orlgen.lookalike import escaped
 from orlgen.runtime.errors import OrlgenRuntimeError
@@ -121,6 +122,12 @@ def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Ta
     help="A secret for probe sessions (repeatable); without =VALUE, read from the environment "
     "variable NAME. Only the name is recorded.",
 )
+@click.option(
+    "--toolset",
+    type=click.Choice(TOOLSETS),
+    help="Open the probe sessions with this built-in toolset (the SDK's toolset=); recorded, and the "
+    "adapter's sessions open with it.",
+)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Default: [tool.orlgen] out.")
 @click.option("--no-generate", is_flag=True, help="Write the snapshot only.")
 @click.option(
@@ -138,6 +145,7 @@ def snapshot(
     probes: int,
     reward: Literal["outcome", "summed"],
     secrets: tuple[str, ...],
+    toolset: str | None,
     out: Path | None,
     no_generate: bool,
     check_only: bool,
@@ -156,6 +164,8 @@ def snapshot(
             probes=probes,
             reward=reward,
             secrets=parse_secrets(secrets),
+            toolset=toolset,
+            note=_warn,
         )
         _capture_one(project, target, options, out or project.out, generate=not no_generate, check_only=check_only)
 
@@ -356,6 +366,10 @@ def _new_deployment(recorded: Snapshot, live: Snapshot) -> str | None:
         return None
     now = live.deployment.model_dump(exclude_none=True) if live.deployment else {}
     return changed(recorded.deployment.model_dump(exclude_none=True), now)
+
+
+def _warn(text: str) -> None:
+    click.echo(f"orlgen: warning: {escaped(text)}", err=True)
 
 
 def _report(written: Written, skip: Sequence[Path] = (), unchanged: bool = True) -> None:

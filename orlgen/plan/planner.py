@@ -120,6 +120,8 @@ class ModulePlan:
     deployment: Source | None = None  # the captured deployment, for the drift guard, if recorded
     conversation: bool = False  # the adapter reads the prompt as messages
     system_prompt: Source | None = None  # the system message build_dataset puts in `prompt`, if any
+    toolset: Source | None = None  # the built-in toolset sessions open with, if captured with one
+    score_group: bool = False  # the env scores groups (`/score_group`): the module offers `group_reward`
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,8 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         deployment=literal(snapshot.deployment.model_dump(exclude_none=True)) if snapshot.deployment else None,
         conversation=snapshot.conversation,
         system_prompt=None if snapshot.system_prompt is None else literal(snapshot.system_prompt),
+        toolset=None if snapshot.toolset is None else literal(snapshot.toolset),
+        score_group=snapshot.score_group,
     )
 
 
@@ -246,7 +250,8 @@ def _module_summary(snapshot: Snapshot) -> str:
     return (
         f"Typed TRL adapter for the ORS environment {snapshot.target.value!r}.\n\n"
         f"Splits: {captured or 'none'}.\n"
-        f"Regenerate with `orlgen generate`; re-capture with `{recorded.command(snapshot)}`."
+        + (f"Sessions open with the {snapshot.toolset!r} toolset.\n" if snapshot.toolset else "")
+        + f"Regenerate with `orlgen generate`; re-capture with `{recorded.command(snapshot)}`."
     )
 
 

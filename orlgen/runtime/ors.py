@@ -60,10 +60,13 @@ HANG_VAR = "ORLGEN_HANG_SECONDS"
 class StatusError(OrlgenRuntimeError):
     """The server answered with an HTTP error status (`status`, the server's `detail`)."""
 
-    def __init__(self, status: int, detail: str, retry_after: float | None = None, starting: bool = False) -> None:
+    def __init__(
+        self, status: int, detail: str, retry_after: float | None = None, starting: bool = False, said: str = ""
+    ) -> None:
         super().__init__(f"{status}: {detail}")
         self.status = status
         self.detail = detail
+        self.said = said or detail  # the detail as sent, lines kept (capture shows its last line)
         self.retry_after = retry_after
         self.backend_starting = starting
 
@@ -282,12 +285,18 @@ class Client:
         index: int | None = None,
         task_spec: dict[str, Any] | None = None,
         secrets: Mapping[str, Any] | None = None,
+        toolset: str | None = None,
+        env_overrides: Mapping[str, str] | None = None,
     ) -> Session:
         """A new session on the task (`split`/`index`, or an ad-hoc `task_spec`). A session the
         server named is deleted again when `/create` fails. Busy answers (429/503) are raised
-        for `backoff` to wait out, with their `Retry-After`."""
+        for `backoff` to wait out, with their `Retry-After`.
+
+        `toolset` (a built-in toolset's name) and `env_overrides` travel as the SDK sends them:
+        `toolset_name` in `/create`'s body, the overrides as `env` in `/create_session`'s."""
         extra = self.secrets_header(secrets)
-        _, sid = await self.stream("/create_session", {}, extra=extra, busy=False)
+        opening = {"env": dict(env_overrides)} if env_overrides else {}
+        _, sid = await self.stream("/create_session", opening, extra=extra, busy=False)
         if not sid:
             raise StreamBroken("/create_session named no session")
         session = Session(self, sid)
@@ -295,6 +304,8 @@ class Client:
             create: dict[str, Any] = {"split": split, "index": index} if task_spec is None else {"task_spec": task_spec}
             if self.address.env_name is not None:
                 create["env_name"] = self.address.env_name
+            if toolset is not None:
+                create["toolset_name"] = toolset
             await self.request("POST", "/create", create, sid=sid, extra=extra, busy=False)
         except BaseException:
             await asyncio.shield(session.close())
@@ -531,7 +542,7 @@ def parse_retry_after(value: str | None) -> float | None:
 async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
     if response.status < 400:
         return
-    text = (await response.read())[:4096].decode("utf-8", "replace")
+    text = (await response.read()).decode("utf-8", "replace")  # bounded by the response class
     try:
         detail = json.loads(text).get("detail", text)
     except (ValueError, AttributeError):
@@ -541,6 +552,7 @@ async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
         " ".join(str(detail).split())[:500] or response.reason or "",
         parse_retry_after(response.headers.get("Retry-After")),
         response.headers.get("X-Backend-State") == "starting",
+        said=str(detail),
     )
 
 
