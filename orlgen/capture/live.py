@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import SimpleNamespace
@@ -36,7 +37,7 @@ from orlgen.capture.targets import server_url, target_kind
 from orlgen.errors import CaptureError
 from orlgen.runtime import backoff, provenance
 from orlgen.runtime.connection import CallTimeout, Connection, choose_api_key, platform_key, run_on_loop
-from orlgen.runtime.ors import Client
+from orlgen.runtime.ors import Client, platform_urls
 from orlgen.runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
 from orlgen.schema import infer_task_schema
 from orlgen.snapshot.model import (
@@ -222,6 +223,7 @@ class _Capture:
 
     def run(self) -> Snapshot:
         with self.progress("discovery", 0):
+            self._refuse_missing_secrets()
             splits = self._splits()
             listing = self._ask("list tools", "GET", "/tools")
             shared = _unique_tools(_tool_specs(listing), "/tools", self._fail)
@@ -316,6 +318,34 @@ class _Capture:
             said = last_line(str(getattr(exc, "said", "") or ""))
             return f"the server answered {status}" + (f": {clean(said)}" if said else "")
         return f"{type(exc).__name__}: {clean(last_line(str(exc)))}"
+
+    def _refuse_missing_secrets(self) -> None:
+        """A catalog env's required secrets (the platform API's `required-secrets`) that were not
+        given, named before any probe would fail for want of them. Best effort: a platform that
+        cannot say leaves it to the probes."""
+        if self.target.kind != "catalog":
+            return
+        owner, name = self.target.value.split("/", 1)
+        url = f"{platform_urls()[1].rstrip('/')}/v1/environments/{_quoted(owner)}/{_quoted(name)}/required-secrets"
+        try:
+            body = self.clock.run(
+                lambda timeout: run_on_loop(
+                    get_json_bytes(url, self.options.max_answer_bytes, self.connection.api_key), timeout
+                )
+            )
+            required = json.loads(body).get("secrets")
+        except Exception:  # the endpoint is a courtesy: the probes still say what is missing
+            return
+        if not isinstance(required, list):
+            return
+        missing = sorted({str(secret) for secret in required if isinstance(secret, str)} - set(self.options.secrets))
+        if missing:
+            flags = " ".join(f"--secret {clean(secret)}" for secret in missing)
+            raise self._fail(
+                f"the environment requires the secret{'s' * (len(missing) > 1)} {', '.join(map(clean, missing))} "
+                f"(the platform's required-secrets): pass {flags} (the value is read from the environment "
+                "variable of that name; only the name is recorded)"
+            )
 
     def _splits(self) -> list[Split]:
         declared = _declared_splits(self._ask("list splits", "GET", "/splits"))
@@ -485,6 +515,10 @@ def _probe_advice(secrets: list[str]) -> str:
         "or skip probing with --probes 0, which captures no task-only tools (pass the --secret NAME it needs all "
         "the same: the snapshot records its name for the adapter's reset)"
     )
+
+
+def _quoted(part: str) -> str:
+    return urllib.parse.quote(part, safe="")
 
 
 def _range(split: str, start: int, stop: int) -> dict[str, Any]:
