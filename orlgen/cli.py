@@ -79,6 +79,19 @@ def main() -> None:
     """Generate typed, reviewable TRL adapters from Open Reward Standard environments."""
 
 
+def _env_overrides(items: Sequence[str]) -> dict[str, str] | None:
+    """`KEY=VALUE` items → the adapter's `env_overrides`; a key the SDK does not take is refused."""
+    from orlgen.runtime.adapter import ENV_OVERRIDE_KEYS
+
+    overrides: dict[str, str] = {}
+    for item in items:
+        key, has_value, value = item.partition("=")
+        if not has_value or key not in ENV_OVERRIDE_KEYS:
+            raise click.BadParameter(f"expected KEY=VALUE with KEY one of {', '.join(ENV_OVERRIDE_KEYS)}")
+        overrides[key] = value
+    return overrides or None
+
+
 def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Tasks:
     if value is None:
         return None
@@ -252,6 +265,16 @@ def diff(old: Path, new: str, style: Literal["text", "json", "github"]) -> None:
 @click.option("--temperature", type=click.FloatRange(min=0), default=1.0, show_default=True)
 @click.option("--env", help="For a mixture: evaluate only this environment.")
 @click.option("--env-url", help="The environment's server (default: the module's own address).")
+@click.option(
+    "--env-override",
+    "env_overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=lambda ctx, param, items: _env_overrides(items),
+    help="A value the env's own code reads, sent with each session as the SDK's env_overrides (repeatable; "
+    "keys OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY): point an env's judge at "
+    "your endpoint. Written nowhere.",
+)
 @click.option(
     "--pass-threshold", type=float, help="Reward a rollout must reach to pass (default: 1.0, or the max seen)."
 )

@@ -23,6 +23,8 @@ from orlgen.snapshot.model import load
 from tests.support.cli import invoke
 from tests.support.modules import load_module
 
+pytestmark = pytest.mark.slow  # each starts an ORS server (or imports the SDK): seconds apiece
+
 REPO = Path(__file__).resolve().parent.parent
 SURFACES = "tests.support.servers.surfaces"
 
@@ -177,3 +179,22 @@ def test_a_catalog_envs_missing_secret_is_named_before_any_probe(tmp_path, monke
         given = invoke("snapshot", "Acme/judged", "--secret", "JUDGE_API_KEY=judge-key-1", "--out", tmp_path)
     assert given.exit_code == 0, given.output
     assert load(tmp_path / "acme_judged.snapshot.json").secret_names == ["JUDGE_API_KEY"]
+
+
+def test_eval_sends_env_overrides_and_writes_them_nowhere(tmp_path, surface_log):
+    from bench.chat_server import ChatServer, serving
+    from tests.support.models.scripted_policy import scripted
+
+    secret = "sk-eval-override-93ab"
+    out = tmp_path / "rollouts.jsonl"
+    with serving(ChatServer(scripted)) as chat, ServerProcess("examples.echo:Echo", entry=SURFACES) as server:
+        result = invoke(
+            "eval", "generated/echo.py", "--base-url", chat.url, "--model", "scripted", "-n", 2,
+            "--env-url", server.url, "--env-override", f"OPENAI_API_KEY={secret}", "--out", out,
+        )  # fmt: skip
+        refused = invoke("eval", "generated/echo.py", "--env-override", "HOME=/tmp", "--env-url", server.url)
+    assert result.exit_code == 0, result.output
+    opened = [r["env"] for r in requests(surface_log) if r["path"] == "/create_session"]
+    assert opened and opened == [{"OPENAI_API_KEY": hashlib.sha256(secret.encode()).hexdigest()}] * len(opened)
+    assert secret not in result.output and secret not in out.read_text()
+    assert refused.exit_code == 2 and "KEY one of ANTHROPIC_API_KEY" in refused.output

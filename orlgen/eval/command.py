@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,7 @@ class Options:
     temperature: float = 1.0
     env: str | None = None
     env_url: str | None = None
+    env_overrides: Mapping[str, str] | None = None  # `--env-override KEY=VALUE`: never written anywhere
     pass_threshold: float | None = None
     style: Literal["text", "json"] = "text"
     out: Path | None = None
@@ -58,7 +59,7 @@ def run(options: Options) -> int:
     if not jobs:
         raise EvalError("nothing to evaluate: the chosen splits have no tasks")
     policy.check()
-    preflight(members, options.env_url)
+    preflight(members, options.env_url, options.env_overrides)
     secrets = _secrets(members, policy)
     writer = Writer(options.out, options.model or options.hf_model or "", secrets)
     settings = Settings(
@@ -72,7 +73,13 @@ def run(options: Options) -> int:
                 advance(1)
 
             finished = execute(
-                jobs, policy, settings, concurrency=options.concurrency, env_url=options.env_url, on_done=done
+                jobs,
+                policy,
+                settings,
+                concurrency=options.concurrency,
+                env_url=options.env_url,
+                on_done=done,
+                env_overrides=options.env_overrides,
             )
     finally:
         writer.close()
