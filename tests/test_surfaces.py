@@ -198,3 +198,41 @@ def test_eval_sends_env_overrides_and_writes_them_nowhere(tmp_path, surface_log)
     assert opened and opened == [{"OPENAI_API_KEY": hashlib.sha256(secret.encode()).hexdigest()}] * len(opened)
     assert secret not in result.output and secret not in out.read_text()
     assert refused.exit_code == 2 and "KEY one of ANTHROPIC_API_KEY" in refused.output
+
+
+@pytest.mark.usefixtures("quiet_and_single_threaded")
+def test_group_reward_scores_each_grpo_group_in_one_request(tmp_path, monkeypatch, tiny_model_path):
+    """A real GRPOTrainer step, 2 tasks x 2 generations, against an env that ranks a group's
+    answers by length (`tests/support/envs/grouped.py`): one `/score_group` request per group, and
+    each rollout gets its group's verdict."""
+    from tests.support.modules import generated
+    from tests.support.training import make_trainer
+
+    groups = tmp_path / "groups.log"
+    monkeypatch.setenv("ORLGEN_GROUP_LOG", str(groups))
+    module = generated("tests.support.envs.grouped:Grouped", tmp_path / "module")
+    assert module.SPEC.score_group and "group_reward" in module.__all__
+    seen: list[tuple[list, list]] = []
+
+    def group_reward(**kwargs):
+        rewards = module.group_reward(**kwargs)
+        seen.append((kwargs["completions"], rewards))
+        return rewards
+
+    with ServerProcess("tests.support.envs.grouped:Grouped") as server:
+        rows = module.build_dataset(indices=[0, 1])
+        trainer, _ = make_trainer(
+            tiny_model_path, module, server.url, rows, tmp_path, reward_funcs=[group_reward]
+        )
+        trainer.train()
+
+    assert groups.read_text().splitlines() == ["2", "2"]  # one request per group of num_generations
+    ((completions, rewards),) = seen
+    from orlgen.runtime import final_message
+
+    lengths = [len(final_message(c) or "") for c in completions]
+    for first in (0, 2):  # the groups: rows 0-1 (task 0), 2-3 (task 1)
+        a, b = lengths[first : first + 2]
+        expected = [0.0, 0.0] if a == b else [float(a > b), float(b > a)]
+        assert rewards[first : first + 2] == expected, (lengths, rewards)
+    assert "rewards/group_reward/mean" in trainer.state.log_history[0]

@@ -179,7 +179,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         models_aliases=field_aliases(definitions),
         terminal_tool=literal(snapshot.terminal_tool.name if snapshot.terminal_tool else None),
         has_terminal_tool=snapshot.terminal_tool is not None,
-        exports=_exports(env_class, tools, snapshot.terminal_tool is not None),
+        exports=_exports(env_class, tools, snapshot.terminal_tool is not None, snapshot.score_group),
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
         reward_rule=literal(snapshot.reward),
         reward_summed=snapshot.reward == "summed",
@@ -207,10 +207,12 @@ _EXPORTS = (
 )
 
 
-def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) -> Source:
-    """`__all__`, sorted as ruff's RUF022 sorts it (see `orlgen.plan.sorting`)."""
+def _exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool, group: bool = False) -> Source:
+    """`__all__`, sorted as ruff's RUF022 sorts it (see `orlgen.plan.sorting`); `group_reward`
+    (imported from the runtime because it is exported) for an env that scores groups."""
     exported = [env_class, *(tool.params_class for tool in tools if tool.params_class), *_EXPORTS]
     exported += ["submit_final_message"] if terminal else []
+    exported += ["group_reward"] if group else []
     return literal(dunder_all_order(exported))
 
 

@@ -431,6 +431,25 @@ class Session:
         arg = term.get("arg")
         return await self.call_tool(str(term["name"]), {arg: message} if arg else {})
 
+    async def score_group(self, candidates: list[dict[str, Any]]) -> list[float]:
+        """The env's scores of a group's `candidates` for this session's task (`/score_group`,
+        SSE like `/call`): one float per candidate, in order."""
+        if self.gone is not None:
+            raise SessionGone(str(self.gone))
+        try:
+            answer, _ = await self.client.stream(
+                self.client.route("/score_group"), {"candidates": candidates}, sid=self.sid
+            )
+        except StatusError as exc:
+            raise _session_status(exc) from exc
+        scores = answer.get("scores") if isinstance(answer, Mapping) else None
+        if not isinstance(scores, list) or len(scores) != len(candidates):
+            raise StreamBroken(f"score_group answered {type(scores).__name__} for {len(candidates)} candidates")
+        rewards = [score.get("reward") if isinstance(score, Mapping) else None for score in scores]
+        if not all(isinstance(r, int | float) and not isinstance(r, bool) for r in rewards):
+            raise StreamBroken("score_group answered a score that is not a number")
+        return [float(r) for r in rewards]  # type: ignore[arg-type]
+
     async def ping(self) -> None:
         try:
             await self.client.request("POST", "/ping", sid=self.sid, window=0.0)
