@@ -221,9 +221,7 @@ def test_group_reward_scores_each_grpo_group_in_one_request(tmp_path, monkeypatc
 
     with ServerProcess("tests.support.envs.grouped:Grouped") as server:
         rows = module.build_dataset(indices=[0, 1])
-        trainer, _ = make_trainer(
-            tiny_model_path, module, server.url, rows, tmp_path, reward_funcs=[group_reward]
-        )
+        trainer, _ = make_trainer(tiny_model_path, module, server.url, rows, tmp_path, reward_funcs=[group_reward])
         trainer.train()
 
     assert groups.read_text().splitlines() == ["2", "2"]  # one request per group of num_generations
