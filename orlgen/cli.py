@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Literal
 
 import click
 from orlgen import __version__
+from orlgen.capture.toolsets import TOOLSETS
 from orlgen.errors import OrlgenError
 from orlgen.lookalike import escaped
 from orlgen.runtime.errors import OrlgenRuntimeError
@@ -79,6 +80,19 @@ def main() -> None:
     """Generate typed, reviewable TRL adapters from Open Reward Standard environments."""
 
 
+def _env_overrides(items: Sequence[str]) -> dict[str, str] | None:
+    """`KEY=VALUE` items → the adapter's `env_overrides`; a key the SDK does not take is refused."""
+    from orlgen.runtime.adapter import ENV_OVERRIDE_KEYS
+
+    overrides: dict[str, str] = {}
+    for item in items:
+        key, has_value, value = item.partition("=")
+        if not has_value or key not in ENV_OVERRIDE_KEYS:
+            raise click.BadParameter(f"expected KEY=VALUE with KEY one of {', '.join(ENV_OVERRIDE_KEYS)}")
+        overrides[key] = value
+    return overrides or None
+
+
 def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Tasks:
     if value is None:
         return None
@@ -122,6 +136,12 @@ def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Ta
     help="A secret for probe sessions (repeatable); without =VALUE, read from the environment "
     "variable NAME. Only the name is recorded.",
 )
+@click.option(
+    "--toolset",
+    type=click.Choice(TOOLSETS),
+    help="Open the probe sessions with this built-in toolset (the SDK's toolset=); recorded, and the "
+    "adapter's sessions open with it.",
+)
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Default: [tool.orlgen] out.")
 @click.option("--no-generate", is_flag=True, help="Write the snapshot only.")
 @click.option(
@@ -139,6 +159,7 @@ def snapshot(
     probes: int,
     reward: Literal["outcome", "summed"],
     secrets: tuple[str, ...],
+    toolset: str | None,
     out: Path | None,
     no_generate: bool,
     check_only: bool,
@@ -157,6 +178,8 @@ def snapshot(
             probes=probes,
             reward=reward,
             secrets=parse_secrets(secrets),
+            toolset=toolset,
+            note=_warn,
         )
         _capture_one(project, target, options, out or project.out, generate=not no_generate, check_only=check_only)
 
@@ -309,6 +332,16 @@ def init_(out: str) -> None:
 @click.option("--env", help="For a mixture: evaluate only this environment.")
 @click.option("--env-url", help="The environment's server (default: the module's own address).")
 @click.option(
+    "--env-override",
+    "env_overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=lambda ctx, param, items: _env_overrides(items),
+    help="A value the env's own code reads, sent with each session as the SDK's env_overrides (repeatable; "
+    "keys OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY): point an env's judge at "
+    "your endpoint. Written nowhere.",
+)
+@click.option(
     "--pass-threshold", type=float, help="Reward a rollout must reach to pass (default: 1.0, or the max seen)."
 )
 @click.option("--format", "style", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -450,6 +483,10 @@ def _new_deployment(recorded: Snapshot, live: Snapshot) -> str | None:
         return None
     now = live.deployment.model_dump(exclude_none=True) if live.deployment else {}
     return changed(recorded.deployment.model_dump(exclude_none=True), now)
+
+
+def _warn(text: str) -> None:
+    click.echo(f"orlgen: warning: {escaped(text)}", err=True)
 
 
 def _report(written: Written, skip: Sequence[Path] = (), unchanged: bool = True) -> None:

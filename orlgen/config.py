@@ -14,6 +14,7 @@ env = "helpdesk"             # optional: the env key on a multi-environment serv
 splits = ["train", "test"]   # optional: default all
 tasks = "all"                # optional: "all", "none" or a sample size
 probes = 3                   # optional: sessions per split to find task-only tools
+toolset = "codex"            # optional: a built-in toolset its sessions open with (recorded)
 reward = "summed"            # optional: the env's reward rule, "outcome" (default: the last step
                              # reward) or "summed" (step rewards sum to the score); recorded in the
                              # snapshot, the generated adapter's default
@@ -46,6 +47,7 @@ from typing import Annotated, Any, Literal
 
 from orlgen import lookalike
 from orlgen.capture.options import CaptureOptions
+from orlgen.capture.toolsets import Toolset
 from orlgen.errors import ConfigFileError
 from orlgen.review.diff import RuleError, Rules
 from orlgen.review.vet import VetRuleError, VetRules
@@ -116,6 +118,7 @@ class EnvConfig(_Strict):
     tasks: Literal["all", "none"] | Annotated[StrictInt, Field(ge=0)] | None = None
     probes: StrictInt = Field(3, ge=0)
     reward: RewardRule = "outcome"
+    toolset: Toolset | None = None
     secrets: tuple[str, ...] = ()  # names only; values come from the environment
     trainers: TrainerList | None = None  # None: [tool.orlgen] trainers
 
@@ -152,6 +155,7 @@ class EnvConfig(_Strict):
             tasks=self.tasks,
             probes=self.probes,
             reward=self.reward,
+            toolset=self.toolset,
             secrets=parse_secrets(self.secrets),
         )
 

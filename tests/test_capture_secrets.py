@@ -1,6 +1,6 @@
 """Capturing environments that need secrets, and forwarding them from generated adapters.
 
-`tests/support/envs/judge.py:Judged` is served by the real `openreward` server: its `setup()` fails the
+`tests/support/envs/judge.py:Judged` is served by the real `openreward` server: it fails the
 session without `JUDGE_API_KEY`, as published LLM-judge envs do, and its task-only `whoami` tool
 reports which secrets reached the session. The server runs under `tests/support/servers/header.py`, whose
 ASGI middleware records the credentials each request carried (`X-API-Key`, `Authorization`).

@@ -53,7 +53,7 @@ def test_unknown_keys_are_errors(tmp_path):
         ("probs = 2", "envs.0.probs: unknown key (did you mean `probes`?)"),
         (
             "xyzzy = 1",
-            "envs.0.xyzzy: unknown key (known keys: target, name, env, splits, tasks, probes, reward, secrets, trainers)",
+            "envs.0.xyzzy: unknown key (known keys: target, name, env, splits, tasks, probes, reward, toolset, secrets, trainers)",
         ),
     ],
 )

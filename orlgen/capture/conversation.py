@@ -20,14 +20,9 @@ class Conversation:
     system: str | None  # the text of a leading system message made of text blocks only
 
 
-async def conversation_of(session: Any) -> Conversation:
+def conversation_of(messages: list[Any]) -> Conversation:
     """What one probe session's messages show. A server without `/messages` (SDK < 0.1.157)
-    answers through the SDK's fallback, one user message: not conversation-shaped. A failure
-    here is not the probe's: the prompt still works, so it counts as not conversation-shaped."""
-    try:
-        messages = list(await session.get_messages())
-    except Exception:  # SDK and transport errors have no common base
-        return Conversation(False, None)
+    answers through the client's fallback, one user message: not conversation-shaped."""
     shaped = len(messages) != 1 or getattr(messages[0], "role", "user") != "user"
     return Conversation(shaped, _system_text(messages[0]) if shaped and messages else None)
 

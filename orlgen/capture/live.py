@@ -1,8 +1,14 @@
 """ORS environment → Snapshot. The only module that talks to a server.
 
-Requests are few and batched: discovery (`splits`, `num_tasks`, `tools`), a handful of probe
+Capture speaks the wire through the runtime's own client (`orlgen.runtime.ors`), in few
+requests: discovery without sessions (`/splits`, `num_tasks` per split, `/tools` once, which
+also says whether the env scores groups and names its terminal tool), a handful of probe
 sessions per split to find task-only tools, and `task_range` in batches for tasks. A server
-that says it has no `task_range` (404, 405, 501) is read with one `get_task` per task instead.
+that says it has no `task_range` (404, 405, 501) is read with one `/task` per task instead.
+
+A probe asks its session's `/task_tools` first, which the server answers before the env's
+`setup()` has run, then `/messages`, which waits for it: a setup that fails (a sandbox that
+cannot be reached) leaves the conversation unknown, said in one line, and loses no tool.
 
 The server is not trusted: every answer is bounded in size and time, the whole capture has a
 deadline, what the server says is checked for consistency before it is stored, and its text is
@@ -13,28 +19,47 @@ user's side of all this.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 from orlgen.capture.cleaning import MESSAGE_CHARS, clean, last_line
 from orlgen.capture.conversation import Conversation, conversation_fields, conversation_of
 from orlgen.capture.options import CaptureOptions
 from orlgen.capture.sampling import probe_indices, reads
-from orlgen.capture.sdk import deployment, run, session_secrets
 from orlgen.capture.targets import server_url, target_kind
 from orlgen.errors import CaptureError
+from orlgen.runtime import backoff, provenance
 from orlgen.runtime.connection import CallTimeout, Connection, choose_api_key, platform_key, run_on_loop
+from orlgen.runtime.ors import Client, platform_urls
 from orlgen.runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
 from orlgen.schema import infer_task_schema
-from orlgen.snapshot.model import Deployment, Snapshot, Split, SplitTasks, Target, Task, TaskRef, TerminalTool, Tool
+from orlgen.snapshot.model import (
+    Deployment,
+    Snapshot,
+    Split,
+    SplitTasks,
+    Target,
+    Task,
+    TaskRef,
+    TerminalTool,
+    Tool,
+    implied_split_type,
+)
 from orlgen.snapshot.recorded import default_name
 from pydantic import ValidationError
 
-BATCH = 500  # tasks per task_range request
+_log = logging.getLogger("orlgen")
+
+BATCH = 1000  # tasks per task_range request: 20 for 20,000 tasks
 UNSUPPORTED = (404, 405, 501)  # statuses by which a server says it has no such endpoint
+CLOSING_SECONDS = 5.0  # of a probe's time bound, kept for deleting its session
 
 
 def capture(target: str, options: CaptureOptions | None = None, progress: Any = None) -> Snapshot:
@@ -164,6 +189,8 @@ def _default_env(url: str, limit: int, clock: _Clock, api_key: str | None) -> st
         raise CaptureError(f"cannot reach an ORS server at {where}: {exc}") from exc
     except Exception as exc:  # transport errors have no common base
         status = _status(exc)
+        if status == 402:
+            raise CaptureError(f"{where}: {backoff.payment_required()}") from exc
         said = f"the server answered {status}" if status else f"{type(exc).__name__}: {exc}"
         raise CaptureError(f"cannot reach an ORS server at {where}: {clean(said)}") from exc
     try:
@@ -190,23 +217,25 @@ class _Capture:
         self.options = options
         self.progress = progress or _no_progress
         self.connection = connection
-        self.secrets = session_secrets(options.secrets, connection)
         self.clock = clock
-        self.conversations: list[Conversation] = []  # what each probe session's get_messages showed
+        self.conversations: list[Conversation] = []  # what each probe session's messages showed
+        self.unready: list[tuple[TaskRef, str]] = []  # probes whose setup failed: the task and why
 
     def run(self) -> Snapshot:
         with self.progress("discovery", 0):
+            self._refuse_missing_secrets()
             splits = self._splits()
-            shared = _unique_tools(self._sdk("list tools", lambda env: env.list_tools()), "/tools", self._fail)
-            terminal = self._sdk("read the terminal tool", lambda env: env.terminal_tool())
+            listing = self._ask("list tools", "GET", "/tools")
+            shared = _unique_tools(_tool_specs(listing), "/tools", self._fail)
         probed, task_only = self._probe(splits, shared)
+        self._note_unready()
         tasks: dict[str, SplitTasks] = {}
         specs: list[dict[str, Any]] = []  # every task read, stored or not: the task schema's evidence
         for split in splits:
             tasks[split.name], read = self._tasks(split)
             specs += read
         try:
-            return self._snapshot(splits, shared, terminal, probed, task_only, tasks, specs)
+            return self._snapshot(splits, listing, shared, probed, task_only, tasks, specs)
         except ValidationError as exc:  # e.g. a schema nested deeper than a snapshot may hold
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "the answer"
@@ -215,8 +244,8 @@ class _Capture:
     def _snapshot(
         self,
         splits: list[Split],
+        listing: dict[str, Any],
         shared: dict[str, Any],
-        terminal: Any,
         probed: list[TaskRef],
         task_only: dict[str, tuple[Any, list[TaskRef]]],
         tasks: dict[str, SplitTasks],
@@ -224,6 +253,7 @@ class _Capture:
     ) -> Snapshot:
         tools = [_tool(spec, shared=True, offered_on=[]) for spec in shared.values()]
         tools += [_tool(spec, shared=False, offered_on=refs) for spec, refs in task_only.values()]
+        terminal = listing.get("terminal_tool") or None
         return Snapshot(
             name=self.options.name or default_name(self.target),
             target=self.target,
@@ -235,10 +265,14 @@ class _Capture:
             terminal_tool=(
                 None
                 if terminal is None
-                else TerminalTool(name=terminal.name, arg=terminal.arg, description=terminal.description or "")
+                else TerminalTool(
+                    name=terminal.get("name"), arg=terminal.get("arg"), description=terminal.get("description") or ""
+                )
             ),
             **conversation_fields(self.conversations),
             probed_tasks=probed,
+            toolset=self.options.toolset,
+            score_group=listing.get("supports_score_group") is True,
             tasks=tasks,
             task_schema=infer_task_schema(specs),
         ).canonical()
@@ -248,7 +282,7 @@ class _Capture:
         if self.target.kind == "module":  # served here, by this SDK: nothing to learn
             return None
         try:
-            found = self._call(deployment)
+            found = self._call(provenance.live)
         except Exception:  # an old server without /version: the schema is what matters
             return None
         return None if found is None else Deployment(**found)  # fields `provenance.parse` checked
@@ -257,31 +291,67 @@ class _Capture:
         # Server text in `message` was cut already; the bound here catches names and the like.
         return CaptureError(f"{self.target.value}: {clean(message, self.options.secrets, limit=4 * MESSAGE_CHARS)}")
 
-    def _call(self, call: Callable[[Any], Awaitable[Any]]) -> Any:
-        """`await call(environment)`, bounded by the request timeout and the capture's deadline."""
-        return self.clock.run(lambda timeout: run(self.connection, call, timeout))
+    def _call(self, call: Callable[[Client], Awaitable[Any]]) -> Any:
+        """`await call(client)`, bounded by the request timeout and the capture's deadline."""
+        return self.clock.run(lambda timeout: self.connection.run(call, timeout))
 
-    def _sdk(self, what: str, call: Callable[[Any], Awaitable[Any]]) -> Any:
+    def _ask(self, what: str, method: str, suffix: str, body: Any = None) -> Any:
+        """One request outside any session (`/{env}{suffix}`), its failure a one-line CaptureError."""
+        return self._checked(what, lambda client: client.request(method, client.route(suffix), body))
+
+    def _checked(self, what: str, call: Callable[[Client], Awaitable[Any]]) -> Any:
         """`_call`, with any failure turned into a one-line CaptureError."""
         try:
             return self._call(call)
-        except Exception as exc:  # SDK and transport errors have no common base
+        except Exception as exc:  # client and transport errors have no common base
             raise self._fail(f"cannot {what}: {self._describe(exc)}") from exc
 
     def _describe(self, exc: BaseException) -> str:
-        """An SDK failure in a few words: the status and the server's last line, not a traceback."""
+        """A failure in a few words: the status and the server's last line, not a traceback; a
+        402 is the runtime's line (the account has no credit)."""
         if isinstance(exc, (CallTimeout, AnswerTooLarge, RedirectRefused)):
             return str(exc)
         status = _status(exc)
+        if status == 402:
+            return str(backoff.payment_required())
         if status is not None:
-            said = last_line(str(getattr(exc, "message", "") or ""))
+            said = last_line(str(getattr(exc, "said", "") or ""))
             return f"the server answered {status}" + (f": {clean(said)}" if said else "")
         return f"{type(exc).__name__}: {clean(last_line(str(exc)))}"
 
+    def _refuse_missing_secrets(self) -> None:
+        """A catalog env's required secrets (the platform API's `required-secrets`) that were not
+        given, named before any probe would fail for want of them. Best effort: a platform that
+        cannot say leaves it to the probes."""
+        if self.target.kind != "catalog":
+            return
+        owner, name = self.target.value.split("/", 1)
+        url = f"{platform_urls()[1].rstrip('/')}/v1/environments/{_quoted(owner)}/{_quoted(name)}/required-secrets"
+        try:
+            body = self.clock.run(
+                lambda timeout: run_on_loop(
+                    get_json_bytes(url, self.options.max_answer_bytes, self.connection.api_key), timeout
+                )
+            )
+            required = json.loads(body).get("secrets")
+        except Exception:  # the endpoint is a courtesy: the probes still say what is missing
+            return
+        if not isinstance(required, list):
+            return
+        missing = sorted({str(secret) for secret in required if isinstance(secret, str)} - set(self.options.secrets))
+        if missing:
+            flags = " ".join(f"--secret {clean(secret)}" for secret in missing)
+            raise self._fail(
+                f"the environment requires the secret{'s' * (len(missing) > 1)} {', '.join(map(clean, missing))} "
+                f"(the platform's required-secrets): pass {flags} (the value is read from the environment "
+                "variable of that name; only the name is recorded)"
+            )
+
     def _splits(self) -> list[Split]:
-        available = self._sdk("list splits", lambda env: env.list_splits())
-        if not isinstance(available, list) or not all(isinstance(s, str) and s for s in available):
+        declared = _declared_splits(self._ask("list splits", "GET", "/splits"))
+        if declared is None:
             raise self._fail("the server's split list is not a list of names")
+        available = [name for name, _ in declared]
         if len(set(available)) != len(available):
             raise self._fail(
                 f"the server lists a split twice: {sorted(s for s in available if available.count(s) > 1)[0]!r}"
@@ -290,10 +360,12 @@ class _Capture:
         unknown = sorted(set(chosen) - set(available))
         if unknown:
             raise self._fail(f"no split {unknown[0]!r} (it has {available})")
-        return [Split(name=s, num_tasks=self._count(s)) for s in chosen]
+        types = dict(declared)
+        return [Split(name=s, num_tasks=self._count(s), type=types[s]) for s in chosen]
 
     def _count(self, split: str) -> int:
-        count = self._sdk(f"count tasks of {split!r}", lambda env: env.num_tasks(split))
+        answer = self._ask(f"count tasks of {split!r}", "POST", "/num_tasks", {"split": split})
+        count = answer.get("num_tasks") if isinstance(answer, dict) else answer
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise self._fail(f"the server says split {split!r} has {count!r} tasks")
         return count
@@ -329,18 +401,60 @@ class _Capture:
         return refs, task_only
 
     def _session_tools(self, ref: TaskRef) -> list[Any]:
-        async def open_and_list(env: Any) -> list[Any]:
-            async with env.session(split=ref.split, index=ref.index, secrets=self.secrets) as session:
-                self.conversations.append(await conversation_of(session))
-                return await session.list_tools()
+        """The tools a session on `ref` lists. `/task_tools` is asked first: the server answers
+        it before the env's `setup()` has run. Then `/messages`, which waits for setup: its
+        failure is recorded in `unready` (the conversation stays unknown), not the probe's."""
+
+        async def probe(client: Client, timeout: float) -> Any:
+            started = time.monotonic()
+            session = await client.open_session(
+                ref.split, ref.index, secrets=self.options.secrets or None, toolset=self.options.toolset
+            )
+            try:
+                listed = await _task_tools(client, session.sid)
+                left = timeout - (time.monotonic() - started) - CLOSING_SECONDS
+                try:
+                    messages = await asyncio.wait_for(session.get_messages(), max(left, 0.1))
+                except Exception as exc:  # client and transport errors have no common base
+                    self.unready.append((ref, self._why_unready(exc, left)))
+                else:
+                    self.conversations.append(conversation_of(messages))
+                return listed
+            finally:
+                await session.close()
 
         try:
-            return self._call(open_and_list)
-        except Exception as exc:  # SDK and transport errors have no common base
+            listed = self.clock.run(lambda timeout: self.connection.run(lambda c: probe(c, timeout), timeout))
+        except Exception as exc:  # client and transport errors have no common base
             raise self._fail(
                 f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}"
                 f"{_probe_advice(sorted(self.options.secrets))}"
             ) from exc
+        return _tool_specs(listed)
+
+    def _why_unready(self, exc: BaseException, left: float) -> str:
+        if isinstance(exc, TimeoutError):
+            return f"setup did not finish within {max(left, 0.1):.0f} s"
+        return self._describe(exc)
+
+    def _note_unready(self) -> None:
+        """One line when some probe's setup failed: the tools were listed, the prompt's shape not."""
+        if not self.unready:
+            return
+        ref, why = self.unready[0]
+        count = len(self.unready)
+        others = f" (and {count - 1} other probe{'s' * (count > 2)})" if count > 1 else ""
+        note = self.options.note or _log.warning
+        note(
+            f"{self.target.value}: setup failed on task {ref.split}[{ref.index}]{others}: "
+            f"{clean(why, self.options.secrets)}; every tool was listed, but the conversation is unknown "
+            "(recorded as a plain prompt)"
+            + (
+                ""
+                if self.options.secrets
+                else "; if setup needs a secret, pass it with --secret NAME (the adapter's sessions need it too)"
+            )
+        )
 
     def _tasks(self, split: Split) -> tuple[SplitTasks, list[dict[str, Any]]]:
         """The split's tasks as stored in the snapshot, and every task read (see `sampling.reads`)."""
@@ -366,21 +480,25 @@ class _Capture:
         send `stop - start` slower requests."""
         where = f"{split}[{start}:{stop}]"
         try:
-            tasks = self._call(lambda env: env.get_task_range(split, start, stop))
-        except Exception as exc:  # SDK and transport errors have no common base
+            answer = self._call(
+                lambda client: client.request("POST", client.route("/task_range"), _range(split, start, stop))
+            )
+            tasks = answer.get("tasks") if isinstance(answer, dict) else answer
+        except Exception as exc:  # client and transport errors have no common base
             if _status(exc) not in UNSUPPORTED:
                 raise self._fail(f"cannot read tasks {where}: {self._describe(exc)}") from exc
-            tasks = [self._sdk(f"read task {split}[{i}]", _get_task(split, i)) for i in range(start, stop)]
+            tasks = [self._task(split, i) for i in range(start, stop)]
         if not isinstance(tasks, list) or len(tasks) != stop - start:
             count = len(tasks) if isinstance(tasks, list) else type(tasks).__name__
             raise self._fail(f"asked for tasks {where} ({stop - start}), the server sent {count}")
-        specs: list[dict[str, Any]] = []
-        for i, task in enumerate(tasks):
-            spec = getattr(task, "task_spec", None)
+        for i, spec in enumerate(tasks):
             if not isinstance(spec, dict):
                 raise self._fail(f"task {split}[{start + i}] is not a JSON object")
-            specs.append(spec)
-        return specs
+        return tasks
+
+    def _task(self, split: str, index: int) -> Any:
+        answer = self._ask(f"read task {split}[{index}]", "POST", "/task", {"split": split, "index": index})
+        return answer.get("task") if isinstance(answer, dict) else None
 
 
 def _probe_advice(secrets: list[str]) -> str:
@@ -399,8 +517,56 @@ def _probe_advice(secrets: list[str]) -> str:
     )
 
 
-def _get_task(split: str, index: int) -> Callable[[Any], Awaitable[Any]]:
-    return lambda env: env.get_task(split, index)
+def _quoted(part: str) -> str:
+    return urllib.parse.quote(part, safe="")
+
+
+def _range(split: str, start: int, stop: int) -> dict[str, Any]:
+    return {"split": split, "start": start, "stop": stop}
+
+
+async def _task_tools(client: Client, sid: str) -> Any:
+    """A session's `/task_tools` answer; a server without it (404) gives its `/tools`."""
+    try:
+        return await client.request("GET", client.route("/task_tools"), sid=sid)
+    except Exception as exc:
+        if _status(exc) != 404:
+            raise
+        return await client.request("GET", client.route("/tools"), sid=sid)
+
+
+def _declared_splits(answer: Any) -> list[tuple[str, str | None]] | None:
+    """`/splits`' answer as (name, type) pairs, the type kept only when it is not the one the
+    name implies (`implied_split_type`); None when the answer is no list of splits. A bare
+    name (an older server) has the type its name implies."""
+    if not isinstance(answer, list):
+        return None
+    declared: list[tuple[str, str | None]] = []
+    for split in answer:
+        name, kind = (split.get("name"), split.get("type")) if isinstance(split, dict) else (split, None)
+        if not isinstance(name, str) or not name:
+            return None
+        declared.append((name, kind if isinstance(kind, str) and kind != implied_split_type(name) else None))
+    return declared
+
+
+def _tool_specs(answer: Any) -> Any:
+    """The tool list of a `/tools` or `/task_tools` answer, each tool an object with `name`,
+    `description` and `input_schema` (what `_unique_tools` checks); anything else as it is,
+    for `_unique_tools` to refuse."""
+    tools = answer.get("tools") if isinstance(answer, dict) else None
+    if not isinstance(tools, list):
+        return None
+    return [
+        (
+            SimpleNamespace(
+                name=tool.get("name"), description=tool.get("description"), input_schema=tool.get("input_schema")
+            )
+            if isinstance(tool, dict)
+            else tool
+        )
+        for tool in tools
+    ]
 
 
 def _unique_tools(specs: Any, where: str, fail: Callable[[str], CaptureError]) -> dict[str, Any]:
@@ -422,7 +588,7 @@ def _tool(spec: Any, *, shared: bool, offered_on: list[TaskRef]) -> Tool:
     return Tool(
         name=spec.name,
         description=spec.description or "",
-        input_schema=dict(spec.input_schema) if spec.input_schema else None,
+        input_schema=spec.input_schema or None,
         shared=shared,
         offered_on=offered_on,
     )

@@ -38,5 +38,6 @@ def options_like(like: Snapshot, target: str, given: Mapping[str, str] | None = 
         tasks=tasks_like(like),
         probes=probes_like(like),
         reward=like.reward,  # the user's declaration, not the server's: the live side keeps the recorded rule
+        toolset=like.toolset,
         secrets=secrets,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -46,6 +47,7 @@ class Options:
     temperature: float = 1.0
     env: str | None = None
     env_url: str | None = None
+    env_overrides: Mapping[str, str] | None = None  # `--env-override KEY=VALUE`: never written anywhere
     pass_threshold: float | None = None
     style: Literal["text", "json"] = "text"
     out: Path | None = None
@@ -90,7 +92,7 @@ def run(options: Options) -> int:
         raise EvalError(f"--resume {options.out}: refused, the run differs: {changed}")
     if options.cache is None:  # a cached run may need no endpoint at all
         policy.check()
-    preflight(members, options.env_url)
+    preflight(members, options.env_url, options.env_overrides)
     secrets = _secrets(members, policy)
     sink = _sink(options, config, stored is not None, jobs, secrets)
     kept = {rollout.key for rollout in sink.carried}
@@ -126,7 +128,15 @@ def _play(options: Options, policy: Policy, writer: Writer, jobs: list[Job]) -> 
             progress.update(rollout)
 
     try:
-        return execute(jobs, policy, settings, concurrency=options.concurrency, env_url=options.env_url, on_done=done)
+        return execute(
+            jobs,
+            policy,
+            settings,
+            concurrency=options.concurrency,
+            env_url=options.env_url,
+            on_done=done,
+            env_overrides=options.env_overrides,
+        )
     finally:
         writer.close()
         if progress is not None:

@@ -12,7 +12,7 @@ import functools
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,12 +74,12 @@ def _default_split(member: Member) -> str:
     return "test" if "test" in member.splits else "train" if "train" in member.splits else sorted(member.splits)[0]
 
 
-def preflight(members: list[Member], env_url: str | None) -> None:
+def preflight(members: list[Member], env_url: str | None, env_overrides: Mapping[str, str] | None = None) -> None:
     """Raise `Unreachable` when an environment cannot be reached at all (one line, exit 2),
     rather than recording every rollout as an environment error."""
     for member in members:
         try:
-            adapter = factory(member, env_url)()
+            adapter = factory(member, env_url, env_overrides)()
         except Exception as exc:  # no address configured
             raise Unreachable(f"environment {member.name}: {exc}") from exc
         connection = adapter._connection
@@ -90,9 +90,13 @@ def preflight(members: list[Member], env_url: str | None) -> None:
             raise Unreachable(f"environment {member.name} at {connection!r} cannot be reached: {reason}") from exc
 
 
-def factory(member: Member, env_url: str | None) -> Callable[[], Any]:
-    """The adapter class as training's `environment_factory`, pointed at `env_url` when given."""
-    return functools.partial(member.adapter, base_url=env_url) if env_url else member.adapter
+def factory(member: Member, env_url: str | None, env_overrides: Mapping[str, str] | None = None) -> Callable[[], Any]:
+    """The adapter class as training's `environment_factory`, pointed at `env_url` and opening its
+    sessions with `env_overrides` (`--env-override`) when given."""
+    options: dict[str, Any] = {"base_url": env_url} if env_url else {}
+    if env_overrides:
+        options["env_overrides"] = dict(env_overrides)
+    return functools.partial(member.adapter, **options) if options else member.adapter
 
 
 def execute(
@@ -103,6 +107,7 @@ def execute(
     concurrency: int,
     env_url: str | None,
     on_done: Callable[[Rollout], None],
+    env_overrides: Mapping[str, str] | None = None,
 ) -> Finished:
     """Play `jobs` on `concurrency` threads; `on_done` runs in this thread, once per finished
     rollout, in the order they finish. The run stops early when the first few rollouts all
@@ -112,7 +117,7 @@ def execute(
         pending.put(job)
     done: queue.Queue[Rollout] = queue.Queue()
     stop = threading.Event()
-    factories = {id(job.member): factory(job.member, env_url) for job in jobs}
+    factories = {id(job.member): factory(job.member, env_url, env_overrides) for job in jobs}
     reward_funcs = {id(job.member): job.member.reward_funcs() for job in jobs}
 
     def worker() -> None:

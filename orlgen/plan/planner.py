@@ -138,6 +138,8 @@ class ModulePlan:
     conversation: bool = False  # the adapter reads the prompt as messages
     system_prompt: Source | None = None  # the system message build_dataset puts in `prompt`, if any
     version: int = PLAN_VERSION
+    toolset: Source | None = None  # the built-in toolset sessions open with, if captured with one
+    score_group: bool = False  # the env scores groups (`/score_group`): the module offers `group_reward`
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,8 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         system_prompt=None if snapshot.system_prompt is None else literal(snapshot.system_prompt),
         target_value=snapshot.target.value,
         facts=_facts(snapshot),
+        toolset=None if snapshot.toolset is None else literal(snapshot.toolset),
+        score_group=snapshot.score_group,
     )
 
 
@@ -242,7 +246,8 @@ def _facts(snapshot: Snapshot) -> str:
     )
     return (
         f"Splits: {captured or 'none'}.\n"
-        f"Regenerate with `orlgen generate`; re-capture with `{recorded.command(snapshot)}`."
+        + (f"Sessions open with the {snapshot.toolset!r} toolset.\n" if snapshot.toolset else "")
+        + f"Regenerate with `orlgen generate`; re-capture with `{recorded.command(snapshot)}`."
     )
 
 

@@ -36,6 +36,7 @@ RULES: dict[str, tuple[Category, bool]] = {
     "PARAM_BECAME_REQUIRED": ("CALL", True),
     "REQUIRED_PARAM_ADDED": ("CALL", True),
     "TYPE_CHANGED": ("CALL", True),
+    "TOOLSET_CHANGED": ("CALL", True),
     "ENUM_VALUE_REMOVED": ("CALL", True),
     "CONSTRAINT_TIGHTENED": ("CALL", True),
     "TOOL_ADDED": ("PROMPT", False),
@@ -166,6 +167,8 @@ def _tools(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         yield Change(
             "TERMINAL_TOOL_CHANGED", "terminal_tool", f"{_name(old.terminal_tool)} → {_name(new.terminal_tool)}"
         )
+    if old.toolset != new.toolset:  # the sessions open with other built-in tools, which act otherwise
+        yield Change("TOOLSET_CHANGED", "toolset", f"{old.toolset or 'none'} → {new.toolset or 'none'}")
     if old.reward != new.reward:  # the score the trainer optimises is computed another way
         yield Change("REWARD_RULE_CHANGED", "reward", f"{old.reward} → {new.reward}")
     if (old.conversation, old.system_prompt) != (new.conversation, new.system_prompt):

@@ -7,6 +7,7 @@ from .adapter import UNSET, DriftError, EnvAdapter, tool_method
 from .budget import set_max_sessions
 from .connection import CallTimeout, ConfigError, Connection, Target
 from .dataset import Column, DatasetError, DatasetSpec
+from .group import group_reward
 from .mixture import mix, mixture_builder
 from .scoring import (
     COVERAGE,
@@ -39,6 +40,7 @@ __all__ = [
     "ToolOutput",
     "dataset_builder",
     "final_message",
+    "group_reward",
     "mix",
     "mixture_builder",
     "outcome_reward",

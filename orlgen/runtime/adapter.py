@@ -27,6 +27,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
 
 from . import admission, budget
@@ -173,6 +174,10 @@ class EnvAdapter:
         image_limits: how many images, and decoded pixels in all, one answer may bring the model
             (`orlgen.runtime.content.ImageLimits`; default: `ORLGEN_MAX_IMAGES` and
             `ORLGEN_MAX_IMAGE_PIXELS`, else 16 and 40,000,000); an image past them is a marker.
+        env_overrides: values the env's own code reads instead of its defaults, sent at each
+            session's opening as the SDK's `env_overrides` (keys `OPENAI_BASE_URL`,
+            `OPENAI_API_KEY`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`: point an env's judge at
+            your own endpoint); never logged or shown, like secrets.
 
     State read by reward functions, reset by `reset`:
         reward: the last non-null reward a tool returned (outcome-only), or None.
@@ -231,6 +236,7 @@ class EnvAdapter:
         num_generations: int = 1,
         seed: int = 0,
         image_limits: _content.ImageLimits | None = None,
+        env_overrides: Mapping[str, str] | None = None,
     ) -> None:
         reward = self.spec.reward_rule if reward is None else reward
         if reward not in ("outcome", "summed"):
@@ -248,7 +254,9 @@ class EnvAdapter:
             "num_generations": num_generations,
             "seed": seed,
             "image_limits": image_limits,
+            "env_overrides": env_overrides,
         }
+        self._env_overrides = check_env_overrides(env_overrides)
         self._max_output_chars = _wire.max_output_chars(max_output_chars)
         self._image_limits = image_limits  # None: the variables, read at each answer
         self._aggregate: Aggregate = reward
@@ -349,7 +357,7 @@ class EnvAdapter:
         self._clear_state()
         split = row.get("split") or self._split
         secrets = self._secrets if self._secrets is not None else secrets_from_env(self.spec.secret_names)
-        self._secret_values = _secret_values(secrets, self._connection.api_key)
+        self._secret_values = _secret_values(secrets, self._connection.api_key) + _override_keys(self._env_overrides)
         spec = _task_spec(row.get("task_spec"))
         index = None if spec is not None or row.get("task_index") is None else int(row["task_index"])
         label = "(task_spec)" if spec is not None else f"{split}[{'?' if index is None else index}]"
@@ -393,10 +401,11 @@ class EnvAdapter:
     def _open_session(self, split: str, index: int | None, secrets: Mapping[str, Any] | None, spec: Any = None) -> Any:
         """A new session for the task, within the env's budget and breaker (`admission`);
         with `prefetch`, one of the group opened together (never for an ad-hoc task)."""
-        opener = lambda env: _open(env, split, index, secrets, spec)  # noqa: E731
+        opening = _Opening(secrets, self.spec.toolset, self._env_overrides)
+        opener = lambda env: _open(env, split, index, opening, spec)  # noqa: E731
         if self._prefetch < 2 or spec is not None:
             return admission.open_sessions(self._connection, type(self), self._timeout, opener)[0]
-        key = (self._connection, split, index, repr(sorted((secrets or {}).items())))
+        key = (self._connection, split, index, repr(sorted((secrets or {}).items())), opening.overrides_key)
         for session in _prefetch.stale(self._connection, key):  # the previous group is over
             _close_slot([session], self._connection, wait=False)
         _prefetch.counted(key)
@@ -597,11 +606,47 @@ def tool_drift(expected: Mapping[str, tuple[bool, str]], live: dict[str, Any]) -
     return problems
 
 
-async def _open(client: Any, split: str, index: int | None, secrets: Mapping[str, Any] | None, spec: Any = None) -> Any:
+ENV_OVERRIDE_KEYS = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL")  # the SDK's
+
+
+def check_env_overrides(overrides: Mapping[str, str] | None) -> dict[str, str] | None:
+    """`env_overrides` as sent, or a ValueError naming the first key the SDK does not take (its
+    value never shown)."""
+    if not overrides:
+        return None
+    for key, value in overrides.items():
+        if key not in ENV_OVERRIDE_KEYS:
+            raise ValueError(f"env_overrides: {key!r} is not one of {', '.join(ENV_OVERRIDE_KEYS)}")
+        if not isinstance(value, str):
+            raise ValueError(f"env_overrides: the value of {key} is not a string")
+    return dict(overrides)
+
+
+def _override_keys(overrides: Mapping[str, str] | None) -> tuple[str, ...]:
+    """The API keys among `env_overrides`' values, masked in server text like secrets."""
+    return tuple(value for key, value in (overrides or {}).items() if key.endswith("_API_KEY") and value)
+
+
+@dataclass(frozen=True)
+class _Opening:
+    """What a new session is opened with beside its task."""
+
+    secrets: Mapping[str, Any] | None
+    toolset: str | None
+    env_overrides: Mapping[str, str] | None
+
+    @property
+    def overrides_key(self) -> str:
+        """Part of the prefetch key: sessions opened with other overrides are not shared."""
+        return repr(sorted((self.env_overrides or {}).items()))
+
+
+async def _open(client: Any, split: str, index: int | None, opening: _Opening, spec: Any = None) -> Any:
     """A session on the task; an ad-hoc task (`spec`) is created from its spec, not a split and index."""
+    options = {"secrets": opening.secrets, "toolset": opening.toolset, "env_overrides": opening.env_overrides}
     if spec is None:
-        return await client.open_session(split=split, index=index, secrets=secrets)
-    return await client.open_session(task_spec=spec, secrets=secrets)
+        return await client.open_session(split=split, index=index, **options)
+    return await client.open_session(task_spec=spec, **options)
 
 
 def _secret_values(secrets: Mapping[str, Any] | None, api_key: str | None) -> tuple[str, ...]:

@@ -61,10 +61,13 @@ HANG_VAR = "ORLGEN_HANG_SECONDS"
 class StatusError(OrlgenRuntimeError):
     """The server answered with an HTTP error status (`status`, the server's `detail`)."""
 
-    def __init__(self, status: int, detail: str, retry_after: float | None = None, starting: bool = False) -> None:
+    def __init__(
+        self, status: int, detail: str, retry_after: float | None = None, starting: bool = False, said: str = ""
+    ) -> None:
         super().__init__(f"{status}: {detail}")
         self.status = status
         self.detail = detail
+        self.said = said or detail  # the detail as sent, lines kept (capture shows its last line)
         self.retry_after = retry_after
         self.backend_starting = starting
 
@@ -284,12 +287,18 @@ class Client:
         index: int | None = None,
         task_spec: dict[str, Any] | None = None,
         secrets: Mapping[str, Any] | None = None,
+        toolset: str | None = None,
+        env_overrides: Mapping[str, str] | None = None,
     ) -> Session:
         """A new session on the task (`split`/`index`, or an ad-hoc `task_spec`). A session the
         server named is deleted again when `/create` fails. Busy answers (429/503) are raised
-        for `backoff` to wait out, with their `Retry-After`."""
+        for `backoff` to wait out, with their `Retry-After`.
+
+        `toolset` (a built-in toolset's name) and `env_overrides` travel as the SDK sends them:
+        `toolset_name` in `/create`'s body, the overrides as `env` in `/create_session`'s."""
         extra = self.secrets_header(secrets)
-        _, sid = await self.stream("/create_session", {}, extra=extra, busy=False)
+        opening = {"env": dict(env_overrides)} if env_overrides else {}
+        _, sid = await self.stream("/create_session", opening, extra=extra, busy=False)
         if not sid:
             raise StreamBroken("/create_session named no session")
         session = Session(self, sid)
@@ -297,6 +306,8 @@ class Client:
             create: dict[str, Any] = {"split": split, "index": index} if task_spec is None else {"task_spec": task_spec}
             if self.address.env_name is not None:
                 create["env_name"] = self.address.env_name
+            if toolset is not None:
+                create["toolset_name"] = toolset
             await self.request("POST", "/create", create, sid=sid, extra=extra, busy=False)
         except BaseException:
             await asyncio.shield(session.close())
@@ -421,6 +432,25 @@ class Session:
             raise ToolRefused("not_found", "the environment has no @terminal tool")
         arg = term.get("arg")
         return await self.call_tool(str(term["name"]), {arg: message} if arg else {})
+
+    async def score_group(self, candidates: list[dict[str, Any]]) -> list[float]:
+        """The env's scores of a group's `candidates` for this session's task (`/score_group`,
+        SSE like `/call`): one float per candidate, in order."""
+        if self.gone is not None:
+            raise SessionGone(str(self.gone))
+        try:
+            answer, _ = await self.client.stream(
+                self.client.route("/score_group"), {"candidates": candidates}, sid=self.sid
+            )
+        except StatusError as exc:
+            raise _session_status(exc) from exc
+        scores = answer.get("scores") if isinstance(answer, Mapping) else None
+        if not isinstance(scores, list) or len(scores) != len(candidates):
+            raise StreamBroken(f"score_group answered {type(scores).__name__} for {len(candidates)} candidates")
+        rewards = [score.get("reward") if isinstance(score, Mapping) else None for score in scores]
+        if not all(isinstance(r, int | float) and not isinstance(r, bool) for r in rewards):
+            raise StreamBroken("score_group answered a score that is not a number")
+        return [float(r) for r in rewards]  # type: ignore[arg-type]
 
     async def ping(self) -> None:
         try:
@@ -552,7 +582,7 @@ def parse_retry_after(value: str | None) -> float | None:
 async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
     if response.status < 400:
         return
-    text = (await response.read())[:4096].decode("utf-8", "replace")
+    text = (await response.read()).decode("utf-8", "replace")  # bounded by the response class
     try:
         detail = json.loads(text).get("detail", text)
     except (ValueError, AttributeError):
@@ -562,6 +592,7 @@ async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
         " ".join(str(detail).split())[:500] or response.reason or "",
         parse_retry_after(response.headers.get("Retry-After")),
         response.headers.get("X-Backend-State") == "starting",
+        said=str(detail),
     )
 
 

@@ -37,6 +37,8 @@ class EnvSpec:
     secret_names: tuple[str, ...] = ()  # secrets forwarded from the environment when `secrets=` is not given
     deployment: Mapping[str, str] | None = None  # as captured; compared with /version (`runtime.provenance`)
     conversation: bool = False  # the env serves its prompt as messages (get_messages)
+    toolset: str | None = None  # the built-in toolset sessions open with, as captured (`--toolset`)
+    score_group: bool = False  # the env scores groups of completions (`/score_group`: `group_reward`)
 
     @property
     def default_split(self) -> str:

@@ -5,8 +5,7 @@ as it comes (aiohttp bounds a line, not their sum), so a hostile server could ma
 any amount of memory. And aiohttp follows redirects to any origin, dropping only `Authorization`
 and cookies: `X-API-Key` and `X-Secrets` would go along. aiohttp builds responses from the
 client's `response_class`, and that response class is where both guards live: the runtime's ORS
-client (`ors.Client`) is built with it, and capture sets it on the SDK's clients
-(`orlgen.capture.sdk.guard`).
+client (`ors.Client`, which capture speaks through too) is built with it.
 
 `aiohttp` is imported only when a response class is built, not with the runtime.
 """

@@ -64,9 +64,28 @@ class TaskRef(_Model):
     index: int
 
 
+# The split types ORS declares (`openreward.environments.Split.type`), and the type a server
+# gives a split it was handed as a bare name: its own name for these three, else "validation".
+SPLIT_TYPES = ("train", "validation", "test")
+
+
+def implied_split_type(name: str) -> str:
+    return name if name in SPLIT_TYPES else "validation"
+
+
 class Split(_Model):
+    """A split and its task count. `type` is what `/splits` declares (`train`, `validation`,
+    `test`) when it is not the type the split's name implies (`implied_split_type`), so every
+    snapshot written before types were kept still reads, and reads the same."""
+
     name: str
     num_tasks: int
+    type: str | None = Field(default=None, pattern=r"^[a-z][a-z_-]{0,31}$", exclude_if=lambda kind: kind is None)
+
+    @property
+    def kind(self) -> str:
+        """The split's declared type."""
+        return self.type or implied_split_type(self.name)
 
 
 class Tool(_Model):
@@ -163,6 +182,11 @@ class Snapshot(_Model):
     conversation: bool = Field(default=False, exclude_if=lambda shaped: not shaped)
     system_prompt: str | None = Field(default=None, exclude_if=lambda text: text is None)
     probed_tasks: list[TaskRef]
+    # The built-in toolset the sessions were opened with (`--toolset`; the SDK's `toolset=`), and
+    # whether the env scores groups of completions (`supports_score_group` in `/tools`). Left out
+    # of the JSON at their defaults.
+    toolset: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_-]{0,63}$", exclude_if=lambda name: name is None)
+    score_group: bool = Field(default=False, exclude_if=lambda supported: not supported)
     tasks: dict[str, SplitTasks]
     task_schema: dict[str, Any]
     # The sha256 of the tasks file's bytes (format 2), when some task is stored; in memory, set

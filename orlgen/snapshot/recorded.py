@@ -63,6 +63,8 @@ def command(snapshot: Snapshot) -> str:
         words += ["--probes", str(probes)]
     if snapshot.reward != "outcome":
         words += ["--reward", snapshot.reward]
+    if snapshot.toolset is not None:
+        words += ["--toolset", snapshot.toolset]
     for name in snapshot.secret_names:
         words += ["--secret", name]
     return shlex.join(words)

@@ -40,7 +40,7 @@ def context(plan: ModulePlan) -> dict[str, object]:
         **fields,
         "tools": tools,
         "description": module_docstring(plan),
-        "exports": exports(plan.env_class, plan.tools, plan.has_terminal_tool),
+        "exports": exports(plan.env_class, plan.tools, plan.has_terminal_tool, plan.score_group),
     }
     return {"plan": laid_out}
 
@@ -53,10 +53,12 @@ def module_docstring(plan: ModulePlan) -> Source:
     return docstring_literal(f"Typed TRL adapter for the ORS environment {plan.target_value!r}.\n\n{plan.facts}", "")
 
 
-def exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool) -> Source:
-    """`__all__`, sorted as ruff's RUF022 sorts it (see `orlgen.plan.sorting`)."""
+def exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool, group: bool = False) -> Source:
+    """`__all__`, sorted as ruff's RUF022 sorts it (see `orlgen.plan.sorting`); `group_reward`
+    (imported from the runtime because it is exported) for an env that scores groups."""
     exported = [env_class, *(tool.params_class for tool in tools if tool.params_class), *_EXPORTS]
     exported += ["submit_final_message"] if terminal else []
+    exported += ["group_reward"] if group else []
     return literal(dunder_all_order(exported))
 
 

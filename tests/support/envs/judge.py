@@ -1,8 +1,9 @@
 """An ORS environment shaped like published LLM-judge envs: it needs a key from the session's
 secrets, and offers a task-only tool. Served by the real `openreward` server in the tests.
 
-`Judged.setup()` reads `JUDGE_API_KEY` from the session's secrets and fails the session without
-it, as published envs do with an API key for their judge. Its `whoami` tool reports which
+`Judged` reads `JUDGE_API_KEY` from the session's secrets when a session is created and fails
+it without the key, as published envs do with an API key for their judge (in `__init__`, so the
+session cannot open: an env whose `setup()` fails is `sandboxed.py`'s, which a capture survives). Its `whoami` tool reports which
 secrets and credentials reached the server, so tests can check what a client forwarded.
 """
 
@@ -27,6 +28,7 @@ class Judged(Environment):
     def __init__(self, task_spec: dict = {}, secrets: dict[str, str] = {}) -> None:
         super().__init__(task_spec=task_spec, secrets=secrets)
         self.secrets = dict(secrets)
+        self._check_key()
 
     @classmethod
     def list_splits(cls):
@@ -36,7 +38,7 @@ class Judged(Environment):
     def list_tasks(cls, split: str):
         return [{"question": q, "expected": str(2 * i)} for i, q in enumerate(QUESTIONS)]
 
-    def setup(self) -> None:
+    def _check_key(self) -> None:
         key = self.secrets.get("JUDGE_API_KEY")
         if not key:
             raise KeyError("JUDGE_API_KEY is required to reach the judge")
