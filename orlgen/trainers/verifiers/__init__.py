@@ -36,7 +36,7 @@ def context(plan: ModulePlan) -> dict[str, object]:
     """`plan` for the verifiers template: the neutral plan's fields, and the verifiers layout."""
     fields = {field.name: getattr(plan, field.name) for field in dataclasses.fields(plan)}
     stem = plan.env_class.removesuffix("Env")
-    classes = {"toolset": f"{stem}Toolset", "task": f"{stem}Task", "taskset": f"{stem}Taskset"}
+    classes = {"toolset_class": f"{stem}Toolset", "task": f"{stem}Task", "taskset": f"{stem}Taskset"}
     laid_out = {
         **fields,
         **classes,
