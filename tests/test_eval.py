@@ -299,7 +299,7 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
     `echo(text="hello")`: a random model almost never writes a parseable tool call. The prompt
     tokens are the ones TRL renders for the first turn."""
     import torch
-    from orlgen.eval.policy import tool_methods
+    from orlgen.runtime.trl import tool_methods
 
     from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokenizer, teach
 
@@ -370,8 +370,8 @@ def test_hf_turns_see_the_tokens_grpo_trainer_builds(taught_model, echo_module, 
     the model's own completion plus `_get_tool_suffix_ids` of the tool result (re-rendering the
     history would differ: Qwen3's training template adds an empty think block to past turns)."""
     from orlgen.eval.hf import LocalModel
-    from orlgen.eval.policy import tool_methods
     from orlgen.eval.rollout import _prompt
+    from orlgen.runtime.trl import tool_methods
 
     from tests.support.training import make_trainer
 
