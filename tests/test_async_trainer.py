@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 import json
 import queue
 import sys
 import time
 
 import pytest
+from orlgen.runtime.trl import tool_methods
 from orlgen.serve import ServerProcess
 
 from tests.support.models.completion_server import CompletionModel, serving_completions
@@ -96,11 +96,7 @@ class Renderer:
         )
 
         self.tokenizer = tokenizer
-        self.tools = [
-            getattr(env, name)
-            for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
-            if name not in ("reset", "get_reward") and not name.startswith("_")
-        ]
+        self.tools = tool_methods(env)
         prefix_preserving = is_chat_template_prefix_preserving(tokenizer)
         self.chat_template = None if prefix_preserving else get_training_chat_template(tokenizer)
 

@@ -247,6 +247,26 @@ def test_tool_errors_are_answered_as_trl_answers_them(echo_url, tmp_path):
 
 
 @pytest.mark.slow
+def test_preflight_names_a_dead_env_url_in_one_line(echo_module, echo_url):
+    """`preflight` asks the runtime (`check_reachable`), not the adapter's private connection."""
+    from orlgen.eval.errors import Unreachable
+    from orlgen.eval.run import preflight
+    from orlgen.eval.subject import load
+    from orlgen.runtime.adapter import check_reachable
+
+    (member,) = load(str(REPO / "generated" / "echo.py"))
+    preflight([member], echo_url)  # a live env passes
+    dead = f"http://127.0.0.1:{closed_port()}"
+    with pytest.raises(Unreachable) as raised:
+        preflight([member], dead)
+    message = str(raised.value)
+    assert message.startswith(f"environment echo at Connection({dead!r}") and "cannot be reached:" in message
+    assert "\n" not in message
+    with pytest.raises(ConnectionError, match=r"^Connection\(.*cannot be reached: "):
+        check_reachable(echo_module.EchoEnv(base_url=dead), 5.0)
+
+
+@pytest.mark.slow
 def test_unreachable_endpoint_or_env_exits_2_with_one_line(chat, echo_url):
     dead = f"http://127.0.0.1:{closed_port()}"
     no_model = evaluate("generated/echo.py", "--base-url", dead + "/v1", "--model", "m", "--env-url", echo_url)
@@ -299,7 +319,7 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
     `echo(text="hello")`: a random model almost never writes a parseable tool call. The prompt
     tokens are the ones TRL renders for the first turn."""
     import torch
-    from orlgen.eval.policy import tool_methods
+    from orlgen.runtime.trl import tool_methods
 
     from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokenizer, teach
 
@@ -370,8 +390,8 @@ def test_hf_turns_see_the_tokens_grpo_trainer_builds(taught_model, echo_module, 
     the model's own completion plus `_get_tool_suffix_ids` of the tool result (re-rendering the
     history would differ: Qwen3's training template adds an empty think block to past turns)."""
     from orlgen.eval.hf import LocalModel
-    from orlgen.eval.policy import tool_methods
     from orlgen.eval.rollout import _prompt
+    from orlgen.runtime.trl import tool_methods
 
     from tests.support.training import make_trainer
 

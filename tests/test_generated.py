@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import subprocess
 import sys
 
+from orlgen.runtime.trl import tool_methods
 from transformers.utils import get_json_schema
 
 from tests.support.modules import REPO
@@ -15,11 +15,7 @@ from tests.support.modules import REPO
 
 def trl_tools(env_class) -> dict:
     """Tools as TRL's GRPOTrainer discovers them: public class functions, keyed by __name__."""
-    return {
-        fn.__name__: fn
-        for name, fn in inspect.getmembers(env_class, predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    }
+    return {fn.__name__: fn for fn in tool_methods(env_class)}
 
 
 def test_module_exports_the_contract(echo_module):

@@ -10,6 +10,7 @@ import pytest
 from orlgen.capture.live import capture
 from orlgen.render.jobs import generate
 from orlgen.review.files import write_files
+from orlgen.runtime.trl import tool_methods
 from orlgen.serve import ServerProcess
 from transformers.utils import get_json_schema
 
@@ -142,3 +143,23 @@ def test_unicode_property_names_validate_under_their_wire_name(tmp_path):
     params = load_module(tmp_path / "uni.py").TParams
     sent = params.model_validate({"ﬁle": "a", "file": 1, "é": True}).model_dump(by_alias=True, exclude_unset=True)
     assert sent == {"ﬁle": "a", "file": 1, "é": True}
+
+
+@pytest.mark.slow
+def test_tool_methods_is_what_grpo_trainer_shows(hostile, tmp_path):
+    """The one rule (`orlgen.runtime.trl.tool_methods`) against TRL's own: a real `GRPOTrainer`
+    probes the adapter at init and keeps its tool list; the hostile env's tools are named `reset`,
+    `get_reward` and `_private` on the wire, so a rule that read `__name__` would differ."""
+    from datasets import Dataset
+
+    from tests.support.training import grpo_trainer
+
+    _, env, _ = hostile
+    trainer = grpo_trainer(
+        tmp_path,
+        environment_factory=lambda: env,
+        train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "hi"}]}]),
+        reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+    )
+    assert trainer._env_tools[None] == tool_methods(env)
+    assert [fn.__name__ for fn in tool_methods(type(env))] == [m.__name__ for m in tool_methods(env)]

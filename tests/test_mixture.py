@@ -16,6 +16,7 @@ from collections import Counter
 
 import pytest
 from orlgen.runtime import COVERAGE, DatasetError, scoring_callback
+from orlgen.runtime.trl import tool_methods
 
 from generated import echo, helpdesk, support_mix
 from tests.support.models import tiny_qwen3 as tiny_model
@@ -150,11 +151,7 @@ SEED = 2  # draws echo tasks 0 ('hello': the taught call wins) and 7 ('done': it
 
 def tools_of(env_class):
     """The tools TRL takes from an adapter class: its public functions but `reset`."""
-    return [
-        function
-        for name, function in inspect.getmembers(env_class, inspect.isfunction)
-        if not name.startswith("_") and name not in ("reset", "get_reward")
-    ]
+    return tool_methods(env_class)
 
 
 @pytest.fixture(scope="module")

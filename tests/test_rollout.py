@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 import time
 
 import pytest
+from orlgen.runtime.trl import tool_methods
 from orlgen.serve import ServerProcess
 
 from examples.helpdesk import scripted_solution
@@ -13,11 +13,7 @@ from examples.helpdesk import scripted_solution
 
 def by_wire_name(env) -> dict:
     """The tool methods by wire name, found as TRL finds them: the class's public functions."""
-    return {
-        func.__name__: getattr(env, name)
-        for name, func in inspect.getmembers(type(env), predicate=inspect.isfunction)
-        if not name.startswith("_")
-    }
+    return {method.__name__: method for method in tool_methods(env)}
 
 
 def test_scripted_echo_rollout_wins(echo_module, echo_url):

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 from orlgen import lookalike, names
 from orlgen.runtime import tasks_file
+from orlgen.runtime.trl import tool_methods
 from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Task, Tool, tasks_path
 from transformers.utils import get_json_schema
 
@@ -119,11 +120,7 @@ def methods(module: Any) -> dict[str, Any]:
     (cls,) = {
         v for v in vars(module).values() if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter
     }
-    return {
-        fn.__name__: fn
-        for name, fn in inspect.getmembers(cls, inspect.isfunction)
-        if not name.startswith("_") and name not in ("reset", "get_reward")
-    }
+    return {fn.__name__: fn for fn in tool_methods(cls)}
 
 
 # ── code the schema chose never runs ──────────────────────────────────────────

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from orlgen.runtime.trl import tool_methods
 from transformers.utils import get_json_schema
 
 from tests.support.models.tiny_qwen3 import build_tokenizer
@@ -131,11 +132,7 @@ class Generated:
 
     def methods(self) -> dict[str, Any]:
         """Tool methods as TRL collects them: public functions of the class, keyed by `__name__`."""
-        return {
-            fn.__name__: fn
-            for name, fn in inspect.getmembers(self.env_class, inspect.isfunction)
-            if not name.startswith("_") and name not in ("reset", "get_reward")
-        }
+        return {fn.__name__: fn for fn in tool_methods(self.env_class)}
 
     def seen(self) -> dict[str, dict]:
         """Wire name → the `function` block of the JSON the model is shown."""

@@ -5,12 +5,12 @@ schemas no longer produce broken modules (the fuzz suite checks that)."""
 
 from __future__ import annotations
 
-import inspect
 import shutil
 from pathlib import Path
 
 import pytest
 from orlgen.render.verify import samples
+from orlgen.runtime.trl import tool_methods
 from orlgen.snapshot.model import load
 
 from tests.support.cli import invoke
@@ -130,7 +130,7 @@ def test_the_child_reads_every_checked_in_method_as_transformers_does():
         for cls in {c for c in vars(module).values() if isinstance(c, type) and issubclass(c, EnvAdapter)} - {
             EnvAdapter
         }:
-            methods = {m.__name__: m for _, m in inspect.getmembers(cls, inspect.isfunction)}  # as the child finds them
+            methods = {m.__name__: m for m in tool_methods(cls)}  # as the child finds them
             for wire in module.TOOLS:
                 assert standalone(methods[wire]) == get_json_schema(methods[wire]), f"{path.name}: {wire}"
                 compared += 1

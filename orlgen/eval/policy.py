@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import http.client
-import inspect
 import io
 import json
 import os
@@ -24,8 +23,6 @@ from . import bounded_http
 from .bounded_http import MAX_ANSWER_BYTES, AnswerTooLarge, DeadlinePassed, RedirectRefused
 from .cache import Cache
 from .errors import Unreachable
-
-SPECIAL_METHODS = ("reset", "get_reward")  # what both TRL trainers never show as tools
 
 
 class PolicyError(RuntimeError):
@@ -47,16 +44,6 @@ class Policy(Protocol):
 
     def start(self) -> Chat:
         """A conversation for one rollout (a local model keeps its token ids there, as TRL does)."""
-
-
-def tool_methods(env: Any) -> list[Callable[..., Any]]:
-    """The adapter's tools as TRL lists them (`inspect.getmembers` of the class, functions only,
-    `reset`/`get_reward`/private names left out), bound to this rollout's adapter."""
-    return [
-        getattr(env, name)
-        for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
-        if name not in SPECIAL_METHODS and not name.startswith("_")
-    ]
 
 
 def tool_schemas(tools: list[Callable[..., Any]]) -> list[dict[str, Any]]:

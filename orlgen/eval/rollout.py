@@ -22,7 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .policy import Policy, PolicyError, tool_methods
+from ..runtime.trl import tool_methods
+from .policy import Policy, PolicyError
 
 # Why a rollout has no reward, besides the adapter's outcomes.
 POLICY_ERROR = "policy_error"  # the model's endpoint failed mid-rollout

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..runtime.adapter import check_reachable
 from .errors import Unreachable
 from .policy import Policy
 from .rollout import POLICY_ERROR, Rollout, Settings, play
@@ -82,12 +83,10 @@ def preflight(members: list[Member], env_url: str | None, env_overrides: Mapping
             adapter = factory(member, env_url, env_overrides)()
         except Exception as exc:  # no address configured
             raise Unreachable(f"environment {member.name}: {exc}") from exc
-        connection = adapter._connection
         try:
-            connection.run(lambda env: env.list_splits(), PREFLIGHT_TIMEOUT)
-        except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            raise Unreachable(f"environment {member.name} at {connection!r} cannot be reached: {reason}") from exc
+            check_reachable(adapter, PREFLIGHT_TIMEOUT)
+        except ConnectionError as exc:
+            raise Unreachable(f"environment {member.name} at {exc}") from exc
 
 
 def factory(member: Member, env_url: str | None, env_overrides: Mapping[str, str] | None = None) -> Callable[[], Any]:

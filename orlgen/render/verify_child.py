@@ -11,7 +11,6 @@ wire unchanged. It exits 1 with one line naming what failed, 0 when every module
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import json
 import sys
 from collections.abc import Callable
@@ -30,6 +29,7 @@ def fail(message: object) -> NoReturn:
 def run(job: dict[str, Any], get_json_schema: JsonSchema | None) -> None:
     module = _import(job)
     from orlgen.runtime import EnvAdapter
+    from orlgen.runtime.trl import tool_methods
 
     classes = list(
         {c for c in vars(module).values() if isinstance(c, type) and issubclass(c, EnvAdapter) and c is not EnvAdapter}
@@ -38,7 +38,7 @@ def run(job: dict[str, Any], get_json_schema: JsonSchema | None) -> None:
         fail(f"{job['name']}: expected one adapter class, found {len(classes)}")
     cls = classes[0]
     shown = job["shown"]  # wire name → the name the model is shown
-    methods = {m.__name__: m for _, m in inspect.getmembers(cls, inspect.isfunction)}
+    methods = {m.__name__: m for m in tool_methods(cls)}  # the tools TRL shows, by the name the model sees
     for wire in module.TOOLS:
         where = f"{job['name']}: tool {wire!r}"
         method = methods.get(shown.get(wire, wire))

@@ -591,6 +591,19 @@ class EnvAdapter:
             )
 
 
+def check_reachable(adapter: EnvAdapter, timeout: float) -> None:
+    """List the splits of the environment `adapter` talks to, once, so a caller that plays many
+    rollouts (`orlgen eval`) can stop at one clear line instead of recording each as an env error.
+    A module-level function, not a method: every public function of the class would be a tool.
+    Raises `ConnectionError` naming the (redacted) address and the first line of the cause."""
+    connection = adapter._connection
+    try:
+        connection.run(lambda env: env.list_splits(), timeout)
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        raise ConnectionError(f"{connection!r} cannot be reached: {reason}") from exc
+
+
 def tool_drift(expected: Mapping[str, tuple[bool, str]], live: dict[str, Any]) -> list[str]:
     """What differs between the snapshot's tools and a live session's tool list."""
     from .fingerprint import fingerprint
