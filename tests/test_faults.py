@@ -26,6 +26,7 @@ from orlgen.runtime import COVERAGE, DriftError, outcome_reward_with
 from orlgen.serve import ServerProcess
 
 from tests.support.servers.both import server_process, target
+from tests.support.waiting import wait_for
 
 COUNTING = "tests.support.envs.counting:Counting"
 
@@ -56,15 +57,6 @@ def server(tmp_path, monkeypatch, ors_kind):
     process.counts = lambda: json.loads(count_file.read_text()) if count_file.exists() else {"opened": 0, "closed": 0}
     yield process
     process.stop()
-
-
-def wait_for(predicate, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_no_session_outlives_its_rollout(counting, server):

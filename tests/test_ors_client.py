@@ -202,21 +202,35 @@ import sys, time
 sys.path.insert(0, {out!r})
 import {module} as m
 envs = [m.TickerEnv(base_url={url!r}) for _ in range(3)]
-for i, env in enumerate(envs):
-    assert env.reset(task_index=i) == f"ticker task {{i}}", env.error
-{after}
 """
+# The three adapters' resets, on the main thread or, as TRL's async worker plays them (adapters
+# made on its main thread, every call on its tool pool), on other threads.
+PLAYED_ON = {
+    "main thread": """
+for i, env in enumerate(envs):
+    assert env.reset(task_index=i) == f"ticker task {i}", env.error
+""",
+    "a pool": """
+from concurrent.futures import ThreadPoolExecutor
+with ThreadPoolExecutor(3) as pool:
+    prompts = list(pool.map(lambda i: envs[i].reset(task_index=i), range(3)))
+assert prompts == [f"ticker task {i}" for i in range(3)], [env.error for env in envs]
+""",
+}
 
 
-def _child(ticker, server, after: str) -> subprocess.Popen:
+def _child(ticker, server, after: str, played_on: str = "main thread") -> subprocess.Popen:
     out = os.path.dirname(ticker.__file__)
-    code = CHILD.format(out=out, module=ticker.__name__, url=server.url, after=textwrap.dedent(after))
+    code = CHILD.format(out=out, module=ticker.__name__, url=server.url) + PLAYED_ON[played_on] + textwrap.dedent(after)
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.mark.slow  # a child interpreter
-def test_sigterm_deletes_the_open_sessions(ticker, faulty, files):
-    child = _child(ticker, faulty, 'print("ready", flush=True)\ntime.sleep(60)')
+@pytest.mark.parametrize("played_on", list(PLAYED_ON))
+def test_sigterm_deletes_the_open_sessions(ticker, faulty, files, played_on):
+    """TRL's AsyncRolloutWorker.stop() sends SIGTERM to its child after 15 s, where every adapter
+    call runs on a pool thread: the handler must be in place all the same."""
+    child = _child(ticker, faulty, 'print("ready", flush=True)\ntime.sleep(60)', played_on)
     assert child.stdout.readline().strip() == "ready", child.stderr.read()
     assert counts(files) == {"opened": 3, "closed": 0}
     child.send_signal(signal.SIGTERM)  # as TRL's AsyncRolloutWorker.stop() does

@@ -13,6 +13,7 @@ from orlgen.runtime.adapter import _close_slot
 
 from tests.support.modules import generated
 from tests.support.servers.both import server_process
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # a fresh server per test and setups that take seconds
 
@@ -29,13 +30,6 @@ def server(tmp_path, monkeypatch, ors_kind):
     with server_process(ors_kind, "tests.support.envs.counting:Counting") as process:
         process.counts = lambda: json.loads(count_file.read_text())
         yield process
-
-
-def wait_for(predicate, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not predicate():
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_serial_group_resets_wait_for_one_setup_not_four(counting, server):
