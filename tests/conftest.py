@@ -32,11 +32,13 @@ def shared_servers():
     servers.close()
 
 
-@pytest.fixture(scope="session", params=KINDS)
+@pytest.fixture(params=KINDS)
 def ors_kind(request) -> str:
     """Each ORS server implementation in turn: `openreward-sdk` (the SDK's `Server`) and `ors-sdk`
     (ors-sdk's `ors.Server`, serving envs written for the SDK through `tests/support/envs/ors_port.py`).
-    A test that takes it (or `serve`) runs once on each."""
+    A test that takes it (or `serve`) runs once on each. Function-scoped, so pytest keeps the
+    suite's order (a session-scoped parameter regroups every module's tests by value); the
+    servers themselves are shared (`shared_servers`)."""
     return request.param
 
 
@@ -82,11 +84,11 @@ def recording_module(tmp_path_factory) -> ModuleType:
     return load_module(out / "recording.py")
 
 
-@pytest.fixture(scope="session")
-def ors_server(ors_kind) -> BothServer:
-    """The both-env (`tests/support/envs/both.py`) served by each ORS implementation in turn
-    (`ors_kind`), in a child process on a free loopback port. `.url`, `.kind`; `.process` to kill it."""
-    with BothServer(ors_kind) as server:
+@pytest.fixture(scope="session", params=KINDS)
+def ors_server(request) -> BothServer:
+    """The both-env (`tests/support/envs/both.py`) served by each ORS implementation in turn (ids
+    as `ors_kind`'s), in a child process on a free loopback port. `.url`, `.kind`; `.process` to kill it."""
+    with BothServer(request.param) as server:
         yield server
 
 

@@ -26,7 +26,7 @@ import urllib.request
 import pytest
 
 from tests.support.envs.both import TASKS
-from tests.support.servers.both import BothServer
+from tests.support.servers.both import KINDS, BothServer
 from tests.support.servers.faults import REFUSALS
 
 FAULTS = "tests.support.servers.faults:"
@@ -123,9 +123,9 @@ def test_503_starting_is_ridden_out(both_module, ors_kind):
         assert env.submit(answer=TARGET) == "correct" and env.get_reward() == 1.0
 
 
-@pytest.fixture(scope="module")
-def refusing(ors_kind):
-    with BothServer(ors_kind, (FAULTS + "StatusOnCall",)) as server:
+@pytest.fixture(scope="module", params=KINDS)
+def refusing(request):
+    with BothServer(request.param, (FAULTS + "StatusOnCall",)) as server:
         yield server
 
 
