@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -15,22 +16,47 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from orlgen.serve import ServerProcess  # noqa: E402
 
 from tests.support.modules import generated, load_module  # noqa: E402
-from tests.support.servers.both import KINDS, BothServer  # noqa: E402
+from tests.support.servers.both import KINDS, BothServer, SharedServers  # noqa: E402
+
+SDK = "openreward-sdk"
 
 
 @pytest.fixture(scope="session")
-def echo_url():
-    with ServerProcess("examples.echo:Echo") as server:
-        yield server.url
+def shared_servers():
+    """`shared_servers.url(kind, spec)`: `spec` (an env written for the openreward SDK) served by
+    the ORS implementation `kind`, started on first ask and kept for the session."""
+    servers = SharedServers()
+    yield servers
+    servers.close()
+
+
+@pytest.fixture(params=KINDS)
+def ors_kind(request) -> str:
+    """Each ORS server implementation in turn: `openreward-sdk` (the SDK's `Server`) and `ors-sdk`
+    (ors-sdk's `ors.Server`, serving envs written for the SDK through `tests/support/envs/ors_port.py`).
+    A test that takes it (or `serve`) runs once on each. Function-scoped, so pytest keeps the
+    suite's order (a session-scoped parameter regroups every module's tests by value); the
+    servers themselves are shared (`shared_servers`)."""
+    return request.param
+
+
+@pytest.fixture
+def serve(shared_servers, ors_kind):
+    """`serve("examples.echo:Echo")`: the URL of that env on this test's ORS implementation
+    (`ors_kind`), shared with every other test that asks for it."""
+    return functools.partial(shared_servers.url, ors_kind)
 
 
 @pytest.fixture(scope="session")
-def helpdesk_url():
-    with ServerProcess("examples.helpdesk:Helpdesk") as server:
-        yield server.url
+def echo_url(shared_servers):
+    return shared_servers.url(SDK, "examples.echo:Echo")
+
+
+@pytest.fixture(scope="session")
+def helpdesk_url(shared_servers):
+    return shared_servers.url(SDK, "examples.helpdesk:Helpdesk")
 
 
 @pytest.fixture(scope="session")
@@ -60,9 +86,8 @@ def recording_module(tmp_path_factory) -> ModuleType:
 
 @pytest.fixture(scope="session", params=KINDS)
 def ors_server(request) -> BothServer:
-    """The both-env (`tests/support/envs/both.py`) served by each ORS implementation in turn, in a
-    child process on a free loopback port: the openreward SDK's `Server` (id `openreward-sdk`)
-    and ors-sdk's `ors.Server` (id `ors-sdk`). `.url`, `.kind`; `.process` to kill it."""
+    """The both-env (`tests/support/envs/both.py`) served by each ORS implementation in turn (ids
+    as `ors_kind`'s), in a child process on a free loopback port. `.url`, `.kind`; `.process` to kill it."""
     with BothServer(request.param) as server:
         yield server
 
@@ -75,9 +100,8 @@ def both_module(tmp_path_factory) -> ModuleType:
 
 
 @pytest.fixture(scope="session")
-def recording_url():
-    with ServerProcess("tests.support.envs.recording:Recording") as server:
-        yield server.url
+def recording_url(shared_servers):
+    return shared_servers.url(SDK, "tests.support.envs.recording:Recording")
 
 
 @pytest.fixture

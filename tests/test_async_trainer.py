@@ -21,7 +21,6 @@ import importlib
 import json
 import queue
 import sys
-import time
 
 import pytest
 from orlgen.runtime.trl import tool_methods
@@ -30,6 +29,7 @@ from orlgen.serve import ServerProcess
 from tests.support.models.completion_server import CompletionModel, serving_completions
 from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokenizer, teach
 from tests.support.modules import generated
+from tests.support.waiting import wait_for
 
 pytestmark = [
     pytest.mark.slow,  # TRL's async rollout worker in a spawned child, a taught model
@@ -77,13 +77,6 @@ def counting_url(count_file):
 
 def counts(count_file):
     return json.loads(count_file.read_text()) if count_file.exists() else {"opened": 0, "closed": 0}
-
-
-def wait_for(predicate, seconds=20.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not predicate():
-        time.sleep(0.1)
-    return predicate()
 
 
 class Renderer:
@@ -210,7 +203,7 @@ def test_async_worker_single_env(counting, counting_url, count_file, model_url, 
     assert all(s.metrics["reward"] == 1.0 for s in samples)
     assert all(s.metrics["tools/call_frequency"] == 1.0 for s in samples)
     # One session per rollout, each deleted: when the child has exited, the server closed all it opened.
-    assert wait_for(lambda: counts(count_file)["closed"] == counts(count_file)["opened"])
+    assert wait_for(lambda: counts(count_file)["closed"] == counts(count_file)["opened"], 20)
     assert counts(count_file)["opened"] - before["opened"] >= ROLLOUTS
 
 
@@ -245,7 +238,7 @@ def test_async_worker_mixture(counting, counting_url, count_file, echo, model_ur
         assert all(math.isnan(s.metrics[f"rewards/{other}"]) for s in group)
         expected = 0.0 if env["environment"] == "echo" and env["task_index"] == 1 else 1.0  # "hello" wins task 0 only
         assert [s.metrics[f"rewards/{mine}"] for s in group] == [expected] * len(group), (env, group_id)
-    assert wait_for(lambda: counts(count_file)["closed"] == counts(count_file)["opened"])
+    assert wait_for(lambda: counts(count_file)["closed"] == counts(count_file)["opened"], 20)
 
 
 def test_async_worker_with_environment_owned_data(counting, counting_url, count_file, model_url, monkeypatch):
@@ -262,5 +255,5 @@ def test_async_worker_with_environment_owned_data(counting, counting_url, count_
     )
     rewards = [s.metrics["rewards/CountingEnv"] for s in samples]
     assert len(samples) >= 8 and sum(not math.isnan(r) for r in rewards) >= 6, rewards  # the tasks were played
-    assert wait_for(lambda: counts(count_file)["closed"] == counts(count_file)["opened"])
+    assert wait_for(lambda: counts(count_file)["closed"] == counts(count_file)["opened"], 20)
     assert counts(count_file)["opened"] - before["opened"] >= 8

@@ -22,6 +22,7 @@ from orlgen.runtime import admission, breaker, budget, set_max_sessions
 from orlgen.serve import ServerProcess
 
 from tests.support.servers.capacity import post, stats
+from tests.support.waiting import wait_for
 
 ROLLOUTS = 24
 CAPACITY = 4
@@ -52,13 +53,6 @@ def faulty(faulty_url):
     post(faulty_url, "/_fault/clear")
     budget.forget()
     breaker.forget()
-
-
-def wait_for(predicate, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not predicate():
-        time.sleep(0.05)
-    return predicate()
 
 
 def rollout(env, index, barrier):

@@ -2,7 +2,7 @@
 (each rollout on a thread of a pool, its own adapter, `reset` → tools → `get_reward`), against
 a real counting server. What must hold: every call gets its own answer, process-wide state
 (the drift check, the scoring coverage, the SDK loop's pending work) is updated exactly once per
-event, and every session is deleted."""
+event, and every session is deleted. On both ORS implementations (`ors_kind`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from orlgen.runtime import COVERAGE
 from orlgen.runtime.connection import _sdk_loop
-from orlgen.serve import ServerProcess
 
 from tests.support.modules import generated
+from tests.support.servers.both import server_process
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # 64 rollouts at once against a server
 
@@ -29,11 +30,11 @@ def counting(tmp_path_factory):
 
 
 @pytest.fixture
-def drifted(tmp_path, monkeypatch):
+def drifted(tmp_path, monkeypatch, ors_kind):
     """The counting env after an upstream change (one tool reworded, one added), counting sessions."""
     count_file = tmp_path / "counts.json"
     monkeypatch.setenv("ORLGEN_COUNT_FILE", str(count_file))
-    with ServerProcess("tests.support.envs.counting:DriftedCounting") as server:
+    with server_process(ors_kind, "tests.support.envs.counting:DriftedCounting") as server:
         server.counts = lambda: json.loads(count_file.read_text())
         yield server
 
@@ -75,4 +76,4 @@ def test_64_concurrent_rollouts(counting, drifted, caplog, monkeypatch):
     }
     # Nothing left pending on the SDK loop, and every session deleted on the server.
     assert not _sdk_loop().pending
-    assert drifted.counts() == {"opened": N, "closed": N}
+    assert wait_for(lambda: drifted.counts() == {"opened": N, "closed": N}), drifted.counts()

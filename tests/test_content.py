@@ -1,6 +1,6 @@
 """Content blocks reach TRL in the author's order: images as content parts for GRPOTrainer,
 as readable markers in TRL's async rollout worker, text-only outputs as `str` (real canvas server
-on loopback, the checked-in generated module)."""
+on loopback, both ORS implementations (`ors_kind`), the checked-in generated module)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,11 @@ import multiprocessing
 
 import pytest
 from orlgen.runtime import content
-from orlgen.serve import ServerProcess
 
 
-@pytest.fixture(scope="module")
-def canvas_url():
-    with ServerProcess("examples.canvas:Canvas") as server:
-        yield server.url
+@pytest.fixture
+def canvas_url(serve):
+    return serve("examples.canvas:Canvas")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +57,9 @@ def _async_worker_rollout(url: str, results) -> None:
 
 
 @pytest.mark.slow
-def test_async_worker_gets_strings_with_image_markers_logged_once(canvas_url):
+def test_async_worker_gets_strings_with_image_markers_logged_once(shared_servers):
+    """The worker's rendering, on the SDK's server only: what either server sends is the test above's."""
+    canvas_url = shared_servers.url("openreward-sdk", "examples.canvas:Canvas")
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     child = context.Process(target=_async_worker_rollout, args=(canvas_url, results), name=content.ASYNC_WORKER_PROCESS)

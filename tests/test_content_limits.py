@@ -1,7 +1,7 @@
 """What a server's answer can make the model's side hold or show: images bounded in count and in
 decoded pixels per answer (the size read before any pixel is decoded), terminal control
-sequences escaped (issue 26, items 5 and 13). Real ORS server on loopback; the image bomb is
-measured in a child process, by its peak resident memory."""
+sequences escaped (issue 26, items 5 and 13). Real ORS servers on loopback, both implementations
+(`ors_kind`); the image bomb is measured in a child process, by its peak resident memory."""
 
 from __future__ import annotations
 
@@ -13,15 +13,13 @@ import textwrap
 import pytest
 from orlgen.runtime import content
 from orlgen.runtime.metrics import COUNTERS
-from orlgen.serve import ServerProcess
 
 from tests.support.modules import REPO, generated
 
 
-@pytest.fixture(scope="module")
-def bomb_url():
-    with ServerProcess("tests.support.envs.image_bomb:ImageBomb") as server:
-        yield server.url
+@pytest.fixture
+def bomb_url(serve):
+    return serve("tests.support.envs.image_bomb:ImageBomb")
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 """Environment-owned data: rows that name no task (TRL's placeholder rows under
 `train_dataset=None`, a mixture's routing-only rows) and rows with an ad-hoc `task_spec`, against
-real echo servers on loopback."""
+real echo servers on loopback: the rollouts on both ORS implementations (`serve`), the training
+steps on the SDK's server."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ def target_of(prompt: str) -> str:
     return prompt.split("text ", 1)[1].rstrip(".").strip("'\"")
 
 
+@pytest.fixture
+def served_echo(serve) -> str:
+    return serve("examples.echo:Echo")
+
+
 def played(env, rows) -> list[str]:
     targets = []
     for row in rows:
@@ -24,9 +30,9 @@ def played(env, rows) -> list[str]:
     return targets
 
 
-def test_rows_without_a_task_draw_every_task_once_per_pass_reproducibly(echo_module, echo_url, monkeypatch):
+def test_rows_without_a_task_draw_every_task_once_per_pass_reproducibly(echo_module, served_echo, monkeypatch):
     monkeypatch.setattr(draw, "_walks", {})
-    env = echo_module.EchoEnv(base_url=echo_url)
+    env = echo_module.EchoEnv(base_url=served_echo)
     placeholder = {"prompt": [{"role": "user", "content": ""}]}  # what TRL builds for train_dataset=None
     first = played(env, [placeholder] * 8)
     assert sorted(first) == sorted(TARGETS)  # spread over the split: each task once in a pass
@@ -35,14 +41,14 @@ def test_rows_without_a_task_draw_every_task_once_per_pass_reproducibly(echo_mod
     assert sorted(second) == sorted(TARGETS) and second != first  # the next pass is a new order
 
     monkeypatch.setattr(draw, "_walks", {})  # a new process
-    assert played(echo_module.EchoEnv(base_url=echo_url), [{}] * 8) == first  # seeded: reproducible
+    assert played(echo_module.EchoEnv(base_url=served_echo), [{}] * 8) == first  # seeded: reproducible
     monkeypatch.setattr(draw, "_walks", {})
-    assert played(echo_module.EchoEnv(base_url=echo_url, seed=1), [{}] * 8) != first
+    assert played(echo_module.EchoEnv(base_url=served_echo, seed=1), [{}] * 8) != first
 
 
-def test_a_group_plays_one_task_and_ranks_play_different_ones(echo_module, echo_url, monkeypatch):
+def test_a_group_plays_one_task_and_ranks_play_different_ones(echo_module, served_echo, monkeypatch):
     monkeypatch.setattr(draw, "_walks", {})
-    envs = [echo_module.EchoEnv(base_url=echo_url, num_generations=2) for _ in range(4)]
+    envs = [echo_module.EchoEnv(base_url=served_echo, num_generations=2) for _ in range(4)]
     targets = [target_of(env.reset()) for env in envs]  # GRPO resets a batch's rollouts in order
     assert targets[0] == targets[1] and targets[2] == targets[3] and targets[0] != targets[2]
 
@@ -51,12 +57,12 @@ def test_a_group_plays_one_task_and_ranks_play_different_ones(echo_module, echo_
         monkeypatch.setattr(draw, "_walks", {})
         monkeypatch.setenv("RANK", str(rank))
         monkeypatch.setenv("WORLD_SIZE", "2")
-        by_rank[rank] = played(echo_module.EchoEnv(base_url=echo_url), [{}] * 4)
+        by_rank[rank] = played(echo_module.EchoEnv(base_url=served_echo), [{}] * 4)
     assert sorted(by_rank[0] + by_rank[1]) == sorted(TARGETS)
 
 
-def test_task_spec_opens_an_ad_hoc_task(echo_module, echo_url):
-    env = echo_module.EchoEnv(base_url=echo_url)
+def test_task_spec_opens_an_ad_hoc_task(echo_module, served_echo):
+    env = echo_module.EchoEnv(base_url=served_echo)
     assert (
         env.reset(task_spec={"target": "made up", "offers_hint": False})
         == "Call the echo tool with the text 'made up'."

@@ -1,5 +1,6 @@
 """The adapter owns its reward (TRL's `get_reward()` contract), copies keep the episode, and a
-rollout is scored once whichever scorers a user combines. Real servers, real SDK sessions."""
+rollout is scored once whichever scorers a user combines. Real servers: every test that plays a
+rollout runs on both ORS implementations (`ors_kind`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import pickle
 
 import pytest
 from orlgen.runtime import COVERAGE, outcome_reward, outcome_reward_with, summed_reward
-from orlgen.serve import ServerProcess
 
 from tests.support.modules import generated
 
@@ -19,10 +19,14 @@ def stepped(tmp_path_factory):
     return generated("tests.support.envs.stepped:Stepped", tmp_path_factory.mktemp("stepped"))
 
 
-@pytest.fixture(scope="module")
-def stepped_url():
-    with ServerProcess("tests.support.envs.stepped:Stepped") as server:
-        yield server.url
+@pytest.fixture
+def stepped_url(serve):
+    return serve("tests.support.envs.stepped:Stepped")
+
+
+@pytest.fixture
+def echo_url(serve):
+    return serve("examples.echo:Echo")
 
 
 def play_stepped(module, url, **options):

@@ -1,6 +1,6 @@
 """Opt-in prefetch for GRPOTrainer's serial resets: a group's sessions are opened together, and
-those a cut group leaves are deleted. Real counting server (it records sessions opened/closed);
-task 9's setup takes 4 s."""
+those a cut group leaves are deleted. Real counting server (it records sessions opened/closed),
+on both ORS implementations (`ors_kind`); task 9's setup takes 4 s."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import time
 import pytest
 from orlgen.runtime import prefetch
 from orlgen.runtime.adapter import _close_slot
-from orlgen.serve import ServerProcess
 
 from tests.support.modules import generated
+from tests.support.servers.both import server_process
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # a fresh server per test and setups that take seconds
 
@@ -23,19 +24,12 @@ def counting(tmp_path_factory):
 
 
 @pytest.fixture
-def server(tmp_path, monkeypatch):
+def server(tmp_path, monkeypatch, ors_kind):
     count_file = tmp_path / "counts.json"
     monkeypatch.setenv("ORLGEN_COUNT_FILE", str(count_file))
-    with ServerProcess("tests.support.envs.counting:Counting") as process:
+    with server_process(ors_kind, "tests.support.envs.counting:Counting") as process:
         process.counts = lambda: json.loads(count_file.read_text())
         yield process
-
-
-def wait_for(predicate, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not predicate():
-        time.sleep(0.05)
-    return predicate()
 
 
 def test_serial_group_resets_wait_for_one_setup_not_four(counting, server):

@@ -1,4 +1,6 @@
-"""Rollouts through generated adapters against real ORS servers."""
+"""Rollouts through generated adapters against real ORS servers: every test runs on both ORS
+implementations (`ors_kind`: the openreward SDK's `Server` and ors-sdk's `ors.Server`), the envs
+written once for the SDK (ors-sdk serves them through `tests/support/envs/ors_port.py`)."""
 
 from __future__ import annotations
 
@@ -6,9 +8,24 @@ import time
 
 import pytest
 from orlgen.runtime.trl import tool_methods
-from orlgen.serve import ServerProcess
 
 from examples.helpdesk import scripted_solution
+from tests.support.servers.both import server_process
+
+
+@pytest.fixture
+def echo_url(serve):
+    return serve("examples.echo:Echo")
+
+
+@pytest.fixture
+def helpdesk_url(serve):
+    return serve("examples.helpdesk:Helpdesk")
+
+
+@pytest.fixture
+def recording_url(serve):
+    return serve("tests.support.envs.recording:Recording")
 
 
 def by_wire_name(env) -> dict:
@@ -111,8 +128,8 @@ def test_crashing_tool_ends_the_rollout_unscored(recording_module, recording_url
 
 
 @pytest.mark.slow
-def test_dead_server_at_reset_is_a_string_not_an_exception(echo_module):
-    server = ServerProcess("examples.echo:Echo").start()
+def test_dead_server_at_reset_is_a_string_not_an_exception(echo_module, ors_kind):
+    server = server_process(ors_kind, "examples.echo:Echo").start()
     url = server.url
     server.stop()
     env = echo_module.EchoEnv(base_url=url)

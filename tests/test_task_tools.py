@@ -8,7 +8,6 @@ import pytest
 from orlgen.capture.live import capture, probe_indices
 from orlgen.render.jobs import generate
 from orlgen.review.files import write_files
-from orlgen.serve import ServerProcess
 
 from tests.support.modules import load_module
 
@@ -25,10 +24,9 @@ def parity(tmp_path_factory):
     return snapshot, load_module(out / "parity.py")
 
 
-@pytest.fixture(scope="module")
-def parity_url():
-    with ServerProcess(PARITY) as server:
-        yield server.url
+@pytest.fixture
+def parity_url(serve):
+    return serve(PARITY)
 
 
 def test_default_probes_find_tools_offered_on_odd_and_on_every_third_task(parity):

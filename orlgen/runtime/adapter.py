@@ -36,7 +36,7 @@ from . import draw as _draw
 from . import offers as _offers
 from . import prefetch as _prefetch
 from . import wire as _wire
-from .connection import Connection, choose_api_key, mask_secrets, on_exit, redact, secrets_from_env
+from .connection import Connection, choose_api_key, install_sigterm, mask_secrets, on_exit, redact, secrets_from_env
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
 from .missing_secrets import warn_missing_secrets
@@ -274,6 +274,9 @@ class EnvAdapter:
         self._secret_values: tuple[str, ...] = ()  # masked as *** in server text (set at each reset)
         weakref.finalize(self, _close_slot, self._session_slot, self._connection)
         _live.add(self)
+        # Here, not only at the first request: TRL's async worker makes adapters on its main thread
+        # but calls them on a pool, where no handler can be installed (its stop() sends SIGTERM).
+        install_sigterm()
         self._clear_state()
         warn_missing_secrets(type(self), secrets, api_key)
 

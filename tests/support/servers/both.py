@@ -1,6 +1,7 @@
 """`python -m tests.support.servers.both module:EnvClass PORT`: serve an env class with the server of
 the SDK it was written for: `ors.Server` for an `ors.Environment` (ors-sdk 0.1.0), the openreward
-SDK's `Server` otherwise. Both on 127.0.0.1 (ors' own `run()` binds 0.0.0.0), both with uvicorn
+SDK's `Server` otherwise. `ors:module:EnvClass` serves an env written for the openreward SDK with
+`ors.Server`, its module imported on ors-sdk's names (`tests/support/envs/ors_port.py`). Both on 127.0.0.1 (ors' own `run()` binds 0.0.0.0), both with uvicorn
 as `orlgen.serve` drives it, and with the same child-process contract as `orlgen.serve` (so
 `ServerProcess(spec, entry=ENTRY)` starts, kills and restarts either): the URL on stdout once
 it accepts connections, then serve until stdin closes.
@@ -10,17 +11,37 @@ those ASGI middlewares (outermost last), the same on either server; the env and 
 untouched.
 """
 
+from __future__ import annotations
+
 import importlib
 import os
 import socket
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orlgen.serve import ServerProcess
 
 ENTRY = "tests.support.servers.both"
 MIDDLEWARE = "ORLGEN_TEST_MIDDLEWARE"
 KINDS = ("openreward-sdk", "ors-sdk")
 SPECS = {"openreward-sdk": "tests.support.envs.both:Both", "ors-sdk": "tests.support.envs.both:BothOrs"}
+PORTED = "ors:"  # the prefix of a spec served by ors-sdk's server through `ors_port`
+
+
+def target(kind: str, spec: str) -> str:
+    """The spec a server entry serves `spec` (an env written for the openreward SDK) by: as it is
+    with the SDK's server, through `ors_port` with ors-sdk's."""
+    return spec if kind == "openreward-sdk" else PORTED + spec
+
+
+def server_process(kind: str, spec: str) -> ServerProcess:
+    """`spec` (an env written for the openreward SDK) served by the server of `kind`, not started."""
+    from orlgen.serve import ServerProcess
+
+    return ServerProcess(target(kind, spec), entry="orlgen.serve" if kind == "openreward-sdk" else ENTRY)
 
 
 class BothServer:
@@ -37,7 +58,7 @@ class BothServer:
     def url(self) -> str:
         return self.process.url
 
-    def start(self) -> "BothServer":
+    def start(self) -> BothServer:
         saved = os.environ.get(MIDDLEWARE)
         os.environ[MIDDLEWARE] = ",".join(self.middleware)
         try:
@@ -49,14 +70,37 @@ class BothServer:
                 os.environ[MIDDLEWARE] = saved
         return self
 
-    def __enter__(self) -> "BothServer":
+    def __enter__(self) -> BothServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.process.stop()
 
 
+class SharedServers:
+    """Servers a whole test session shares: `url(kind, spec)` starts `spec` on the server of `kind`
+    on first ask (in this process's environment at that moment) and keeps it until `close()`."""
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[str, str], ServerProcess] = {}
+
+    def url(self, kind: str, spec: str) -> str:
+        if (kind, spec) not in self._running:
+            self._running[kind, spec] = server_process(kind, spec).start()
+        return self._running[kind, spec].url
+
+    def close(self) -> None:
+        for process in self._running.values():
+            process.stop()
+        self._running.clear()
+
+
 def _load(spec: str) -> object:
+    if spec.startswith(PORTED):
+        from tests.support.envs.ors_port import import_ported
+
+        module, _, attr = spec.removeprefix(PORTED).partition(":")
+        return getattr(import_ported(module), attr)
     module, _, attr = spec.partition(":")
     return getattr(importlib.import_module(module), attr)
 

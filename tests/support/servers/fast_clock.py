@@ -1,13 +1,13 @@
 """`python -m tests.support.servers.fast_clock module:Env PORT`: an ORS server whose clock runs 60
 times fast, so its reaper (idle sessions die after 900 s) strikes after 15 real seconds, and
 looks every 5/60 s instead of every 5 s (the server's one `asyncio.sleep` is the reaper's).
-Fault injection for the keepalive test: only the server's idea of time changes."""
+Fault injection for the keepalive test: only the server's idea of time changes. The openreward
+SDK's server, or ors-sdk's for an `ors:module:Env` spec (`tests/support/servers/both.py`); both
+reap the same way (900 s without a ping, looked for every 5 s)."""
 
 import asyncio
 import sys
 import time
-
-import openreward.environments.server as server
 
 SPEED = 60.0
 _start = time.monotonic()
@@ -31,10 +31,23 @@ class _FastAsyncio:
         return await asyncio.sleep(delay / SPEED, result)
 
 
-server.time = _FastTime()
-server.asyncio = _FastAsyncio()
+def speed_up(server) -> None:
+    """The server module's clock and its sleeps, 60 times fast."""
+    server.time = _FastTime()
+    server.asyncio = _FastAsyncio()
+
 
 if __name__ == "__main__":
-    from orlgen.serve import main
+    from tests.support.servers import both
 
-    main(sys.argv[1:])
+    if sys.argv[1].startswith(both.PORTED):
+        import ors.server
+
+        speed_up(ors.server)
+        both.serve(both.app_for(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0)
+    else:
+        import openreward.environments.server
+        from orlgen.serve import main
+
+        speed_up(openreward.environments.server)
+        main(sys.argv[1:])
