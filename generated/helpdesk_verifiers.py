@@ -208,7 +208,7 @@ class HelpdeskToolset(OrsToolset):
             "reason": "Why the order is cancelled.",
         },
     )
-    async def cancel_order(self, /, **arguments: Any) -> Any:
+    async def ors_cancel_order(self, /, **arguments: Any) -> Any:
         """Cancel an order that has not shipped yet (the payment is released automatically)."""
         return await self.call("cancel_order", arguments, CancelOrderParams)
 
@@ -220,7 +220,7 @@ class HelpdeskToolset(OrsToolset):
             "reason": "Why the ticket needs a senior agent. Constraints: at least 1 character.",
         },
     )
-    async def escalate(self, /, **arguments: Any) -> Any:
+    async def ors_escalate(self, /, **arguments: Any) -> Any:
         """Escalate the ticket to a senior agent (VIP tickets only).
 
         Offered on some tasks only: train[1] of the tasks probed (test[0], test[1], test[35], train[0], train[1], train[155]).
@@ -232,7 +232,7 @@ class HelpdeskToolset(OrsToolset):
         GetOrderParams,
         {"order_id": "The order id, e.g. 'ORD-12345'. Constraints: at least 1 character."},
     )
-    async def get_order(self, /, **arguments: Any) -> Any:
+    async def ors_get_order(self, /, **arguments: Any) -> Any:
         """Fetch one order in full: lines, refunds, status, age, shipping address and tracking."""
         return await self.call("get_order", arguments, GetOrderParams)
 
@@ -246,7 +246,7 @@ class HelpdeskToolset(OrsToolset):
             "note": "Optional internal note stored with the refund. Default: null.",
         },
     )
-    async def issue_refund(self, /, **arguments: Any) -> Any:
+    async def ors_issue_refund(self, /, **arguments: Any) -> Any:
         """Refund some lines of a delivered order to the customer's original payment method.
 
         Each item names an order line by SKU and how many of its units to refund; a line can
@@ -258,7 +258,7 @@ class HelpdeskToolset(OrsToolset):
         return await self.call("issue_refund", arguments, IssueRefundParams)
 
     @tool("list_policies", None)
-    async def list_policies(self, /, **arguments: Any) -> Any:
+    async def ors_list_policies(self, /, **arguments: Any) -> Any:
         """Return the shop's support policies: refunds, address changes, cancellations, replies, escalation."""
         return await self.call("list_policies", arguments, None)
 
@@ -271,7 +271,7 @@ class HelpdeskToolset(OrsToolset):
             "limit": "Maximum number of orders to return. Constraints: >= 1, <= 50. Default: 10.",
         },
     )
-    async def search_orders(self, /, **arguments: Any) -> Any:
+    async def ors_search_orders(self, /, **arguments: Any) -> Any:
         """Search the customer's orders.
 
         Returns: A JSON list of order summaries (id, status, age, product names), newest first.
@@ -288,7 +288,7 @@ class HelpdeskToolset(OrsToolset):
             "body": "Optional personal text appended to the template. Default: null.",
         },
     )
-    async def send_reply(self, /, **arguments: Any) -> Any:
+    async def ors_send_reply(self, /, **arguments: Any) -> Any:
         """Email the customer a templated reply about one of their orders."""
         return await self.call("send_reply", arguments, SendReplyParams)
 
@@ -300,7 +300,7 @@ class HelpdeskToolset(OrsToolset):
             "resolved": "True if the customer's request was fulfilled, false if declined.",
         },
     )
-    async def submit_resolution(self, /, **arguments: Any) -> Any:
+    async def ors_submit_resolution(self, /, **arguments: Any) -> Any:
         """Close the ticket and grade the session. Ends the episode.
 
         Returns: A reward in [0, 1]: 0.5 for the right action (and no wrong ones), 0.2 for the right reply, 0.15 for the right escalation decision, 0.15 for the resolved flag.
@@ -315,7 +315,7 @@ class HelpdeskToolset(OrsToolset):
             "address": 'The new shipping address. Structure: {street: string (House number and street, e.g. \'12 Mill Lane\'. At least 1 character), city: string (City or town. At least 1 character), postcode: string (Postal code, in the country\'s usual format. At least 1 character), country: "GB" | "IE" | "FR" | "DE" | "NL" | "US" (Destination country code.)}.',
         },
     )
-    async def update_shipping(self, /, **arguments: Any) -> Any:
+    async def ors_update_shipping(self, /, **arguments: Any) -> Any:
         """Change the shipping address of an order that has not shipped yet."""
         return await self.call("update_shipping", arguments, UpdateShippingParams)
 

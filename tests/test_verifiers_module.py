@@ -33,17 +33,20 @@ def test_check_finds_a_hand_edited_verifiers_module(tmp_path):
     assert "\n-        print('debug')\n" in result.stdout
 
 
-def test_a_tool_named_like_the_toolsets_own_names_is_renamed():
-    """`call` is what every tool method of the verifiers Toolset returns through, and `tool` is the
-    decorator in its class body: a tool of either name gets another method name (its wire name and
-    the name the model is shown are kept)."""
+def test_a_tool_named_like_the_toolsets_own_names_keeps_its_names():
+    """`call` is what every tool method of the verifiers Toolset returns through, `run` starts its
+    server and `tool` is the decorator in its class body: the Toolset's methods are prefixed
+    (`ors_`), so such a tool replaces none of them, and its method name in the TRL module and the
+    name the model is shown stay its own."""
     from orlgen.plan.planner import plan
     from orlgen.render.jobs import render_module
 
     from tests.test_plan import snapshot, tool
 
-    found = snapshot(tool(None, name="call"), tool(None, name="tool"), tool(None, name="episode"))
-    methods = {t.method for t in plan(found).tools}
-    assert methods.isdisjoint({"call", "tool", "episode"}) and len(methods) == 3
+    wires = ("call", "tool", "episode", "run", "setup", "state")
+    found = snapshot(*(tool(None, name=name) for name in wires))
+    assert {t.method for t in plan(found).tools} == set(wires)  # TRL's attribute names are the wire names
     source = render_module(found, None, "verifiers")
-    assert all(f'@tool("{name}", None)' in source for name in ("call", "tool", "episode"))
+    for name in wires:
+        assert f'@tool("{name}", None)' in source and f"async def ors_{name}(self, /" in source
+        assert f"def {name}(" not in source

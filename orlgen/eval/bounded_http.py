@@ -98,7 +98,7 @@ def _once(
                 response = connection.getresponse()
                 answer = response.status, response.getheader("Location"), _body(response, limit)
             except (OSError, http.client.HTTPException) as exc:
-                if timer.fired:
+                if timer.fired or isinstance(exc, TimeoutError):  # the socket's own timeout is the same deadline
                     raise DeadlinePassed("the answer did not arrive in time") from exc
                 raise
         if timer.fired:  # a shut socket reads as the end of the body: what came is cut short

@@ -1,12 +1,12 @@
-"""The names no tool method or model class may take, in any trainer's module: decided once.
+"""The names no tool method or model class may take: decided once, for every trainer's module.
 
-A tool's method name is the same in every trainer's module (`orlgen.trainers`), so it must be
-valid in all of them: a name one trainer's module or base class binds is renamed like a keyword
-(the wire name is kept) in every module. Each trainer's set lives here, in the stage that decides
-names, not beside its templates: the plan is built before any trainer is chosen.
-
-Adding a name to a set renames the tools of that name in every trainer's module (the TRL module
-of an env with such a tool changes): `tests/test_trainers.py` holds the checked-in modules' bytes.
+A tool's method name is TRL's: in the TRL module the method is the tool (its attribute is what a
+user's code calls), so only the names the TRL module and `EnvAdapter` bind are renamed (the wire
+name is kept). The other trainers never define a method under that name where it could clash:
+the verifiers module prefixes its Toolset's methods (`ors_<method>`, advertised under the shown
+name, `orlgen.trainers.verifiers`), and a skyrl module's tools are a table, not methods. Model
+classes are module-level in every trainer's module, so their reserved names are every trainer's.
+Each set lives here, in the stage that decides names: the plan is built before any trainer is chosen.
 """
 
 from __future__ import annotations
@@ -47,27 +47,16 @@ TRL_MODULE_NAMES = frozenset(
 # sets on the class, over a method of that name).
 TRL_METHODS = frozenset({"reset", "get_reward", "spec", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
 
-# verifiers 0.4 (shared/TRAINERS.md section 2): a tool is a method of a `vf.Toolset` subclass,
-# whose server lifecycle and per-rollout state are methods and attributes of the same class; the
-# module binds `vf` and pydantic's names. The verifiers trainer completes this set.
-# orlgen.runtime.verifiers.OrsToolset adds `call`, `episode`, `SPEC` and `NAME` (a tool method `call`
-# would replace the one every tool method calls); the module binds the shim's names, and `tool`,
-# the decorator: a method named `tool` would replace it for the methods after it in the class body.
-VERIFIERS_METHODS = frozenset(
-    {"TOOL_PREFIX", "config", "register", "run", "setup", "setup_task", "state", "server_name"}
-    | {"call", "episode", "SPEC", "NAME"}
-)
+# verifiers 0.4 (shared/TRAINERS.md section 2): the module binds `vf`, pydantic's names, the shim's
+# classes and `tool`, the decorator.
 VERIFIERS_MODULE_NAMES = frozenset(
     {"vf", "Annotated", "Field", "BaseModel", "tool", "OrsTask", "OrsTaskset", "OrsToolset"}
     | {"Column", "DatasetSpec", "EnvSpec", "Target"}
 )
-# skyrl-gym 0.4 (section 4): none. A skyrl module defines no method per tool: its tools are a
-# table (`TOOLS`, keyed by the name the model calls) that the shim dispatches parsed calls through.
-# The module binds `skyrl` (orlgen.runtime.skyrl), `SYSTEM_PROMPT` and `register`.
-SKYRL_METHODS: frozenset[str] = frozenset()
+# skyrl-gym 0.4 (section 4): the module binds `skyrl` (orlgen.runtime.skyrl), `SYSTEM_PROMPT` and `register`.
 SKYRL_MODULE_NAMES = frozenset({"skyrl", "SYSTEM_PROMPT", "register"})
 
 # Names a generated model class may not take, in any trainer's module.
 RESERVED_CLASSES = TRL_MODULE_NAMES | VERIFIERS_MODULE_NAMES | SKYRL_MODULE_NAMES
-# Names a tool method may not take, in any trainer's module.
-RESERVED_METHODS = TRL_METHODS | VERIFIERS_METHODS | SKYRL_METHODS | RESERVED_CLASSES
+# Names a tool method may not take (TRL's: see above).
+RESERVED_METHODS = TRL_METHODS | TRL_MODULE_NAMES

@@ -41,7 +41,12 @@ def context(plan: ModulePlan) -> dict[str, object]:
         **fields,
         **classes,
         "tools": [
-            {**_fields(tool), "description": tool_description(tool), "described": described(tool)}
+            {
+                **_fields(tool),
+                "method": toolset_method(tool),
+                "description": tool_description(tool),
+                "described": described(tool),
+            }
             for tool in plan.tools
         ],
         "description": module_docstring(plan),
@@ -49,6 +54,14 @@ def context(plan: ModulePlan) -> dict[str, object]:
         "name_literal": literal(plan.env_class),
     }
     return {"plan": laid_out}
+
+
+def toolset_method(tool: ToolPlan) -> str:
+    """The tool's method in the Toolset class body: `ors_` + the plan's method name. A Toolset's
+    own API (`run`, `setup`, `state`, the shim's `call`) and the module's `tool` decorator are
+    names a tool may well have; prefixed, no tool method can replace them, and the plan's names
+    stay TRL's (`orlgen.plan.reserved`). The model is shown the tool's shown name (`@tool(...)`)."""
+    return f"ors_{tool.method}"
 
 
 def _fields(tool: ToolPlan) -> dict[str, object]:
