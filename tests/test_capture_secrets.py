@@ -77,6 +77,20 @@ def test_without_its_secret_the_probe_failure_is_one_line_naming_task_cause_and_
     assert list(tmp_path.iterdir()) == []
 
 
+def test_in_process_the_server_traceback_goes_to_the_log_not_to_sys_stdout(tmp_path, monkeypatch):
+    """A capture in a process whose `sys.stdout` is not file descriptor 1 (click's test runner
+    here, a notebook for a user): the SDK's structlog prints to the current `sys.stdout`, which
+    the file-descriptor redirect alone does not reach."""
+    monkeypatch.delenv("JUDGE_API_KEY", raising=False)
+    result = invoke("snapshot", TARGET, "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    log = Path(result.stderr.rsplit("(server log: ", 1)[1].removesuffix(")\n"))
+    text = log.read_text()
+    log.unlink()
+    assert "JUDGE_API_KEY is required" in text
+
+
 @pytest.mark.slow
 def test_a_secret_the_server_quotes_is_masked_in_the_kept_server_log(tmp_path):
     secret = "revoked-judge-77e1"  # the judge env's error quotes a revoked key

@@ -140,8 +140,11 @@ def _uvicorn(app: Any, port: int, startup_timeout: float, configure_logging: boo
 def _output_to(path: Path, secrets: Iterable[str]) -> Iterator[None]:
     """Send this process's stdout, and uvicorn's log records, to `path` for a while, masked.
 
-    The SDK server writes its logs (tracebacks included) with structlog to the stdout it found
-    at import, so only a file-descriptor-level redirect reaches them; anything else this
+    The SDK server writes its logs (tracebacks included) with structlog, to the stdout it found
+    at import: a file-descriptor-level redirect reaches them when that stdout is file descriptor
+    1. structlog prints to the *current* `sys.stdout` when its file is the one it saw at import,
+    so `sys.stdout` is pointed at the redirect too: where it is not file descriptor 1 (a
+    notebook, click's test runner) the logs reach the file all the same. Anything else this
     process prints to stdout meanwhile goes to the file too. The redirect is a pipe that `_pump`
     drains into the file. stderr stays the terminal's, for orlgen's own progress and errors;
     uvicorn logs there, so its records are sent to the pipe as well.
@@ -153,6 +156,7 @@ def _output_to(path: Path, secrets: Iterable[str]) -> Iterator[None]:
     saved = os.dup(1)
     os.dup2(write, 1)
     stream = os.fdopen(write, "w", encoding="utf-8", buffering=1)
+    stdout, sys.stdout = sys.stdout, stream
     handler = logging.StreamHandler(stream)
     loggers = [logging.getLogger(name) for name in ("uvicorn", "uvicorn.error", "uvicorn.access")]
     before = [(logger.handlers[:], logger.propagate) for logger in loggers]
@@ -162,8 +166,8 @@ def _output_to(path: Path, secrets: Iterable[str]) -> Iterator[None]:
     try:
         yield
     finally:
-        if sys.stdout is not None:
-            sys.stdout.flush()
+        stream.flush()
+        sys.stdout = stdout
         os.dup2(saved, 1)
         os.close(saved)
         for logger, (handlers, propagate) in zip(loggers, before, strict=False):
