@@ -4,7 +4,7 @@ Fast tests run in this venv: the `<tool_call>` parser and the answers' layout
 (`orlgen.runtime.hermes`), and the checked-in modules' system prompt against TRL's own chat
 template rendering the TRL module's methods. The slow ones run generated modules under the real
 `skyrl_gym.make` in a venv holding skyrl-gym 0.4.0 and orlgen's runtime alone
-(`tests/support/skyrl_venv.py`, built once and cached), against the helpdesk env served on a
+(`tests/support/framework_venvs.py`, built once and cached), against the helpdesk env served on a
 loopback port by the SDK's server, whose requests an observing middleware logs
 (`tests/support/servers/header.py`, no fault injected): so "no request was sent" is counted at
 the server.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import base64
-import inspect
 import io
 import json
 import os
@@ -24,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from orlgen.runtime.hermes import BadCall, Call, Tool, parse_tool_calls, tool_response
+from orlgen.runtime.trl import tool_methods
 from orlgen.serve import ServerProcess
 from pydantic import BaseModel, Field
 
@@ -96,12 +96,7 @@ def _trl_system_turn(trl_module) -> str:
     from transformers.utils.chat_template_utils import render_jinja_template
     from trl.chat_template_utils import qwen3_chat_template
 
-    cls = trl_module.environment_factory
-    tools = [
-        f
-        for name, f in inspect.getmembers(cls, inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    ]
+    tools = tool_methods(trl_module.environment_factory)
     rendered, _ = render_jinja_template(
         [[{"role": "user", "content": "x"}]], tools=tools, chat_template=qwen3_chat_template
     )
@@ -135,7 +130,7 @@ def test_the_helpdesk_prompt_states_the_schema_facts():
 
 @pytest.fixture(scope="module")
 def skyrl_python() -> Path:
-    from tests.support.skyrl_venv import skyrl_python
+    from tests.support.framework_venvs import skyrl_python
 
     return skyrl_python()
 
@@ -348,15 +343,10 @@ def test_every_checked_in_tool_is_shown_as_get_json_schema_reads_the_trl_method(
 
     compared = 0
     for path in sorted((REPO / "generated").glob("*.snapshot.json")):
-        methods = dict(
-            inspect.getmembers(
-                load_module(path.with_name(path.name.replace(".snapshot.json", ".py"))).environment_factory,
-                inspect.isfunction,
-            )
-        )
+        factory = load_module(path.with_name(path.name.replace(".snapshot.json", ".py"))).environment_factory
         for tool in plan(load(path)).tools:
             shown = shown_schema(_shown(tool), ast.literal_eval(tool_docstring(tool)), tool.params)
-            assert shown == get_json_schema(methods[tool.method]), (path.name, tool.method)
+            assert shown == get_json_schema(getattr(factory, tool.method)), (path.name, tool.method)
             compared += 1
     assert compared == 31
 

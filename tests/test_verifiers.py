@@ -1,7 +1,7 @@
 """The verifiers 0.4 module (`<name>_verifiers.py`) run by verifiers itself.
 
 Real parts only: `vf-eval` in a verifiers 0.4.0 venv built and cached by the test set-up
-(`tests/support/verifiers_venv.py`), against the both-env served by the openreward SDK's `Server`
+(`tests/support/framework_venvs.py`), against the both-env served by the openreward SDK's `Server`
 on a loopback port (with the capacity middleware, which only counts sessions here), the model
 being a scripted OpenAI-compatible endpoint (`tests/support/stub_openai.py`: a script, not a
 model). The schema facts are compared with bench/fidelity's method on what each module's MCP

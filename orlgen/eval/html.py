@@ -24,6 +24,7 @@ from typing import Any
 
 from .errors import EvalError
 from .records import rollout_of
+from .report import numbers
 from .stats import SplitStats, summarize
 
 REPORT = "report.html"
@@ -143,38 +144,16 @@ def _config_table(config: dict[str, Any]) -> str:
 
 
 def _summary_table(stats: list[SplitStats]) -> str:
-    """One column per split, one line per number (docs/eval.md defines each)."""
-    lines: list[tuple[str, list[str]]] = [
-        ("pass threshold", [f"{s.threshold:g}" for s in stats]),
-        ("tasks", [str(s.tasks) for s in stats]),
-        ("rollouts", [f"{s.rollouts} ({s.k} per task)" for s in stats]),
-        ("mean reward", [_mean(s) for s in stats]),
-        ("pass@1", [_share(s.pass_at_1) for s in stats]),
-        (f"pass@{stats[0].k}", [_share(s.pass_at_k) for s in stats]),
-        ("scored", [_scored(s) for s in stats]),
-        ("tool calls / rollout", [f"{s.tool_calls_per_rollout:.2f}" for s in stats]),
-        ("tool-error rate", [_share(s.tool_error_rate) for s in stats]),
-        ("mean turns", [f"{s.mean_turns:.2f}" for s in stats]),
-        ("equal-reward groups", [f"{_share(s.equal_group_share)} ({s.equal_groups} of {s.groups})" for s in stats]),
-    ]
+    """One column per split, one line per number: the text table's lines (docs/eval.md defines
+    each), and the pass threshold its head states."""
+    lines = [("pass threshold", [f"{s.threshold:g}" for s in stats])]
+    per_split = [numbers(s) for s in stats]
+    lines += [(name, [split[i][1] for split in per_split]) for i, (name, _) in enumerate(per_split[0])]
     head = "".join(f"<th>{_e(s.env)} / {_e(s.split)}</th>" for s in stats)
-    body = "".join(f"<tr><th>{name}</th>{''.join(f'<td>{_e(v)}</td>' for v in values)}</tr>" for name, values in lines)
+    body = "".join(
+        f"<tr><th>{_e(name)}</th>{''.join(f'<td>{_e(v)}</td>' for v in values)}</tr>" for name, values in lines
+    )
     return f'<table class="summary" id="summary"><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>'
-
-
-def _mean(s: SplitStats) -> str:
-    if s.mean_reward is None:
-        return "- (nothing scored)"
-    return f"{s.mean_reward:.3f}" + ("" if s.reward_stderr is None else f" ± {s.reward_stderr:.3f}")
-
-
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _scored(s: SplitStats) -> str:
-    reasons = ", ".join(f"{reason} {count}" for reason, count in s.unscored.items())
-    return f"{s.scored} / {s.rollouts}" + (f" (unscored: {reasons})" if reasons else "")
 
 
 def _histograms(stats: list[SplitStats], rows: list[dict[str, Any]]) -> str:

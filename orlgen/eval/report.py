@@ -28,10 +28,11 @@ def as_json(stats: list[SplitStats], summary: dict[str, Any]) -> str:
     return json.dumps(report, indent=2, sort_keys=True) + "\n"
 
 
-def _block(s: SplitStats) -> str:
+def numbers(s: SplitStats) -> list[tuple[str, str]]:
+    """The split's numbers as (name, value) lines: the text table's and the HTML report's."""
     unscored = s.rollouts - s.scored
     reasons = ", ".join(f"{reason} {count}" for reason, count in s.unscored.items())
-    rows = [
+    return [
         ("tasks", f"{s.tasks}"),
         ("rollouts", f"{s.rollouts} ({s.k} per task)"),
         ("mean reward", _reward(s)),
@@ -45,9 +46,13 @@ def _block(s: SplitStats) -> str:
         ("wall time", f"{s.wall_s:.1f} s"),
         ("equal-reward groups", _groups(s)),
     ]
-    width = max(len(name) for name, _ in rows)
+
+
+def _block(s: SplitStats) -> str:
+    lines = numbers(s)
+    width = max(len(name) for name, _ in lines)
     head = f"{s.env} / {s.split}  (pass: reward >= {s.threshold:g})"
-    return "\n".join([head, *(f"  {name.ljust(width)}  {value}" for name, value in rows)])
+    return "\n".join([head, *(f"  {name.ljust(width)}  {value}" for name, value in lines)])
 
 
 def _reward(s: SplitStats) -> str:

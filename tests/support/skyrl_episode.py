@@ -1,5 +1,5 @@
 """Plays scripted skyrl-gym episodes of a generated `_skyrl` module as SkyRL's generator does, in
-the skyrl venv (`tests/support/skyrl_venv.py`), and prints what happened as one JSON line.
+the skyrl venv (`tests/support/framework_venvs.py`), and prints what happened as one JSON line.
 
 Per episode: the module's rows written with `build_dataset(...).to_parquet` and read back with
 `datasets.load_dataset("parquet")` (as SkyRL's `PromptDataset` reads them), `prompt` and

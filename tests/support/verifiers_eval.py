@@ -2,7 +2,7 @@
 
 The model is `tests/support/stub_openai.py` (a scripted OpenAI-compatible endpoint on loopback);
 the ORS server is whatever `env_url` names (the caller starts it, in the main venv). `vf-eval`
-runs in the cached verifiers venv (`tests/support/verifiers_venv.py`) with the flags that keep it
+runs in the cached verifiers venv (`tests/support/framework_venvs.py`) with the flags that keep it
 on this machine (TRAINERS.md §3.4: the subprocess runtime, the null harness, `--no-push`) and a
 scratch HOME (it writes `~/.cache/verifiers`). The uv cache is kept across runs: the harness's
 chat program is prepared with `uv sync --script` on every run, quick once cached.
@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.framework_venvs import CACHE, verifiers_bin
 from tests.support.modules import REPO
-from tests.support.verifiers_venv import CACHE, verifiers_bin
 
 STUB = REPO / "tests" / "support" / "stub_openai.py"
 

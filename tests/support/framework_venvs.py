@@ -1,0 +1,53 @@
+"""The trainers' venvs the verifiers and skyrl tests (and `bench/trainers.py`) run in, each built
+once and cached under ~/.cache/orlgen-test-venvs.
+
+Each holds one framework's pins and orlgen's runtime requirements from pyproject.toml — not
+orlgen's extras, so nothing of the openreward SDK, the generator's toolchain or TRL: a generated
+trainer module must run on the runtime alone (and verifiers pins mcp 2, which cannot share a venv
+with the openreward SDK, TRAINERS.md §6). orlgen itself and the generated modules are reached
+through PYTHONPATH (the repository), so a source change needs no rebuild. The cache key is the
+pins plus the runtime's requirement list; a venv is used only once its `ready` mark is written
+(its scripts hold absolute paths, so it is built in place, never moved).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tomllib
+from pathlib import Path
+
+from bench.install import venv
+from tests.support.modules import REPO
+
+CACHE = Path.home() / ".cache" / "orlgen-test-venvs"
+
+# verifiers: `uv` because the null harness prepares its chat program with `uv sync --script`;
+# Pillow in both, because images reach the model (MCP image content, SkyRL content parts).
+VERIFIERS = ("verifiers==0.4.0", "uv", "pillow")
+SKYRL = ("skyrl-gym==0.4.0", "pillow")
+
+
+def _bin(name: str, pins: tuple[str, ...]) -> Path:
+    """The bin directory of the cached venv `name` holding `pins` and the runtime, built if missing."""
+    runtime = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    requirements = [*pins, *runtime]
+    key = hashlib.sha256(json.dumps(requirements).encode()).hexdigest()[:16]
+    home = CACHE / f"{name}-{key}"
+    if not (home / "ready").exists():
+        shutil.rmtree(home, ignore_errors=True)
+        home.parent.mkdir(parents=True, exist_ok=True)
+        venv(home, *requirements, compile=False)
+        (home / "ready").write_text("\n".join(requirements) + "\n")
+    return home / "bin"
+
+
+def verifiers_bin() -> Path:
+    """The verifiers 0.4 venv's bin directory (holds `python`, `vf-eval` and `uv`)."""
+    return _bin("verifiers", VERIFIERS)
+
+
+def skyrl_python() -> Path:
+    """The skyrl-gym 0.4 venv's interpreter."""
+    return _bin("skyrl", SKYRL) / "python"
