@@ -9,6 +9,7 @@ says, the file is left alone and the line tells the user what to add by hand.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,8 +65,12 @@ def init(root: Path, out: str = "generated") -> list[Step]:
 
 def _pyproject(root: Path, out: str) -> Step:
     path = root / PYPROJECT
-    table = f'[tool.orlgen]\nout = "{out}"  # snapshots and generated modules; add [[tool.orlgen.envs]] entries\n'
+    # A JSON string without ASCII escapes is a TOML basic string: any `--out` stays one value.
+    value = json.dumps(out, ensure_ascii=False)
+    table = f"[tool.orlgen]\nout = {value}  # snapshots and generated modules; add [[tool.orlgen.envs]] entries\n"
     if not path.exists():
+        if not _only_orlgen_added({}, table):
+            raise InitError(f"--out {out!r} cannot be written into {PYPROJECT}")
         return Step(path, "wrote", "a project config", table)
     text = path.read_text(encoding="utf-8")
     before = _toml(path, text)

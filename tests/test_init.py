@@ -108,3 +108,10 @@ def test_an_unreadable_file_writes_nothing_at_all(repo):
     assert result.exit_code == 2 and "not valid YAML" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert sorted(path.name for path in repo.iterdir()) == [".git", ".pre-commit-config.yaml"]
+
+
+@pytest.mark.parametrize("out", ['gen" \nx = "1', "gen\\dir", "générés"])
+def test_an_out_that_toml_would_read_otherwise_is_written_as_one_string(repo, out):
+    result = invoke("init", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert tomllib.loads((repo / "pyproject.toml").read_text())["tool"] == {"orlgen": {"out": out}}
