@@ -52,7 +52,7 @@ from orlgen.errors import ConfigFileError
 from orlgen.review.diff import RuleError, Rules
 from orlgen.review.vet import VetRuleError, VetRules
 from orlgen.snapshot.model import RewardRule
-from orlgen.trainers import TRAINER_NAMES
+from orlgen.trainers import DEFAULT_TRAINERS, TRAINER_NAMES
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -225,7 +225,7 @@ class VetConfig(_Strict):
 class Config(_Strict):
     out: Path = Path("generated")
     templates: Path | None = None
-    trainers: TrainerList = ("trl",)  # every env's, unless the env lists its own
+    trainers: TrainerList = DEFAULT_TRAINERS  # every env's, unless the env lists its own
     envs: tuple[EnvConfig, ...] = ()
     mixtures: tuple[MixtureConfig, ...] = ()
     diff: DiffConfig = DiffConfig()

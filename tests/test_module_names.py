@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 from orlgen.plan.planner import plan
-from orlgen.plan.reserved import RESERVED_CLASSES, RESERVED_METHODS, TRL_GLOBALS, TRL_MODULE_NAMES
+from orlgen.plan.reserved import (
+    RESERVED_CLASSES,
+    RESERVED_METHODS,
+    SKYRL_GLOBALS,
+    SKYRL_MODULE_NAMES,
+    TRL_GLOBALS,
+    TRL_MODULE_NAMES,
+    VERIFIERS_GLOBALS,
+    VERIFIERS_MODULE_NAMES,
+)
 from orlgen.render.jobs import render_module
 from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Task, Tool
 from support.modules import load_module
@@ -63,6 +72,22 @@ def test_the_reserved_names_are_what_the_checked_in_modules_bind():
         assert in_class <= RESERVED_METHODS, f"{path.name}'s class binds {sorted(in_class - RESERVED_METHODS)}"
     assert set(TRL_GLOBALS) <= bound  # the table names nothing a module no longer binds
     assert TRL_MODULE_NAMES <= RESERVED_CLASSES
+
+
+@pytest.mark.parametrize(
+    ("suffix", "table", "own"),
+    [("_verifiers", VERIFIERS_MODULE_NAMES, VERIFIERS_GLOBALS), ("_skyrl", SKYRL_MODULE_NAMES, SKYRL_GLOBALS)],
+)
+def test_the_other_trainers_reserved_names_are_what_their_checked_in_modules_bind(suffix, table, own):
+    paths = sorted(GENERATED.glob(f"*{suffix}.py"))
+    assert paths, f"no checked-in {suffix} module"
+    bound: set[str] = set()
+    for path in paths:
+        names = _top_level_names(ast.parse(path.read_text()))
+        assert names <= table, f"{path.name} binds names a model class could take: {sorted(names - table)}"
+        bound |= names
+    assert set(own) <= bound  # the table names nothing a module no longer binds
+    assert table <= RESERVED_CLASSES
 
 
 @pytest.mark.parametrize("wire", ["tool_method", "spec", "build_dataset", "environment_factory", "reward_funcs"])

@@ -36,25 +36,40 @@ TRL_GLOBALS = (
     "require_contract",
     "reward_funcs",
 )
+
+
+def _bound(imports: dict[str, tuple[str, ...]], own: tuple[str, ...]) -> frozenset[str]:
+    """Every name a module binds at top level, whatever its tools: what its template may import,
+    the models' imports, and the names the template binds itself."""
+    return frozenset({*(name for members in imports.values() for name in members), *MODEL_IMPORTS, *own})
+
+
 # Every name the TRL module binds at top level, whatever its tools. A tool method or a model
 # class of the same name would shadow it: a method named `tool_method` replaces the decorator for
-# the methods after it in the class body. tests/test_module_names.py holds this table to what the
-# checked-in modules bind.
-TRL_MODULE_NAMES = frozenset(
-    {*(name for members in TRL_IMPORTS.values() for name in members), *MODEL_IMPORTS, *TRL_GLOBALS}
-)
+# the methods after it in the class body. tests/test_module_names.py holds this table, and the
+# other trainers', to what the checked-in modules bind.
+TRL_MODULE_NAMES = _bound(TRL_IMPORTS, TRL_GLOBALS)
 # TRL's special methods, the adapter's state and API, `spec` (which `EnvAdapter.__init_subclass__`
 # sets on the class, over a method of that name).
 TRL_METHODS = frozenset({"reset", "get_reward", "spec", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
 
-# verifiers 0.4 (shared/TRAINERS.md section 2): the module binds `vf`, pydantic's names, the shim's
-# classes and `tool`, the decorator.
-VERIFIERS_MODULE_NAMES = frozenset(
-    {"vf", "Annotated", "Field", "BaseModel", "tool", "OrsTask", "OrsTaskset", "OrsToolset"}
-    | {"Column", "DatasetSpec", "EnvSpec", "Target"}
-)
-# skyrl-gym 0.4 (section 4): the module binds `skyrl` (orlgen.runtime.skyrl), `SYSTEM_PROMPT` and `register`.
-SKYRL_MODULE_NAMES = frozenset({"skyrl", "SYSTEM_PROMPT", "register"})
+# verifiers 0.4 (shared/TRAINERS.md section 2): what its template may import, and binds itself
+# (besides the env's Toolset, Task and Taskset classes).
+VERIFIERS_IMPORTS: dict[str, tuple[str, ...]] = {
+    "pathlib": ("Path",),
+    "typing": ("Any",),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target"),
+    "orlgen.runtime.verifiers": ("OrsTask", "OrsTaskset", "OrsToolset", "tool"),
+}
+VERIFIERS_GLOBALS = ("SNAPSHOT_SHA256", "SPEC", "SPLITS", "TARGET", "annotations")
+VERIFIERS_MODULE_NAMES = _bound(VERIFIERS_IMPORTS, VERIFIERS_GLOBALS)
+# skyrl-gym 0.4 (section 4): the same, the env class aside.
+SKYRL_IMPORTS: dict[str, tuple[str, ...]] = {
+    "pathlib": ("Path",),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target", "skyrl"),
+}
+SKYRL_GLOBALS = (*VERIFIERS_GLOBALS, "SYSTEM_PROMPT", "TOOLS", "build_dataset", "register", "require_contract")
+SKYRL_MODULE_NAMES = _bound(SKYRL_IMPORTS, SKYRL_GLOBALS)
 
 # Names a generated model class may not take, in any trainer's module.
 RESERVED_CLASSES = TRL_MODULE_NAMES | VERIFIERS_MODULE_NAMES | SKYRL_MODULE_NAMES

@@ -24,7 +24,7 @@ from orlgen.render.numeric import allow_numeric_unions
 from orlgen.runtime.contract import CONTRACT
 from orlgen.schema import SchemaError, printable
 from orlgen.snapshot.model import Snapshot
-from orlgen.trainers import Trainer, trainer
+from orlgen.trainers import DEFAULT_TRAINERS, Trainer, trainer
 
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
@@ -51,8 +51,6 @@ def module_path(snapshot_path: Path, snapshot: Snapshot, suffix: str = "") -> Pa
     return snapshot_path.with_name(f"{snapshot.name}{suffix}.py")
 
 
-# The trainers an env's modules are rendered for when nothing says otherwise.
-DEFAULT_TRAINERS = ("trl",)
 Trainers = Mapping[str, Sequence[str]]
 """An env's module name → the names of the trainers it is rendered for (absent: `DEFAULT_TRAINERS`)."""
 

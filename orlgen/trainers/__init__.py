@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the config reads the names; it need not import the plan
 
 TrainerName = Literal["trl", "verifiers", "skyrl"]
 TRAINER_NAMES: tuple[str, ...] = get_args(TrainerName)
+DEFAULT_TRAINERS: tuple[str, ...] = ("trl",)  # an env's trainers when the config names none
 
 
 class UnknownTrainer(OrlgenError):

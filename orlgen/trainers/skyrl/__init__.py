@@ -13,16 +13,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orlgen.trainers import Trainer
+from orlgen.plan.reserved import SKYRL_IMPORTS
+from orlgen.trainers import Trainer, module_suffix
 from orlgen.trainers.skyrl.layout import context
 
 TRAINER = Trainer(
     name="skyrl",
-    suffix="_skyrl",
+    suffix=module_suffix("skyrl"),
     written_for="skyrl-gym>=0.4,<0.5",
     templates=Path(__file__).resolve().parent / "templates",
     module_template="skyrl_module.py.jinja",
     mixture_template=None,
     context=context,
-    imports={"pathlib": ("Path",), "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target", "skyrl")},
+    imports=SKYRL_IMPORTS,
 )

@@ -19,17 +19,10 @@ import dataclasses
 from pathlib import Path
 
 from orlgen.plan.planner import ModulePlan, ToolPlan
+from orlgen.plan.reserved import VERIFIERS_IMPORTS
 from orlgen.plan.sorting import dunder_all_order
 from orlgen.plan.source import Source, docstring_literal, literal
-from orlgen.trainers import Trainer
-
-# What the template may import, by module (`orlgen.render.models` imports those a module uses).
-IMPORTS: dict[str, tuple[str, ...]] = {
-    "pathlib": ("Path",),
-    "typing": ("Any",),
-    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target"),
-    "orlgen.runtime.verifiers": ("OrsTask", "OrsTaskset", "OrsToolset", "tool"),
-}
+from orlgen.trainers import Trainer, module_suffix
 
 
 def context(plan: ModulePlan) -> dict[str, object]:
@@ -108,11 +101,11 @@ def tool_description(tool: ToolPlan) -> Source:
 
 TRAINER = Trainer(
     name="verifiers",
-    suffix="_verifiers",
+    suffix=module_suffix("verifiers"),
     written_for="verifiers>=0.4,<0.5",
     templates=Path(__file__).resolve().parent / "templates",
     module_template="verifiers_module.py.jinja",
     mixture_template=None,
     context=context,
-    imports=IMPORTS,
+    imports=VERIFIERS_IMPORTS,
 )
