@@ -3,8 +3,6 @@ docstring, and the shared models. Each row's expected value was written by hand.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from orlgen import names
 from orlgen.plan import docstrings
@@ -324,46 +322,17 @@ def test_nested_fields_carry_their_words_and_limits_once():
     assert doc.count("House and street.") == 1
 
 
-def test_each_parameter_carries_its_words_and_limits_as_data():
-    """What a trainer writes as `Annotated[hint, Field(description=..., ge=...)]` is in the plan as
-    literals, not only as docstring prose; limits of another type's keyword or of a union's
-    branches stay in the prose."""
+def test_each_parameter_documents_its_words_and_its_own_limits():
+    """A parameter's line holds its words and the limits of its own type; limits of a union's
+    branches are shown too."""
     schema = {
         "type": "object",
         "properties": {
             "count": {"type": "integer", "minimum": 1, "exclusiveMaximum": 10, "description": "How many."},
-            "name": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$", "examples": ["ab"]},
-            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
             "either": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]},
         },
         "required": ["count"],
     }
-    planned = only_tool(schema)
-    count, name, tags, either = planned.params
-    assert (count.description, count.constraints) == ("'How many.'", (("ge", "1"), ("lt", "10")))
+    count, either = only_tool(schema).params
     assert count.doc == "How many. Constraints: >= 1, < 10."
-    assert (name.description, name.examples) == (None, "['ab']")
-    assert name.constraints == (("min_length", "2"), ("pattern", "'^[a-z]+$'"))
-    assert tags.constraints == (("max_length", "3"),)
-    assert either.constraints == () and "Constraints: >= 0." in either.doc
-    assert eval(planned.input_schema) == schema and planned.shown == "'act'"
-
-
-def test_the_raw_schema_keeps_the_declared_property_order():
-    """The snapshot stores keys sorted; the plan's raw schema (a prompt shows it) is in the
-    order the server declared, nested objects too."""
-    schema = {
-        "type": "object",
-        "properties": {
-            "zeta": {"type": "object", "properties": {"y": {"type": "string"}, "b": {"type": "string"}}},
-            "alpha": {"type": "integer", "enum": [3, 1]},
-        },
-    }
-    stored = Tool(name="act", description="Do it.", input_schema=schema, shared=True)
-    sorted_copy = stored.model_copy(update={"input_schema": json.loads(json.dumps(schema, sort_keys=True))})
-    shown = eval(plan(snapshot(sorted_copy)).tools[0].input_schema)
-    assert list(shown["properties"]) == ["zeta", "alpha"]
-    assert list(shown["properties"]["zeta"]["properties"]) == ["y", "b"] and shown["properties"]["alpha"]["enum"] == [
-        3,
-        1,
-    ]
+    assert "Constraints: >= 0." in either.doc

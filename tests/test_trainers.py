@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 from orlgen.errors import OrlgenError, RefusedWrite
-from orlgen.plan.planner import plan
 from orlgen.project import Project
 from orlgen.render import header
 from orlgen.render import jobs as render
-from orlgen.render.models import model_fields, models
 from orlgen.review.cache import Verdicts
 from orlgen.snapshot.model import Snapshot, Target, load
 from orlgen.trainers import TRAINER_NAMES, Trainer, trainer
@@ -169,22 +167,3 @@ def test_a_capture_renders_its_env_entrys_trainers(tmp_path: Path, verifiers: Tr
         "echo_verifiers.py",
     ]
     assert invoke("check", "--no-cache", out).stdout == "generated files are current\n"
-
-
-@pytest.mark.slow
-def test_every_trainer_gets_the_params_models_fields_by_wire_name():
-    """A framework that reads the schema off a signature (verifiers) writes the params model's own
-    annotations: nested models, bounds and words, each keyed by the wire name (aliases read)."""
-    fields = {}
-    for name in ("helpdesk", "hostile"):
-        module_plan = plan(load(GENERATED / f"{name}.snapshot.json", rows=False))
-        _, classes = models(module_plan)
-        fields |= model_fields(classes, [tool.params_class for tool in module_plan.tools if tool.params_class])
-    items = fields["IssueRefundParams"]["'items'"]
-    assert items == {
-        "annotation": "Annotated[list[IssueRefundParamsRefundItem], Field(description='The order lines and quantities "
-        "to refund.', min_length=1)]",
-        "default": None,
-    }
-    assert fields["IssueRefundParams"]["'note'"]["default"] == "None"
-    assert "alias='from'" in fields["ResetParams"]["'from'"]["annotation"]  # the field is `from_`

@@ -21,35 +21,20 @@ from orlgen.plan import docstrings, prose
 from orlgen.plan.aliases import field_aliases
 from orlgen.plan.bundle import Bundle
 from orlgen.plan.columns import ColumnPlan, dataset_columns
-from orlgen.plan.emit import pattern_compiles
 from orlgen.plan.hints import python_hint
 from orlgen.plan.reserved import RESERVED_CLASSES, RESERVED_METHODS
 from orlgen.plan.source import Source, docstring_literal, literal
 from orlgen.runtime.fingerprint import fingerprint
 from orlgen.schema import JSON, Dropped, Node, Schema, json_type, parse_schema, printable
-from orlgen.schema.raw import escape_pointer
 from orlgen.snapshot import recorded
 from orlgen.snapshot.model import Snapshot, Tool
 
 # Bumped whenever a field of the plan changes meaning or goes; a field added keeps it.
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 # Names method signatures use in their hints: a parameter named like one would shadow it.
 _HINT_NAMES = ("Any", "Literal", "JSONObject", "JSONArray", "ToolOutput")
 # Module names a parameter default may use: a parameter of that name would shadow it.
 _DEFAULT_NAMES = ("UNSET",)
-# JSON Schema keywords pydantic's `Field` takes as keyword arguments of the same meaning.
-_FIELD_KEYWORDS = {
-    "minimum": "ge",
-    "maximum": "le",
-    "exclusiveMinimum": "gt",
-    "exclusiveMaximum": "lt",
-    "multipleOf": "multiple_of",
-    "minLength": "min_length",
-    "maxLength": "max_length",
-    "minItems": "min_length",
-    "maxItems": "max_length",
-    "pattern": "pattern",
-}
 
 
 @dataclass(frozen=True)
@@ -60,11 +45,8 @@ class Param:
     name: ParamName
     hint: Source  # in the subset `get_json_schema` reads (`orlgen.plan.hints`): objects are `JSONObject`
     default: Source | None  # a literal, `UNSET` ("not given": nothing is sent), or None if required
-    description: Source | None  # the author's words for it (schema, else the docstring's entry), a literal
     doc: str  # one line: the author's words, then what a hint cannot show (structure, limits, default,
     # examples); prose a trainer lays out (not yet escaped or made docstring-safe)
-    constraints: tuple[tuple[str, Source], ...]  # pydantic `Field` keywords (ge, max_length, ...) → literals
-    examples: Source | None  # the schema's examples, a list literal
 
 
 @dataclass(frozen=True)
@@ -82,7 +64,6 @@ class ToolPlan:
     fingerprint: Source  # of the description and schema, for the runtime drift guard
     offered_on: Source | None  # a task-only tool: the probed (split, index) tasks that offer it
     shown: Source  # the name the model is shown (the wire name unless it misleads), a literal
-    input_schema: Source  # the snapshot's raw input schema, a literal (a prompt may show it)
     summary: str  # the description's prose without its parameter, return and raise sections
     offer: str  # a task-only tool: which probed tasks offer it, in words ("" for a shared tool)
     unmatched: tuple[tuple[str, str], ...]  # documented arguments the schema lacks: (name, text)
@@ -107,7 +88,7 @@ class ModulePlan:
     `env_var`/`env_var_name` (the URL override variable, as a literal and as text), `target`
     (kind, value, env key, literals) and `target_value` (its value as text).
     Words: `facts` (the splits captured and how to regenerate and re-capture, prose).
-    Tools: `tools` (names, hints, defaults, descriptions, constraints, raw schemas), `terminal_tool`
+    Tools: `tools` (names, hints, defaults, the author's words and what hints cannot show), `terminal_tool`
     (literal wire name or None) and `has_terminal_tool`; `probed_tasks` when a tool is task-only.
     Models: `models_schema` (one JSON Schema bundle of every params model, for
     datamodel-code-generator) and `models_aliases`.
@@ -289,32 +270,12 @@ def _plan_tool(
         fingerprint=literal(fingerprint(tool.description, tool.input_schema)),
         offered_on=None if tool.shared else literal(offered),
         shown=literal(shown),
-        input_schema=literal(_in_declared_order(tool.input_schema, tool.property_order)),
         summary=docstrings.bounded_runs(docs.prose) or _sentence(_humanise(tool.name)),
         offer="" if tool.shared else docstrings.one_line(_offer_note(offered, probed)),
         unmatched=tuple((name, text) for name, text in docs.params.items() if name not in described),
         returns=docs.returns,
         raises=docs.raises,
     )
-
-
-def _in_declared_order(node: Any, order: dict[str, list[str]], path: str = "") -> Any:
-    """A raw schema with every object's properties in the order the server declared them (the
-    snapshot stores keys sorted, and the order beside them by JSON pointer); values are kept."""
-    if isinstance(node, list):
-        return [_in_declared_order(item, order, f"{path}/{i}") for i, item in enumerate(node)]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, value in node.items():
-        if key in ("enum", "const", "default", "examples"):
-            out[key] = value
-            continue
-        if key == "properties" and isinstance(value, dict) and path in order:
-            first = [name for name in order[path] if name in value]
-            value = {name: value[name] for name in [*first, *(name for name in value if name not in first)]}
-        out[key] = _in_declared_order(value, order, f"{path}/{escape_pointer(key)}")
-    return out
 
 
 def _offer_note(offered: tuple[tuple[str, int], ...], probed: tuple[tuple[str, int], ...]) -> str:
@@ -342,44 +303,16 @@ def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[s
         if default == "None" and hint != "Any" and "None" not in hint.split(" | "):
             hint = f"{hint} | None"  # pydantic's `x: T = None`: the hint admits the default
         words = _words(wire, name, node, schema, docs)
-        examples = schema.resolve(node).examples
         out.append(
             Param(
                 wire=literal(wire),
                 name=name,
                 hint=Source(hint),
                 default=default,
-                description=literal(words) if words else None,
                 doc=_param_doc(wire, words, node, schema),
-                constraints=_field_constraints(node, schema),
-                examples=literal(list(examples)) if examples else None,
             )
         )
     return tuple(out)
-
-
-def _field_constraints(node: Node, schema: Schema) -> tuple[tuple[str, Source], ...]:
-    """The value's own limits as pydantic `Field` keywords, where the keyword means the same for
-    every type the value admits (`minLength` of a string, `minItems` of an array: `min_length`);
-    limits of union branches stay in the prose (`Param.doc`)."""
-    kinds = schema.json_types(node) - {"null"}
-    applies = {
-        "number": kinds <= {"integer", "number"},
-        "string": kinds == {"string"},
-        "array": kinds == {"array"},
-    }
-    found: dict[str, Source] = {}
-    for key, value in schema.resolve(node).constraints:
-        field = _FIELD_KEYWORDS.get(key)
-        kind = "number" if key in _NUMERIC else "array" if key.endswith("Items") else "string"
-        if field is None or field in found or not kinds or not applies[kind]:
-            continue
-        if key != "pattern" or pattern_compiles(value):
-            found[field] = literal(value)
-    return tuple(found.items())
-
-
-_NUMERIC = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
 
 
 def _default(node: Node, schema: Schema, required: bool) -> Source | None:

@@ -19,7 +19,7 @@ from orlgen.errors import OrlgenError, RefusedWrite
 from orlgen.names import check_name
 from orlgen.plan.planner import plan, plan_mixture
 from orlgen.render import header, sandbox
-from orlgen.render.models import IMPORT_MARKER, model_fields, models, with_imports
+from orlgen.render.models import IMPORT_MARKER, models, with_imports
 from orlgen.render.numeric import allow_numeric_unions
 from orlgen.runtime.contract import CONTRACT
 from orlgen.schema import SchemaError, printable
@@ -28,7 +28,7 @@ from orlgen.trainers import DEFAULT_TRAINERS, Trainer, trainer
 
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
-TEMPLATE_CONTEXT_VERSION = 3
+TEMPLATE_CONTEXT_VERSION = 4
 
 
 FileMap = dict[Path, bytes]
@@ -162,8 +162,7 @@ def render_module(snapshot: Snapshot, templates: Path | None = None, trainer_nam
         imports, model_classes = models(module_plan)
     except SchemaError as exc:
         raise RenderError(f"{snapshot.file_name}: {exc}") from exc
-    fields = model_fields(model_classes, (tool.params_class for tool in module_plan.tools if tool.params_class))
-    context = {**chosen.context(module_plan), "imports": IMPORT_MARKER, "models": model_classes, "model_fields": fields}
+    context = {**chosen.context(module_plan), "imports": IMPORT_MARKER, "models": model_classes}
     body = _render(templates, chosen, chosen.module_template, context)
     body = allow_numeric_unions(with_imports(body, imports, chosen.imports))
     return header.write(header.current(snapshot.file_name, snapshot.sha256, chosen.name, chosen.written_for)) + _format(

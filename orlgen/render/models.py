@@ -59,38 +59,6 @@ def models(module_plan: ModulePlan) -> tuple[list[ast.stmt], str]:
     return _split_imports(source)
 
 
-def model_fields(source: str, classes: Iterable[str]) -> dict[str, dict[str, dict[str, str | None]]]:
-    """For each of `classes` (the params models) in datamodel-code-generator's `source`: wire name
-    (a literal, as `Param.wire`) → the field's annotation and default as source text, e.g.
-    `Annotated[list[IssueRefundParamsRefundItem], Field(description=..., min_length=1)]`. A trainer
-    whose framework reads a schema from a signature (verifiers: pydantic through MCP) writes
-    these, and so keeps nested models, bounds and words that a `get_json_schema` hint cannot."""
-    wanted = set(classes)
-    found: dict[str, dict[str, dict[str, str | None]]] = {}
-    for node in ast.parse(source).body if source else []:
-        if isinstance(node, ast.ClassDef) and node.name in wanted:
-            found[node.name] = {
-                repr(_wire_name(field)): {
-                    "annotation": ast.get_source_segment(source, field.annotation),
-                    "default": None if field.value is None else ast.get_source_segment(source, field.value),
-                }
-                for field in node.body
-                if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
-            }
-    return found
-
-
-def _wire_name(field: ast.AnnAssign) -> str:
-    """The property name a model field stands for: its `Field(alias=...)`, else its own name."""
-    for call in ast.walk(field.annotation):
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Field":
-            for keyword in call.keywords:
-                if keyword.arg == "alias" and isinstance(keyword.value, ast.Constant):
-                    return str(keyword.value.value)
-    assert isinstance(field.target, ast.Name)
-    return field.target.id
-
-
 def _split_imports(source: str) -> tuple[list[ast.stmt], str]:
     """dcg's output → its import statements, and everything after them."""
     tree = ast.parse(source)

@@ -7,9 +7,8 @@ was written for, its templates and the function that builds its template context
 `trainer(name)` imports `orlgen.trainers.<name>` only when asked for it, so rendering the TRL
 module never imports another trainer's code.
 
-Beside what `context` returns, every module template gets `imports` (the import block's marker),
-`models` (datamodel-code-generator's params models) and `model_fields` (each params model's field
-annotation and default by wire name, `orlgen.render.models.model_fields`).
+Beside what `context` returns, every module template gets `imports` (the import block's marker)
+and `models` (datamodel-code-generator's params models).
 
 Template names are unique across trainers: a project's templates directory overrides them by
 name, in one flat directory (`module.py.jinja` is TRL's; another trainer prefixes its own, e.g.
