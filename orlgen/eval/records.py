@@ -11,9 +11,7 @@ the report: `html.py`), bounded per image and per row. Secrets are masked.
 
 from __future__ import annotations
 
-import base64
 import errno
-import io
 import json
 import os
 import sys
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from orlgen.runtime.connection import redact
+from orlgen.runtime.content import data_url, png
 
 from .errors import EvalError
 from .policy import arguments_text, tool_schemas
@@ -77,22 +76,18 @@ def media(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 found.append({"message": i, "part": j, "omitted": f"{len(data)} bytes, over the bound"})
             else:
                 spent += len(data)
-                url = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-                found.append({"message": i, "part": j, "url": url})
+                found.append({"message": i, "part": j, "url": data_url(data)})
     return found
 
 
 def _png(image: Any) -> bytes | None:
     """A PIL image as PNG bytes (what the runtime decodes an ImageBlock to); None for anything else."""
-    save = getattr(image, "save", None)
-    if save is None:
+    if not hasattr(image, "save"):
         return None
-    buffer = io.BytesIO()
     try:
-        save(buffer, format="PNG")
+        return png(image)
     except Exception:  # Pillow raises several unrelated types
         return None
-    return buffer.getvalue()
 
 
 def rollout_of(record: dict[str, Any]) -> Rollout:
