@@ -90,27 +90,26 @@ def _png(image: Any) -> bytes | None:
         return None
 
 
+# The fields of a row that the table counts, as `Rollout` names them.
+COUNTED = ("rewards", "reward", "outcome", "reason", "stop", "turns", "tool_calls", "tool_errors")
+
+
 def rollout_of(record: dict[str, Any]) -> Rollout:
     """A written row as the `Rollout` its statistics need (`stats.summarize`): what a report or a
-    resumed run counts from the file. Messages, tools and metadata stay in the row."""
-    return Rollout(
-        env=record["env"],
-        split=record["split"],
-        task_index=record["task_index"],
-        sample=record["sample"],
-        seed=record.get("seed", 0),
-        rewards=list(record.get("rewards") or []),
-        reward=record.get("reward"),
-        outcome=record.get("outcome", "running"),
-        reason=record.get("reason"),
-        stop=record.get("stop", ""),
-        turns=record.get("turns", 0),
-        tool_calls=record.get("tool_calls", 0),
-        tool_errors=record.get("tool_errors", 0),
-        timings=dict(record.get("timings") or {}),
-        started=record.get("started", 0.0),
-        ended=record.get("ended", (record.get("timings") or {}).get("total_s", 0.0)),
+    resumed run counts from the file. Messages, tools and metadata stay in the row. A row that
+    lacks a counted field raises KeyError (TypeError or ValueError for a key of another type):
+    a number is never made up for it."""
+    rollout = Rollout(
+        str(record["env"]),
+        str(record["split"]),
+        int(record["task_index"]),
+        int(record["sample"]),
+        int(record["seed"]),
     )
+    for name in COUNTED:
+        setattr(rollout, name, record[name])
+    rollout.started, rollout.ended = float(record.get("started", 0.0)), float(record.get("ended", 0.0))
+    return rollout
 
 
 def _message(message: dict[str, Any]) -> dict[str, Any]:
@@ -153,24 +152,31 @@ STDOUT = "-"
 class Writer:
     """Appends rows as rollouts finish (flushed each time), so an interrupted run keeps all it did.
     The file is truncated when the run starts, unless `append` (a run directory's rows); `-` is
-    stdout. A symbolic link is refused: the rows would land wherever it points."""
+    stdout. A symbolic link is refused: the rows would land wherever it points. With `keep`, the
+    rows written are also kept, as written (`rows`), for `--upload`: nothing is built twice."""
 
-    def __init__(self, path: Path | None, model: str, secrets: list[str], *, append: bool = False) -> None:
+    def __init__(
+        self, path: Path | None, model: str, secrets: list[str], *, append: bool = False, keep: bool = False
+    ) -> None:
         self.path = path
         self.model = model
         self.secrets = secrets
-        self.count = 0
+        self.keep = keep
+        self.rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._file: IO[str] | None = None if path is None else _open(path, append)
 
     def write(self, rollout: Rollout) -> None:
-        if self._file is None:
+        if self._file is None and not self.keep:
             return
-        line = json.dumps(masked(row(rollout, self.model), self.secrets), ensure_ascii=False, allow_nan=False)
+        written = masked(row(rollout, self.model), self.secrets)
+        line = json.dumps(written, ensure_ascii=False, allow_nan=False)
         with self._lock:
-            self._file.write(line + "\n")
-            self._file.flush()
-            self.count += 1
+            if self._file is not None:
+                self._file.write(line + "\n")
+                self._file.flush()
+            if self.keep:
+                self.rows.append(written)
 
     def close(self) -> None:
         if self._file is not None and self._file is not sys.stdout:
