@@ -16,13 +16,15 @@ from pathlib import Path
 
 import pytest
 from orlgen.eval.errors import EvalError
-from orlgen.eval.html import read_rows, write_report
+from orlgen.eval.html import write_report
 from orlgen.eval.records import MAX_IMAGE_BYTES, media
+from orlgen.eval.rundir import read_rows
 from orlgen.serve import ServerProcess
 
 from bench.chat_server import ChatServer, call, serving, turn_of
 from tests.support.browser import Page
 from tests.support.cli import invoke
+from tests.support.models.scripted_policy import scripted
 from tests.support.modules import REPO
 
 HOSTILE = "</script><img src=x onerror=window.pwned=1><script>window.pwned=2</script>"
@@ -57,7 +59,7 @@ def test_rows_keep_images_for_the_report_and_stay_sft_trainable(run_dir):
 
     rows = read_rows(run_dir / "rollouts.jsonl")
     assert len(rows) == 8
-    first = rows[0]
+    first = rows[0].data
     assert "[image]" in first["messages"][0]["content"]  # the column SFTTrainer reads stays text
     kept = json.loads(first["media"])
     assert {(item["message"], item["part"]) for item in kept} == {
@@ -119,14 +121,17 @@ def test_a_report_is_replaced_whole_and_needs_no_config(tmp_path):
 
 
 def test_bad_rows_and_config_are_one_line_each(tmp_path):
-    row = {"env": "e", "split": "train", "task_index": 0, "sample": 0, "reward": 1.0}
+    counted = {"rewards": [1.0], "reward": 1.0, "outcome": "finished", "reason": None, "stop": "answered"}
+    row = {"env": "e", "split": "train", "task_index": 0, "sample": 0, "seed": 0, **counted}
+    row |= {"turns": 1, "tool_calls": 0, "tool_errors": 0}
     rows = tmp_path / "rollouts.jsonl"
     # Written by hand: a good row, then a row cut short by a crash (no newline): left out.
     rows.write_text(json.dumps(row) + "\n" + json.dumps(row)[:10])
-    assert read_rows(rows) == [row]
-    rows.write_text(json.dumps(row) + "\n[1, 2]\n")
-    with pytest.raises(EvalError, match=r"rollouts.jsonl:2 is not a rollout row"):
-        write_report(tmp_path)
+    assert [r.data for r in read_rows(rows)] == [row]
+    for bad in ("[1, 2]", json.dumps({key: value for key, value in row.items() if key != "turns"})):  # no turns
+        rows.write_text(json.dumps(row) + "\n" + bad + "\n")
+        with pytest.raises(EvalError, match=r"rollouts.jsonl line 2 is not a row of orlgen eval"):
+            write_report(tmp_path)
     rows.write_text(json.dumps(row) + "\n")
     (tmp_path / "config.json").write_text("[]")
     with pytest.raises(EvalError, match="not a run configuration"):
@@ -147,3 +152,65 @@ def test_images_are_kept_within_bounds():
     assert kept[0]["message"] == 0 and kept[0]["url"].startswith("data:image/png;base64,")
     assert kept[1]["omitted"].endswith("over the bound") and int(kept[1]["omitted"].split()[0]) > MAX_IMAGE_BYTES
     assert kept[2] == {"message": 1, "part": 1, "omitted": "not an image orlgen can encode"}
+
+
+def _summary_of_page(page: str) -> dict[str, str]:
+    """The summary table of a one-split report.html, line name -> value, read with html.parser."""
+    from html.parser import HTMLParser
+
+    cells: list[list[str]] = []
+
+    class Summary(HTMLParser):
+        inside = False
+
+        def handle_starttag(self, tag, attrs):
+            self.inside = self.inside or dict(attrs).get("id") == "summary"
+            if self.inside and tag == "tr":
+                cells.append([])
+            elif self.inside and tag in ("th", "td"):
+                cells[-1].append("")
+
+        def handle_endtag(self, tag):
+            self.inside = self.inside and tag != "table"
+
+        def handle_data(self, data):
+            if self.inside and cells and cells[-1]:
+                cells[-1][-1] += data
+
+    Summary().feed(page)
+    return {line[0]: line[1] for line in cells[1:]}
+
+
+def _summary_of_table(stdout: str) -> dict[str, str]:
+    """The text table of a one-split run, line name -> value, with its head's pass threshold."""
+    head, *lines = stdout.split("\n\n")[0].splitlines()
+    named = dict(line.strip().split("  ", 1) for line in lines)
+    return {"pass threshold": head.rpartition(">= ")[2].rstrip(")"), **{k: v.strip() for k, v in named.items()}}
+
+
+@pytest.mark.slow
+def test_the_report_counts_passes_with_the_runs_pass_threshold(helpdesk_url, tmp_path):
+    """--pass-threshold is recorded in config.json and the report counts with it: its numbers are
+    the printed table's, after the run and after each resume (one that names no threshold keeps
+    the run's; one that names another records it). Helpdesk pays 0.5 for a ticket closed without
+    its action, so the threshold changes the passes. Wall time is left out: the report reads it
+    from rows rounded to the millisecond."""
+    run = tmp_path / "run"
+    common = ("--base-url", None, "--model", "scripted", "--env-url", helpdesk_url, "--split", "train")
+    with serving(ChatServer(scripted)) as chat:
+        args = [chat.url if a is None else a for a in common]
+        sessions = (
+            ("generated/helpdesk.py", *args, "-n", 4, "-k", 2, "--out", run, "--pass-threshold", 0.5),
+            ("--resume", run),
+            ("--resume", run, "--pass-threshold", 0.25),
+        )
+        for session, threshold in zip(sessions, ("0.5", "0.5", "0.25"), strict=True):
+            result = invoke("eval", *session)
+            assert result.exit_code == 0, result.output
+            table = _summary_of_table(result.stdout)
+            page = _summary_of_page((run / "report.html").read_text())
+            assert table.pop("wall time") and page.pop("wall time")
+            assert table["pass threshold"] == threshold and page == table
+            assert json.loads((run / "config.json").read_text())["pass_threshold"] == float(threshold)
+    rewards = {row["reward"] for row in map(json.loads, (run / "rollouts.jsonl").read_text().splitlines())}
+    assert any(0.5 <= reward < 1.0 for reward in rewards), rewards  # the threshold decided some passes

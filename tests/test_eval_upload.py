@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from dataclasses import asdict
 
@@ -17,7 +19,7 @@ import pytest
 from orlgen.eval.upload import Retry, Target, UploadFailed, batches, events, run_info, upload
 
 from bench.chat_server import ChatServer, serving
-from tests.support.cli import invoke
+from tests.support.cli import invoke, start_orlgen
 from tests.support.models.scripted_policy import scripted
 
 KEY = "orlgen-test-key-8c1f0d2e"
@@ -211,6 +213,41 @@ def test_a_refused_upload_is_one_line_exit_2_and_keeps_the_rows(chat, echo_url, 
     assert len(api.requests) == 1  # a 4xx is not retried
     assert len(out.read_text().splitlines()) == 2 and "2 rollouts" in result.stdout  # rows and table kept
     assert KEY not in result.output
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_resumed_with_upload_uploads_every_row_once(echo_url, tmp_path):
+    """The interrupted session uploads nothing; the resume that completes the run uploads every
+    row of rollouts.jsonl, the carried ones as written, each once."""
+    api = RolloutAPI()
+    run = tmp_path / "run"
+    rows_file = run / "rollouts.jsonl"
+    with serving(ChatServer(scripted, delay=0.3)) as chat, serving(api):
+        env = {**os.environ, "OPENREWARD_API_URL": api.base, "OPENREWARD_API_KEY": KEY}
+        args = ["eval", "generated/echo.py", "--base-url", chat.url, "--model", "m", "--env-url", echo_url,
+                "-n", 3, "-k", 2, "--concurrency", 1, "--out", run, "--upload", "resumed-run"]  # fmt: skip
+        child = start_orlgen(*args, env=env)
+        deadline = time.monotonic() + 60
+        while len(rows_file.read_bytes().splitlines() if rows_file.exists() else []) < 2:
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=30)
+        assert child.returncode == 130 and "nothing uploaded: the run was interrupted" in stderr, stderr
+        assert api.requests == []
+        carried = rows_file.read_text().splitlines()
+        assert 2 <= len(carried) < 6
+        resumed = start_orlgen(*args, "--resume", env=env)
+        _, stderr = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, stderr
+    written = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    assert len(written) == 6 and "uploaded 6 rollouts" in stderr
+    started = [e for e in api.events() if e["eventType"] == "rollout"]
+    names = sorted(e["rolloutName"] for e in started)
+    assert names == sorted(f"echo/train/{r['task_index']}/{r['sample']}" for r in written)  # each row once
+    by_name = {e["rolloutName"]: e for e in started}
+    for row in map(json.loads, carried):  # the carried rows went as written
+        assert by_name[f"echo/train/{row['task_index']}/{row['sample']}"]["metadata"]["seed"] == row["seed"]
 
 
 def test_no_key_stops_before_anything_runs(tmp_path):

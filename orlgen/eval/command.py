@@ -18,9 +18,10 @@ from ..review.files import write_atomic
 from . import report, rundir
 from .cache import Cache
 from .errors import EvalError
+from .html import write_report
 from .policy import ChatEndpoint, Policy
 from .progress import Progress
-from .records import STDOUT, Writer, masked, row
+from .records import STDOUT, Writer
 from .rollout import POLICY_ERROR, Rollout, Settings
 from .run import Finished, Job, execute, in_plan_order, model_never_answered, plan, preflight
 from .stats import SplitStats, summarize, task_filter
@@ -69,7 +70,12 @@ class Sink:
     """Where this session's rows go, and the rows an earlier session of the run left."""
 
     writer: Writer
-    carried: list[Rollout]
+    carried: list[rundir.Row]
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row of the run as written (secrets masked): the carried ones, then this
+        session's (kept by the writer when they are to be uploaded)."""
+        return [row.data for row in self.carried] + self.writer.rows
 
 
 def run(options: Options) -> int:
@@ -94,24 +100,26 @@ def run(options: Options) -> int:
         policy.check()
     preflight(members, options.env_url, options.env_overrides)
     secrets = _secrets(members, policy)
-    sink = _sink(options, config, stored is not None, jobs, secrets)
-    kept = {rollout.key for rollout in sink.carried}
+    sink = _sink(options, config, stored, jobs, secrets)
+    kept = {row.rollout.key for row in sink.carried}
     finished = _play(options, policy, sink.writer, [job for job in jobs if job.key not in kept])
     if rundir.is_run_dir(options.out):
         assert options.out is not None
-        rundir.write_report(options.out)
+        write_report(options.out)
     if model_never_answered(finished.rollouts):
         raise EvalError(_no_answer(finished.rollouts, secrets))
-    rollouts = in_plan_order([*sink.carried, *finished.rollouts], jobs)
+    rollouts = in_plan_order([*(row.rollout for row in sink.carried), *finished.rollouts], jobs)
     stats = summarize(rollouts, options.k, options.pass_threshold)
     if options.emit_task_filter is not None:
         _emit_task_filter(options.emit_task_filter, stats, members)
     _print(options, stats, _summary(options, rollouts, len(jobs), finished))
-    if target is not None:  # this session's rollouts: a resumed run's earlier ones were posted by theirs
-        _upload(options, target, [masked(row(r, sink.writer.model), secrets) for r in finished.rollouts])
     if finished.interrupted:
+        if target is not None:
+            click.echo("orlgen: nothing uploaded: the run was interrupted (--resume uploads all its rows)", err=True)
         click.echo("orlgen: interrupted", err=True)
         return INTERRUPTED
+    if target is not None:  # every row of the run, the carried ones too: a run is uploaded once it is whole
+        _upload(options, target, sink.rows())
     return 0
 
 
@@ -193,6 +201,7 @@ def _resumed(options: Options) -> tuple[Options, dict[str, Any] | None]:
             **rundir.options_of(stored),
             env_url=options.env_url or reach.get("env_url"),
             api_key_env=options.api_key_env or reach.get("api_key_env"),
+            pass_threshold=stored.get(rundir.THRESHOLD) if options.pass_threshold is None else options.pass_threshold,
         )
         _check_given(given, options, directory)
     return options, stored
@@ -214,18 +223,22 @@ def _config(options: Options, members: list[Member]) -> dict[str, Any]:
     return rundir.config_of(dataclasses.asdict(options), environments)
 
 
-def _sink(options: Options, config: dict[str, Any], resuming: bool, jobs: list[Job], secrets: list[str]) -> Sink:
+def _sink(
+    options: Options, config: dict[str, Any], stored: dict[str, Any] | None, jobs: list[Job], secrets: list[str]
+) -> Sink:
     """The rows' writer: today's single file (truncated), a new run directory, or a resumed one
-    (its kept rows carried, the file appended to)."""
+    (its kept rows carried, the file appended to, this session's pass threshold recorded)."""
     model = options.model or options.hf_model or ""
+    keep = options.upload is not None
     if not rundir.is_run_dir(options.out):
-        return Sink(Writer(options.out, model, secrets), [])
+        return Sink(Writer(options.out, model, secrets, keep=keep), [])
     assert options.out is not None
-    if not resuming:
+    if stored is None:
         rundir.create(options.out, config)
-        return Sink(Writer(options.out / rundir.ROWS, model, secrets, append=True), [])
-    rollouts = rundir.carried(options.out, [job.key for job in jobs])
-    return Sink(Writer(options.out / rundir.ROWS, model, secrets, append=True), rollouts)
+        return Sink(Writer(options.out / rundir.ROWS, model, secrets, append=True, keep=keep), [])
+    rundir.restate(options.out, stored, config)
+    rows = rundir.carried(options.out, [job.key for job in jobs])
+    return Sink(Writer(options.out / rundir.ROWS, model, secrets, append=True, keep=keep), rows)
 
 
 def _shows(options: Options) -> bool:

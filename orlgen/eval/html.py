@@ -15,21 +15,18 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from ..review.files import write_atomic
 from .errors import EvalError
-from .records import rollout_of
 from .report import numbers
+from .rundir import CONFIG, ROWS, THRESHOLD, Row, read_rows
 from .stats import SplitStats, summarize
 
 REPORT = "report.html"
-CONFIG = "config.json"
-ROLLOUTS = "rollouts.jsonl"
 BINS = 10
 
 # An image is shown only as a base64 data URL of a raster type: nothing else reaches `src`.
@@ -40,31 +37,10 @@ def write_report(run_dir: Path) -> Path:
     """Write `run_dir/report.html` from `config.json` (optional) and `rollouts.jsonl`, temp then
     rename, and return its path."""
     config = _config(run_dir / CONFIG)
-    rows = read_rows(run_dir / ROLLOUTS)
+    rows = read_rows(run_dir / ROWS)
     target = run_dir / REPORT
-    _replace(target, render(config, rows))
+    write_atomic(target, render(config, rows).encode())
     return target
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The rows of a rollouts file. A last line without its newline is a row cut short by a
-    crash: it is left out (a resumed run plays it again); any other line that is not a row is
-    an error naming it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvalError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from exc
-    lines = text.split("\n")
-    rows = []
-    for number, line in enumerate(lines[:-1], start=1):  # the last piece follows the last newline
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
-        if not isinstance(row, dict) or not {"env", "split", "task_index", "sample"} <= row.keys():
-            raise EvalError(f"{path}:{number} is not a rollout row")
-        rows.append(row)
-    return rows
 
 
 def _config(path: Path) -> dict[str, Any]:
@@ -79,39 +55,27 @@ def _config(path: Path) -> dict[str, Any]:
     return config
 
 
-def _replace(target: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `target`, then rename it over `target`."""
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def render(config: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def render(config: dict[str, Any], rows: list[Row]) -> str:
     """The page, as text. Trajectories in plan order (env, split, task, sample), as rows come
-    in the order rollouts finished."""
-    rows = sorted(
-        rows, key=lambda row: (str(row["env"]), str(row["split"]), _order(row["task_index"]), _order(row["sample"]))
-    )
-    k = _int(config.get("k")) or max(_group_sizes(rows), default=1)
-    threshold = config.get("pass_threshold")
-    stats = summarize([rollout_of(row) for row in rows], k, threshold if isinstance(threshold, int | float) else None)
+    in the order rollouts finished; the numbers are `stats.summarize`'s, with the run's k and
+    pass threshold, as the text table counts them."""
+    rows = sorted(rows, key=lambda row: row.rollout.key)
+    rollouts = [row.rollout for row in rows]
+    k = _int(config.get("k")) or max(Counter(r.key[:3] for r in rollouts).values(), default=1)
+    threshold = config.get(THRESHOLD)
+    stats = summarize(rollouts, k, threshold if isinstance(threshold, int | float) else None)
     title = f"orlgen eval: {config.get('subject') or 'run'}"
     body = [
         f"<h1>{_e(title)}</h1>",
         _config_table(config),
         "<h2>Splits</h2>",
         _summary_table(stats) if stats else "<p>No rollouts yet.</p>",
-        _histograms(stats, rows),
+        _histograms(stats),
         "<h2>Tasks</h2>",
         '<p class="hint">Click a column heading to sort by it.</p>',
-        _task_table(rows, stats),
+        _task_table(stats),
         f"<h2>Trajectories ({len(rows)})</h2>",
-        *(_trajectory(i, row) for i, row in enumerate(rows)),
+        *(_trajectory(i, row.data) for i, row in enumerate(rows)),
     ]
     return _PAGE.format(title=_e(title), style=_STYLE, script=_SCRIPT, body="\n".join(body))
 
@@ -122,18 +86,6 @@ def _e(value: Any) -> str:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-
-def _order(value: Any) -> tuple[int, Any]:
-    """A sort key for a value a hand-edited row may hold in any type."""
-    return (0, value) if isinstance(value, int) else (1, str(value))
-
-
-def _group_sizes(rows: list[dict[str, Any]]) -> list[int]:
-    groups: dict[tuple[Any, ...], int] = defaultdict(int)
-    for row in rows:
-        groups[(row["env"], row["split"], row["task_index"])] += 1
-    return list(groups.values())
 
 
 def _config_table(config: dict[str, Any]) -> str:
@@ -156,14 +108,10 @@ def _summary_table(stats: list[SplitStats]) -> str:
     return f'<table class="summary" id="summary"><thead><tr><th></th>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _histograms(stats: list[SplitStats], rows: list[dict[str, Any]]) -> str:
+def _histograms(stats: list[SplitStats]) -> str:
     figures = []
     for s in stats:
-        rewards = [
-            float(r["reward"])
-            for r in rows
-            if (r["env"], r["split"]) == (s.env, s.split) and isinstance(r.get("reward"), int | float)
-        ]
+        rewards = [float(r) for task in s.per_task for r in task.rewards if r is not None]
         figures.append(f"<figure>{_histogram(rewards)}<figcaption>{_e(s.env)} / {_e(s.split)}: {_e(len(rewards))} "
                        f"scored, {_e(s.rollouts - len(rewards))} unscored</figcaption></figure>")  # fmt: skip
     return f'<div class="histograms">{"".join(figures)}</div>' if figures else ""
@@ -201,26 +149,20 @@ _TASK_COLUMNS = (
 )
 
 
-def _task_table(rows: list[dict[str, Any]], stats: list[SplitStats]) -> str:
-    thresholds = {(s.env, s.split): s.threshold for s in stats}
-    tasks: dict[tuple[str, str, int], list[Any]] = defaultdict(list)
-    for row in rows:
-        tasks[(row["env"], row["split"], row["task_index"])].append(row.get("reward"))
+def _task_table(stats: list[SplitStats]) -> str:
+    """A row per task (`SplitStats.per_task`, the `--by-task` lines): its rewards, mean, passes
+    and whether its group's rewards are all equal."""
     head = "".join(f'<th data-type="{kind}">{name}</th>' for name, kind in _TASK_COLUMNS)
     body = []
-    for (env, split, index), rewards in tasks.items():  # rows come in plan order
-        scored = [float(r) for r in rewards if isinstance(r, int | float)]
-        mean = sum(scored) / len(scored) if scored else None
-        passes = sum(r >= thresholds[(env, split)] for r in scored)
-        equal = len(set(scored)) <= 1
+    for task in (task for s in stats for task in s.per_task):
         cells = [
-            (env, env),
-            (split, split),
-            (index, index),
-            (", ".join("-" if r is None else f"{r:g}" for r in rewards),) * 2,
-            ("-" if mean is None else f"{mean:.3f}", "" if mean is None else mean),
-            (f"{passes} of {len(rewards)}", passes),
-            ("yes" if equal else "no", "yes" if equal else "no"),
+            (task.env, task.env),
+            (task.split, task.split),
+            (task.task_index, task.task_index),
+            (", ".join("-" if r is None else f"{r:g}" for r in task.rewards),) * 2,
+            ("-" if task.mean is None else f"{task.mean:.3f}", "" if task.mean is None else task.mean),
+            (f"{task.passes} of {len(task.rewards)}", task.passes),
+            ("yes" if task.equal else "no",) * 2,
         ]
         body.append("<tr>" + "".join(f'<td data-v="{_e(v)}">{_e(t)}</td>' for t, v in cells) + "</tr>")
     return (

@@ -3,15 +3,13 @@
 A policy starts one conversation per rollout; each turn takes the conversation so far (TRL's
 conversational format: tool-call arguments are dicts) and the adapter's tool methods, and returns
 the next assistant message in the same format. The tools a model is shown are exactly what TRL
-shows it: the public functions of the adapter's class, read by `transformers.utils.get_json_schema`,
-keyed by `__name__`.
+shows it: the public functions of the adapter's class, read by transformers' `get_json_schema`
+(loaded as `plan.json_schema` loads it, without torch), keyed by `__name__`.
 """
 
 from __future__ import annotations
 
-import base64
 import http.client
-import io
 import json
 import os
 import threading
@@ -19,6 +17,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from orlgen.runtime.content import data_url, png
+
+from ..plan.json_schema import json_schema_reader
 from . import bounded_http
 from .bounded_http import MAX_ANSWER_BYTES, AnswerTooLarge, DeadlinePassed, RedirectRefused
 from .cache import Cache
@@ -48,12 +49,15 @@ class Policy(Protocol):
 
 def tool_schemas(tools: list[Callable[..., Any]]) -> list[dict[str, Any]]:
     """The JSON schemas the model sees: `get_json_schema` of each method, as TRL's chat
-    template rendering reads them. They depend only on the adapter class: read once per class."""
+    template rendering reads them. transformers' function is loaded without importing
+    transformers or torch (`plan.json_schema`: 5-10 s of an eval's start-up otherwise). They
+    depend only on the adapter class: read once per class."""
     key = (tuple(type(getattr(tool, "__self__", None)) for tool in tools[:1]), tuple(t.__name__ for t in tools))
     with _schemas_lock:
         if key not in _schemas:
-            from transformers.utils import get_json_schema
-
+            get_json_schema = json_schema_reader()
+            if get_json_schema is None:
+                raise ImportError("orlgen eval shows the model TRL's tool schemas: install transformers")
             _schemas[key] = [get_json_schema(tool) for tool in tools]
         return _schemas[key]
 
@@ -209,10 +213,7 @@ def wire_content(content: Any) -> Any:
     parts = []
     for part in content:
         if part.get("type") == "image" and hasattr(part.get("image"), "save"):
-            buffer = io.BytesIO()
-            part["image"].save(buffer, format="PNG")
-            url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-            parts.append({"type": "image_url", "image_url": {"url": url}})
+            parts.append({"type": "image_url", "image_url": {"url": data_url(png(part["image"]))}})
         else:
             parts.append({"type": "text", "text": str(part.get("text", ""))})
     return parts

@@ -11,9 +11,7 @@ the report: `html.py`), bounded per image and per row. Secrets are masked.
 
 from __future__ import annotations
 
-import base64
 import errno
-import io
 import json
 import os
 import sys
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from orlgen.runtime.connection import redact
+from orlgen.runtime.content import data_url, png
 
 from .errors import EvalError
 from .policy import arguments_text, tool_schemas
@@ -77,45 +76,40 @@ def media(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 found.append({"message": i, "part": j, "omitted": f"{len(data)} bytes, over the bound"})
             else:
                 spent += len(data)
-                url = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
-                found.append({"message": i, "part": j, "url": url})
+                found.append({"message": i, "part": j, "url": data_url(data)})
     return found
 
 
 def _png(image: Any) -> bytes | None:
     """A PIL image as PNG bytes (what the runtime decodes an ImageBlock to); None for anything else."""
-    save = getattr(image, "save", None)
-    if save is None:
+    if not hasattr(image, "save"):
         return None
-    buffer = io.BytesIO()
     try:
-        save(buffer, format="PNG")
+        return png(image)
     except Exception:  # Pillow raises several unrelated types
         return None
-    return buffer.getvalue()
+
+
+# The fields of a row that the table counts, as `Rollout` names them.
+COUNTED = ("rewards", "reward", "outcome", "reason", "stop", "turns", "tool_calls", "tool_errors")
 
 
 def rollout_of(record: dict[str, Any]) -> Rollout:
     """A written row as the `Rollout` its statistics need (`stats.summarize`): what a report or a
-    resumed run counts from the file. Messages, tools and metadata stay in the row."""
-    return Rollout(
-        env=record["env"],
-        split=record["split"],
-        task_index=record["task_index"],
-        sample=record["sample"],
-        seed=record.get("seed", 0),
-        rewards=list(record.get("rewards") or []),
-        reward=record.get("reward"),
-        outcome=record.get("outcome", "running"),
-        reason=record.get("reason"),
-        stop=record.get("stop", ""),
-        turns=record.get("turns", 0),
-        tool_calls=record.get("tool_calls", 0),
-        tool_errors=record.get("tool_errors", 0),
-        timings=dict(record.get("timings") or {}),
-        started=record.get("started", 0.0),
-        ended=record.get("ended", (record.get("timings") or {}).get("total_s", 0.0)),
+    resumed run counts from the file. Messages, tools and metadata stay in the row. A row that
+    lacks a counted field raises KeyError (TypeError or ValueError for a key of another type):
+    a number is never made up for it."""
+    rollout = Rollout(
+        str(record["env"]),
+        str(record["split"]),
+        int(record["task_index"]),
+        int(record["sample"]),
+        int(record["seed"]),
     )
+    for name in COUNTED:
+        setattr(rollout, name, record[name])
+    rollout.started, rollout.ended = float(record.get("started", 0.0)), float(record.get("ended", 0.0))
+    return rollout
 
 
 def _message(message: dict[str, Any]) -> dict[str, Any]:
@@ -158,24 +152,31 @@ STDOUT = "-"
 class Writer:
     """Appends rows as rollouts finish (flushed each time), so an interrupted run keeps all it did.
     The file is truncated when the run starts, unless `append` (a run directory's rows); `-` is
-    stdout. A symbolic link is refused: the rows would land wherever it points."""
+    stdout. A symbolic link is refused: the rows would land wherever it points. With `keep`, the
+    rows written are also kept, as written (`rows`), for `--upload`: nothing is built twice."""
 
-    def __init__(self, path: Path | None, model: str, secrets: list[str], *, append: bool = False) -> None:
+    def __init__(
+        self, path: Path | None, model: str, secrets: list[str], *, append: bool = False, keep: bool = False
+    ) -> None:
         self.path = path
         self.model = model
         self.secrets = secrets
-        self.count = 0
+        self.keep = keep
+        self.rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._file: IO[str] | None = None if path is None else _open(path, append)
 
     def write(self, rollout: Rollout) -> None:
-        if self._file is None:
+        if self._file is None and not self.keep:
             return
-        line = json.dumps(masked(row(rollout, self.model), self.secrets), ensure_ascii=False, allow_nan=False)
+        written = masked(row(rollout, self.model), self.secrets)
+        line = json.dumps(written, ensure_ascii=False, allow_nan=False)
         with self._lock:
-            self._file.write(line + "\n")
-            self._file.flush()
-            self.count += 1
+            if self._file is not None:
+                self._file.write(line + "\n")
+                self._file.flush()
+            if self.keep:
+                self.rows.append(written)
 
     def close(self) -> None:
         if self._file is not None and self._file is not sys.stdout:

@@ -3,7 +3,9 @@
 `config.json` holds everything that decides the rollouts (the subject and its snapshots' sha256,
 the model and its endpoint, never a key; splits, n, k, seed, sampling, limits, orlgen's version),
 sealed with the sha256 of its canonical JSON: a resume compares a run against it, so one edited by
-hand is refused rather than trusted. `rollouts.jsonl` gets a row per rollout as it finishes (the
+hand is refused rather than trusted. It also holds the pass threshold, which decides no rollout,
+only the numbers: not compared, it is the last session's (`restate`), so the report the run
+directory holds counts passes as the table printed last did. `rollouts.jsonl` gets a row per rollout as it finishes (the
 rows of `records`). A resume plays the (env, split, task_index, sample) keys that have no row, or
 whose row ended in an infrastructure error (those rows move to `superseded.jsonl` first, so the
 rows file holds one row per key), and appends.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -21,7 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from .. import __version__
 from ..review.files import write_atomic
 from .errors import EvalError
-from .records import STDOUT
+from .records import STDOUT, rollout_of
 from .rollout import Rollout
 
 CONFIG = "config.json"
@@ -46,6 +49,7 @@ DECIDING = {
     "max_tool_calls": "max_tool_calls",
 }
 REACH = ("env_url", "api_key_env")  # where the env and the key are: kept for `--resume DIR`, never compared
+THRESHOLD = "pass_threshold"  # decides the numbers, not the rollouts: kept, never compared
 
 Key = tuple[str, str, int, int]  # (env, split, task_index, sample): `Rollout.key`
 
@@ -64,6 +68,7 @@ def config_of(options: dict[str, Any], environments: dict[str, str]) -> dict[str
     config["splits"] = list(options["splits"])
     config["endpoint"] = _without_credentials(options["base_url"])
     config["reach"] = {name: options[name] for name in REACH}
+    config[THRESHOLD] = options[THRESHOLD]
     return config
 
 
@@ -79,6 +84,14 @@ def options_of(config: dict[str, Any]) -> dict[str, Any]:
     fields = {field: config[key] for key, field in DECIDING.items()}
     fields["splits"] = tuple(config["splits"])
     return fields
+
+
+def restate(directory: Path, stored: dict[str, Any], asked: dict[str, Any]) -> None:
+    """Record this session's pass threshold in the run's config.json (sealed again) when it
+    differs from the stored one: the report is drawn from config.json, and must count passes as
+    the table this session prints."""
+    if stored.get(THRESHOLD) != asked[THRESHOLD]:
+        write_atomic(directory / CONFIG, _sealed({**stored, THRESHOLD: asked[THRESHOLD]}))
 
 
 def difference(stored: dict[str, Any], asked: dict[str, Any]) -> str | None:
@@ -140,54 +153,59 @@ def read_config(directory: Path) -> dict[str, Any]:
     return config
 
 
-def carried(directory: Path, planned: Iterable[Key]) -> list[Rollout]:
-    """The rollouts of the run in `directory` that a resume keeps, as their rows hold them: one
-    per planned key, none that ended in an infrastructure error. Rows it replays move to
-    `superseded.jsonl`, and a last line a kill cut short (no newline: its rollout was never
-    written whole) is dropped, before the rows file is rewritten (temp, then rename)."""
+@dataclass(frozen=True)
+class Row:
+    """One line of a rows file: as written (`line`), as read (`data`), and the rollout it counts
+    as (`records.rollout_of`)."""
+
+    line: bytes
+    data: dict[str, Any]
+    rollout: Rollout
+
+
+def read_rows(path: Path) -> list[Row]:
+    """The rows of a rows file (none when there is no file). A last line without its newline is
+    a row a kill cut short (its rollout was never written whole): it is left out, and a resumed
+    run plays it again. Any other line that is not a row is an error naming it."""
+    try:
+        data = path.read_bytes() if path.exists() else b""
+    except OSError as exc:
+        raise EvalError(f"cannot read {path}: {exc.strerror}") from exc
+    return [_row(path, number, line) for number, line in enumerate(data.split(b"\n")[:-1], 1)]
+
+
+def _row(path: Path, number: int, line: bytes) -> Row:
+    try:
+        data = json.loads(line)
+        return Row(line, data, rollout_of(data))
+    except (ValueError, UnicodeDecodeError, TypeError, KeyError) as exc:
+        raise EvalError(f"{path} line {number} is not a row of orlgen eval ({type(exc).__name__}: {exc})") from exc
+
+
+def carried(directory: Path, planned: Iterable[Key]) -> list[Row]:
+    """The rows of the run in `directory` that a resume keeps: one per planned key, none that
+    ended in an infrastructure error. Rows it replays move to `superseded.jsonl`, and a last line
+    a kill cut short is dropped (`read_rows`), before the rows file is rewritten (temp, then
+    rename)."""
     path = directory / ROWS
-    data = path.read_bytes() if path.exists() else b""
-    lines = data.split(b"\n")[:-1]  # what follows the last newline never was a whole row
+    rows = read_rows(path)
     wanted = set(planned)
-    kept: dict[Key, bytes] = {}
-    rollouts: list[Rollout] = []
+    kept: dict[Key, Row] = {}
     replayed: list[bytes] = []
-    for number, line in enumerate(lines, 1):
-        rollout = _rollout(path, number, line)
+    for number, row in enumerate(rows, 1):
+        rollout = row.rollout
         if rollout.outcome in RETRIED:
-            replayed.append(line)
+            replayed.append(row.line)
         elif rollout.key not in wanted:
             raise EvalError(f"{path} line {number}: {rollout.key} is not a rollout of this run's configuration")
         elif rollout.key in kept:
             raise EvalError(f"{path} line {number}: a second row for {rollout.key}: the file was edited")
         else:
-            kept[rollout.key] = line
-            rollouts.append(rollout)
+            kept[rollout.key] = row
     if replayed:
         with open(directory / SUPERSEDED, "ab") as superseded:
             superseded.write(b"".join(line + b"\n" for line in replayed))
-    if replayed or (not data.endswith(b"\n") and data):
-        write_atomic(path, b"".join(line + b"\n" for line in kept.values()))
-    return rollouts
-
-
-def _rollout(path: Path, number: int, line: bytes) -> Rollout:
-    """A finished rollout of an earlier session, as its row keeps it (what the table counts)."""
-    try:
-        row = json.loads(line)
-        rollout = Rollout(
-            str(row["env"]), str(row["split"]), int(row["task_index"]), int(row["sample"]), int(row["seed"])
-        )
-        for name in ("rewards", "reward", "outcome", "reason", "stop", "turns", "tool_calls", "tool_errors"):
-            setattr(rollout, name, row[name])
-        rollout.started, rollout.ended = float(row.get("started", 0.0)), float(row.get("ended", 0.0))
-    except (ValueError, UnicodeDecodeError, TypeError, KeyError) as exc:
-        raise EvalError(f"{path} line {number} is not a row of orlgen eval ({type(exc).__name__}: {exc})") from exc
-    return rollout
-
-
-def write_report(directory: Path) -> None:
-    """`report.html` of the run (`orlgen.eval.html`), rewritten after each session."""
-    from .html import write_report as render
-
-    render(directory)
+    whole = sum(len(row.line) + 1 for row in rows)  # less than the file's size: a line was cut short
+    if replayed or (path.exists() and path.stat().st_size != whole):
+        write_atomic(path, b"".join(row.line + b"\n" for row in kept.values()))
+    return list(kept.values())

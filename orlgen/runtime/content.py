@@ -251,6 +251,21 @@ def decode_image(block: Any, budget: _Budget | None = None) -> Any:
     return image
 
 
+def png(image: Any) -> bytes:
+    """A decoded image (a PIL image, as `decode_image` makes) as PNG bytes: the one encoding every
+    consumer that needs the image back as data uses (an OpenAI `image_url` part, MCP image
+    content, the eval's rows), whatever format the server sent."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def data_url(png_bytes: bytes) -> str:
+    """PNG bytes as a `data:image/png;base64,...` URL (OpenAI's `image_url` and SkyRL's VLM
+    generator read it; a page shows it)."""
+    return "data:image/png;base64," + base64.b64encode(png_bytes).decode("ascii")
+
+
 def _field(block: Any, name: str) -> Any:
     """A block's field, whether the SDK parsed it (a dataclass) or it is still JSON (a dict)."""
     return block.get(name) if isinstance(block, dict) else getattr(block, name, None)

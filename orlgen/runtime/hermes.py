@@ -10,8 +10,6 @@ No trainer's package is imported here.
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -109,17 +107,10 @@ def content_parts(result: str | list[dict[str, Any]], images: ImageMode) -> list
     out: list[dict[str, Any]] = []
     for index, part in enumerate(result):
         if part["type"] == "image":
-            out.append({"type": "image_url", "image_url": {"url": _data_url(part["image"])}})
+            out.append({"type": "image_url", "image_url": {"url": _content.data_url(_content.png(part["image"]))}})
         else:
             out.append({"type": "text", "text": part["text"] + ("\n" if index + 1 < len(result) else "")})
     return out
-
-
-def _data_url(image: Any) -> str:
-    """A decoded image as a PNG data URL (the form SkyRL's VLM generator reads)."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def joined(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import inspect
-import io
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, ClassVar, TypeVar
@@ -40,7 +39,7 @@ from mcp.types import ImageContent, TextContent  # type: ignore[import-not-found
 from pydantic import BaseModel, Field
 from verifiers.v1.utils.decorators import discover_decorated  # type: ignore[import-not-found, unused-ignore]
 
-from .content import as_text
+from .content import as_text, png
 from .episode import Episode
 from .spec import EnvSpec
 
@@ -168,9 +167,8 @@ def _mcp_part(part: dict[str, Any]) -> Any:
     """A content part of the runtime's (text, or a PIL image) as MCP content, the image as PNG."""
     if part["type"] == "text":
         return TextContent(type="text", text=part["text"])
-    buffer = io.BytesIO()
-    part["image"].save(buffer, format="PNG")
-    return ImageContent(type="image", data=base64.b64encode(buffer.getvalue()).decode(), mime_type="image/png")
+    data = base64.b64encode(png(part["image"])).decode()
+    return ImageContent(type="image", data=data, mime_type="image/png")
 
 
 class OrsTask(vf.Task[OrsTaskData, OrsState, OrsTaskConfig]):  # type: ignore[misc]
