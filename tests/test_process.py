@@ -41,6 +41,7 @@ def check_across_fork(report: dict, not_reached: set[str]) -> None:
     assert report["child_exit"] == 0
     assert report["rollout"] == [1.0, "finished"]
     assert report["inherited_adapter"] == [1.0, "finished"]
+    assert report["after_bare_child"] == [1.0, "finished"]
     assert report["after"] == {"held": [1.0, "finished"], "new": [1.0, "finished"]}
 
 
@@ -60,6 +61,30 @@ def test_forked_child_leaves_the_parents_local_server_running():
     """No URL: the adapters serve the class themselves. The child starts its own server; the
     parent's keeps serving it after the child's exit (the child's atexit hooks do not touch it)."""
     check_across_fork(run_across_fork(""), not_reached=set())
+
+
+FINALIZED = """
+import os, sys
+from orlgen.runtime import process
+
+class Parent:
+    def __del__(self):
+        os.write(1, b"finalized in the child" if process.forked() else b"")
+
+state = process.per_process([Parent()])
+if os.fork() == 0:
+    sys.exit(0)  # a normal exit: atexit hooks, then the interpreter's teardown
+os.wait()
+"""
+
+
+def test_what_a_child_forgets_is_not_finalized_even_at_its_exit():
+    """The child forgets the parent's objects without finalizing them, through its interpreter's
+    teardown too: a finalized aiohttp connector of the parent's would unregister the parent's
+    pooled sockets from the epoll instance they share."""
+    process = subprocess.run([sys.executable, "-c", FINALIZED], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert process.returncode == 0, process.stderr
+    assert process.stdout == ""
 
 
 # -- no module-level registry outside the mechanism --------------------------------------------

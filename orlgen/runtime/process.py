@@ -8,10 +8,12 @@ worker process. The child inherits a copy of the parent's memory but not its thr
 shares the parent's sockets and event-loop selector; what it inherits is the parent's, not its own:
 
 - a container is emptied, and what it held is *forgotten, not finalized*: kept referenced here
-  (`_inherited`) so that nothing of the parent's is garbage-collected in the child. A collected
-  aiohttp connector would close its transports, which unregisters their sockets from the
-  selector the child shares with the parent (one epoll instance): the parent's loop would stop
-  hearing from them. A loop thread of the parent does not exist here and is never joined.
+  (`_inherited`, which the child leaks on purpose, so that not even its interpreter's teardown
+  at exit finalizes it). A finalized aiohttp connector closes its transports: that unregisters
+  their sockets from the epoll instance the child shares with the parent (measured: the
+  parent's next request on a pooled connection then hears nothing and fails as hung), and a TLS
+  transport would write its close_notify into the parent's connection. A loop thread of the
+  parent does not exist here and is never joined.
 - a lock is released if a thread of the parent held it at the fork (that thread does not exist
   here: the lock would be held forever). `threading.Lock.release` may be called from any thread.
 - anything else names its own reset (counters zeroed, a random generator reseeded, the
@@ -25,6 +27,7 @@ one, belongs to the parent).
 from __future__ import annotations
 
 import copy
+import ctypes
 import os
 import threading
 from collections.abc import Callable
@@ -85,6 +88,7 @@ def _unlock(held: threading.Lock) -> None:
 
 
 def _after_fork_in_child() -> None:
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(_inherited))  # never freed, not even at exit (see above)
     for state, reset in _declared:
         reset(state)
 

@@ -1,12 +1,14 @@
-"""Rollouts across a fork, in a fresh interpreter: `python fork_rollout.py [URL]`, cwd the repo.
+"""Rollouts across a fork, in a fresh interpreter: `python -m tests.support.fork_rollout [URL]`,
+cwd the repo.
 
 The parent fills every per-process state of the runtime with real rollouts of generated/echo.py
-(against URL, or no URL: the adapter serves `examples.echo:Echo` itself), keeps one session open,
-has a thread hold every per-process lock, and forks. The child reports which states it found
-fresh, plays rollouts of its own (one with an adapter it inherited), and exits normally (atexit hooks, interpreter teardown). The
-parent then finishes the session it kept and plays again. One JSON object on stdout, with
-`populated` (the parent's states before the fork), `stale` (the child's states that were not
-fresh), `child` and `after` (the rollouts' rewards and outcomes).
+(against URL, or no URL: the adapter serves `examples.echo:Echo` itself) and keeps one session
+open. It forks a child that exits at once, and plays again on its pooled connection. Then a
+thread of it holds every per-process lock while it forks again: that child reports which states
+it found fresh, plays rollouts of its own (one with an adapter it inherited), and exits normally
+(atexit hooks, interpreter teardown); the parent finishes the session it kept and plays again.
+One JSON object on stdout: `populated` (the parent's states before the forks), `stale` (the
+child's states that were not fresh), and the rollouts' rewards and outcomes.
 """
 
 from __future__ import annotations
@@ -136,6 +138,11 @@ def child(held: EchoEnv, parent_random: object, out: int) -> None:
 
 def main() -> None:
     held = populate()
+    bare = os.fork()
+    if bare == 0:
+        return  # a child that exits at once: its interpreter's teardown must leave our connections alone
+    os.waitpid(bare, 0)
+    after_bare = rollout(EchoEnv(base_url=URL), 7)  # on the connection the parent pooled
     named = names()
     populated = {named[id(state)]: filled(state) for state in process.declared()}
     parent_random = backoff._random.getstate()
@@ -153,6 +160,7 @@ def main() -> None:
     _, status = os.waitpid(pid, 0)
     report["child_exit"] = os.waitstatus_to_exitcode(status)
     report["populated"] = populated
+    report["after_bare_child"] = after_bare
     held.echo(text=TARGETS[1])  # the session kept across the fork: the child deleted none of ours
     report["after"] = {"held": (held.get_reward(), held.outcome), "new": rollout(EchoEnv(base_url=URL), 6)}
     print(json.dumps(report))
