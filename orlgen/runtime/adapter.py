@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar, overload
 
-from . import admission, budget
+from . import admission, budget, process
 from . import content as _content
 from . import draw as _draw
 from . import offers as _offers
@@ -125,7 +125,16 @@ def tool_method(method: _Tool | None = None, *, aliases: dict[str, str] | None =
     return checked
 
 
-_live: weakref.WeakSet[EnvAdapter] = weakref.WeakSet()
+def _forget_sessions(live: weakref.WeakSet[EnvAdapter]) -> None:
+    """In a forked child, the adapters it inherited keep no session: those are the parent's, which
+    the child must neither call nor delete (at its exit, or when it collects an adapter). The
+    adapters stay live: their next `reset` opens the child's own."""
+    for adapter in list(live):
+        adapter._session = None
+        process.forget(adapter._session_slot)
+
+
+_live: weakref.WeakSet[EnvAdapter] = process.per_process(weakref.WeakSet(), _forget_sessions)
 
 
 def _end_all_sessions() -> None:
@@ -138,10 +147,10 @@ def _end_all_sessions() -> None:
 
 
 on_exit(_end_all_sessions)
-_drift_checked: set[type] = set()
-_drift_lock = threading.Lock()
-_scoring_lock = threading.Lock()
-_split_sizes: dict[tuple[Connection, str], int] = {}  # for rows that name no task
+_drift_checked: set[type] = process.per_process(set())
+_drift_lock = process.lock()
+_scoring_lock = process.lock()
+_split_sizes: dict[tuple[Connection, str], int] = process.per_process({})  # for rows that name no task
 
 
 class EnvAdapter:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from . import process
 from .budget import ENV_VAR
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
@@ -29,7 +30,9 @@ T = TypeVar("T")
 BUSY = (429, 503)
 FIRST_WAIT = 0.5
 MAX_WAIT = 10.0
-_random = random.Random()  # jitter only: no seed needed, never shared with the caller's RNG
+# Jitter only: never shared with the caller's RNG; reseeded in a forked child, whose retries would
+# otherwise keep in step with its parent's and siblings'.
+_random = process.per_process(random.Random(), random.Random.seed)
 
 
 class AtCapacity(OrlgenRuntimeError):

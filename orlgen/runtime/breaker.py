@@ -28,6 +28,8 @@ import threading
 import time
 from typing import Any
 
+from . import process
+
 FAILURES_VAR = "ORLGEN_BREAKER_FAILURES"
 COOLDOWN_VAR = "ORLGEN_BREAKER_COOLDOWN"
 MAX_COOLDOWN = 600.0
@@ -111,8 +113,8 @@ class Breaker:
             return "closed" if self.opened_at is None else "half-open" if self.probing else "open"
 
 
-_lock = threading.Lock()
-_breakers: dict[Any, Breaker] = {}
+_lock = process.lock()
+_breakers: dict[Any, Breaker] = process.per_process({})
 
 
 def for_env(key: Any) -> Breaker:
@@ -129,12 +131,3 @@ def forget() -> None:
     """Drop every breaker: each env starts closed, with the variables read anew."""
     with _lock:
         _breakers.clear()
-
-
-def _after_fork() -> None:
-    global _lock
-    _lock = threading.Lock()
-    _breakers.clear()
-
-
-os.register_at_fork(after_in_child=_after_fork)

@@ -53,6 +53,7 @@ import threading
 import time
 from typing import Any
 
+from . import process
 from .errors import OrlgenRuntimeError
 
 ENV_VAR = "ORLGEN_MAX_SESSIONS"
@@ -68,12 +69,12 @@ class NoSlot(OrlgenRuntimeError):
     """No slot of the session budget came free in time."""
 
 
-_lock = threading.Lock()
-_process_max: list[int | None] = [None]  # set_max_sessions(n) without a class
+_lock = process.lock()
+# Configuration, which a forked child keeps: set_max_sessions(n, cls) by class; without a class,
+# under `object` (the end of every class's MRO: any class's own limit wins over it).
 _class_max: dict[type, int | None] = {}
-_budgets: dict[Any, Budget] = {}  # env key → this process's budget for it
-_leases: dict[int, tuple[Any, Budget]] = {}  # id(session) → (session, its budget)
-_forked = [False]  # this process is a fork's child
+_budgets: dict[Any, Budget] = process.per_process({})  # env key → this process's budget for it
+_leases: dict[int, tuple[Any, Budget]] = process.per_process({})  # id(session) → (session, its budget)
 
 
 def set_max_sessions(limit: int | None, adapter_class: type | None = None) -> None:
@@ -83,19 +84,14 @@ def set_max_sessions(limit: int | None, adapter_class: type | None = None) -> No
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise BudgetError(f"the session budget must be a positive integer, not {limit!r}")
     with _lock:
-        if adapter_class is None:
-            _process_max[0] = limit
-        else:
-            _class_max[adapter_class] = limit
+        _class_max[adapter_class or object] = limit
 
 
 def run_limit(adapter_class: type | None = None) -> int | None:
     """The run-wide budget that applies to `adapter_class`, None when unlimited."""
-    for cls in adapter_class.__mro__ if adapter_class is not None else ():
+    for cls in (adapter_class or object).__mro__:
         if _class_max.get(cls) is not None:
             return _class_max[cls]
-    if _process_max[0] is not None:
-        return _process_max[0]
     raw = os.environ.get(ENV_VAR, "").strip()
     if not raw:
         return None
@@ -326,7 +322,7 @@ def job_store() -> Any:
     when there is none: torch not imported (it is never imported here), no process group, or a
     forked child, whose copy of the parent's connection is not its own."""
     dist = sys.modules.get("torch.distributed")
-    if dist is None or _forked[0]:
+    if dist is None or process.forked():
         return None
     try:
         if not (dist.is_available() and dist.is_initialized()):
@@ -356,15 +352,3 @@ def forget() -> None:
     notebook or a test that changes it). Sessions open now keep their slots' accounting."""
     with _lock:
         _budgets.clear()
-
-
-def _after_fork() -> None:
-    """A forked child starts with no budget and no lease: the parent's sessions are not its."""
-    global _lock
-    _lock = threading.Lock()
-    _budgets.clear()
-    _leases.clear()
-    _forked[0] = True
-
-
-os.register_at_fork(after_in_child=_after_fork)

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from . import process
 from .errors import OrlgenRuntimeError
 
 if TYPE_CHECKING:
@@ -238,8 +239,8 @@ class _Loop:
 
 
 _sigterm_checked = False  # the main thread looked at SIGTERM's handler once
-_lock = threading.Lock()
-_loops: dict[int, _Loop] = {}
+_lock = process.lock()
+_loops: dict[int, _Loop] = process.per_process({})  # a child forgets the parent's loop (see `process`)
 _exit_hooks: list[Callable[[], None]] = []
 
 

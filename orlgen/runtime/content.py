@@ -36,11 +36,11 @@ import logging
 import multiprocessing
 import os
 import re
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from . import process
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
 
@@ -51,8 +51,8 @@ ASYNC_WORKER_PROCESS = "grpo-rollout-worker-child"
 
 Parts = list[dict[str, Any]]
 
-_logged: set[str] = set()
-_logged_lock = threading.Lock()
+_logged: set[str] = process.per_process(set())
+_logged_lock = process.lock()
 
 
 @dataclass(frozen=True)

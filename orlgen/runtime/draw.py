@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 import random
-import threading
 from dataclasses import dataclass, field
 
-_lock = threading.Lock()
-_walks: dict[tuple[str, str, int], _Walk] = {}
+from . import process
+
+_lock = process.lock()
+_walks: dict[tuple[str, str, int], _Walk] = process.per_process({})
 
 
 @dataclass

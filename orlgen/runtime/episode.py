@@ -11,18 +11,18 @@ breaker with the TRL module of the same env.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
 
+from . import process
 from .adapter import EnvAdapter
 from .spec import EnvSpec
 from .types import ToolOutput
 
-_classes: dict[int, tuple[EnvSpec, type[EnvAdapter]]] = {}  # id(spec) → (spec, its adapter class)
-_classes_lock = threading.Lock()
+_classes: dict[int, tuple[EnvSpec, type[EnvAdapter]]] = process.per_process({})  # id(spec) → (spec, its adapter class)
+_classes_lock = process.lock()
 
 
 def _adapter_class(spec: EnvSpec, name: str) -> type[EnvAdapter]:

@@ -37,6 +37,7 @@ from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from . import process
 from .connection import _CREDENTIAL, redact
 from .errors import OrlgenRuntimeError
 
@@ -311,9 +312,9 @@ class ServerProcess:
         self.stop()
 
 
-_servers: dict[tuple[int, str], ServerProcess] = {}
-_servers_lock = threading.Lock()
-_exit_hooks: set[int] = set()  # the processes whose `_at_exit` is registered (a fork inherits the set)
+_servers: dict[tuple[int, str], ServerProcess] = process.per_process({})  # a child's own servers only
+_servers_lock = process.lock()
+_exit_hooks: set[int] = process.per_process(set())  # the processes whose `_at_exit` is registered
 
 
 def local_url(spec: str) -> str:

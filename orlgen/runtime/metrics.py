@@ -11,11 +11,12 @@ process's log).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from . import process
 
 Raw = dict[str, float]
 
@@ -46,8 +47,7 @@ class Counters:
         self._raw.clear()
 
 
-COUNTERS = Counters()
-os.register_at_fork(after_in_child=COUNTERS._after_fork)
+COUNTERS = process.per_process(Counters(), Counters._after_fork)
 
 
 def merge(parts: Iterable[Mapping[str, float]]) -> Raw:

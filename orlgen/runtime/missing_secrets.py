@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Mapping
 from typing import Any
 
+from . import process
 from .connection import API_KEY_SECRETS
 
 logger = logging.getLogger("orlgen")
 
-_checked: set[type] = set()
-_lock = threading.Lock()
+_checked: set[type] = process.per_process(set())
+_lock = process.lock()
 
 
 def warn_missing_secrets(cls: Any, secrets: Mapping[str, Any] | None, api_key: str | None) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 
 import aiohttp
 
-from . import backoff, budget, sse, transport
+from . import backoff, budget, process, sse, transport
 from . import secrets as _secrets
 from .errors import OrlgenRuntimeError, ServerDead
 
@@ -623,8 +623,12 @@ def _plain(exc: BaseException, hang: float) -> BaseException:
 
 # -- the process's open sessions: one keepalive, and deletion at exit -------------------------
 
-_registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[Session]] = weakref.WeakKeyDictionary()
-_keepalives: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = weakref.WeakKeyDictionary()
+_registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[Session]] = process.per_process(
+    weakref.WeakKeyDictionary()
+)
+_keepalives: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = process.per_process(
+    weakref.WeakKeyDictionary()
+)
 
 
 def _open_sessions(loop: asyncio.AbstractEventLoop) -> set[Session]:

@@ -22,15 +22,16 @@ process, not every group.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
+
+from . import process
 
 Key = tuple[Any, ...]  # (connection, split, index, secrets): sessions are interchangeable only within a key
 
-_lock = threading.Lock()
-_pool: dict[Key, list[Any]] = {}  # sessions opened ahead, by task
-_runs: dict[Key, int] = {}  # resets of each kept task so far, in this run of it
-_learned: dict[Any, int] = {}  # connection → the length of its last finished run
+_lock = process.lock()
+_pool: dict[Key, list[Any]] = process.per_process({})  # sessions opened ahead, by task
+_runs: dict[Key, int] = process.per_process({})  # resets of each kept task so far, in this run of it
+_learned: dict[Any, int] = process.per_process({})  # connection → the length of its last finished run
 
 
 def rows_per_process(num_generations: int, per_device_train_batch_size: int, steps_per_generation: int = 1) -> int:

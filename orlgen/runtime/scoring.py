@@ -29,11 +29,12 @@ over every rank first.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from . import process
 
 logger = logging.getLogger("orlgen")
 
@@ -97,8 +98,7 @@ def coverage_metrics(raw: dict[str, float]) -> dict[str, float]:
     }
 
 
-COVERAGE = Coverage()
-os.register_at_fork(after_in_child=COVERAGE._after_fork)
+COVERAGE = process.per_process(Coverage(), Coverage._after_fork)
 
 
 def outcome_reward(
@@ -200,7 +200,7 @@ def final_message(completion: Any) -> str | None:
     return content
 
 
-_warned: list[bool] = []
+_warned: list[bool] = process.per_process([])
 
 
 def _warn_no_environments() -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import process
+
 REDIRECTS = (301, 302, 303, 307, 308)
 
 
@@ -72,7 +74,7 @@ def bound_stream(content: Any, limit: int) -> None:
         content.__class__ = _bounded_stream_class(limit)
 
 
-_stream_classes: dict[int, type] = {}
+_stream_classes: dict[int, type] = process.per_process({})
 
 
 def _bounded_stream_class(limit: int) -> type:
