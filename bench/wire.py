@@ -19,7 +19,13 @@ Scenarios (every server a child on a loopback port; the echo env is `examples.ec
   from the calls that returned).
 - overhead: per call, `count`-like tool calls on 1/8/64 sessions at once, the adapter (a thread per
   rollout, as AsyncGRPOTrainer's pool) vs the SDK's `AsyncOpenReward` session `call_tool` (goal <= 1.0x).
-- slow64: 64 slow-env rollouts at once (setup 1 s, tools 0.2 s) vs the floor (goal <= 1.2x).
+  Both sides time the same work: the calls of an episode and the session's deletion, which the
+  adapter does inside the call that finishes the episode and the SDK on leaving `async with`
+  (until 2026-12 the SDK's side left its deletion out: 2 of every 5 requests, on orlgen's side only).
+- slow64: 64 slow-env rollouts at once (setup 1 s, tools 0.2 s) vs the floor (goal <= 1.2x), in
+  alternating pairs with the same rollouts through the SDK on one loop; `server_cpu_s` is the
+  single-threaded server's CPU per batch (of orlgen's runs), which the floor leaves out.
+Every scenario records the 1-minute load average before and after it (`load`): the machine is shared.
 """
 
 from __future__ import annotations
@@ -246,7 +252,8 @@ def _orlgen_calls(module: Any, url: str, sessions: int, calls: int) -> float:
 
 
 def _sdk_calls(url: str, sessions: int, calls: int) -> float:
-    """The same with the SDK's `AsyncOpenReward` sessions and `call_tool`, on one event loop."""
+    """The same with the SDK's `AsyncOpenReward` sessions and `call_tool`, on one event loop; each
+    session deleted when its calls are done, inside the time (see the module docstring)."""
     from openreward import AsyncOpenReward
 
     async def main() -> float:
@@ -255,22 +262,27 @@ def _sdk_calls(url: str, sessions: int, calls: int) -> float:
         opened = [env.session(split="train", index=0) for _ in range(sessions)]
         live = await asyncio.gather(*(session.__aenter__() for session in opened))
 
-        async def play(session: Any) -> None:
+        async def play(context: Any, session: Any) -> None:
             for i in range(calls):
                 await session.call_tool("run", {"command": f"c{i}"})
+            await context.__aexit__(None, None, None)  # the deletion, as the adapter's last call
 
         started = time.perf_counter()
-        await asyncio.gather(*(play(session) for session in live))
+        await asyncio.gather(*(play(context, session) for context, session in zip(opened, live, strict=True)))
         seconds = time.perf_counter() - started
-        await asyncio.gather(*(session.__aexit__(None, None, None) for session in opened))
         await client.environments.aclose()
         return seconds / calls
 
     return asyncio.run(main())
 
 
+def load() -> float:
+    """The machine's 1-minute load average (shared with other jobs: noted with every scenario)."""
+    return round(os.getloadavg()[0], 2)
+
+
 def overhead(module: Any, reps: int, calls: int) -> dict[str, Any]:
-    found: dict[str, Any] = {}
+    found: dict[str, Any] = {"load": [load()]}
     server = slow_env_server()
     url = server.url
     try:
@@ -288,16 +300,82 @@ def overhead(module: Any, reps: int, calls: int) -> dict[str, Any]:
             log(f"overhead x{sessions}: {found[str(sessions)]}")
     finally:
         server.stop()
+    found["load"].append(load())
     return found
 
 
-def slow64(module: Any, quick: bool) -> dict[str, Any]:
-    from bench.slow import concurrent, delays, floor_s, slow_server
+def _cpu_s(pid: int) -> float | None:
+    """A process's CPU seconds so far (user + system, every thread), None off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _orlgen_batch(module: Any, server: Any, server_cpu: list[float]) -> float:
+    """`ROLLOUTS` slow-env rollouts at once, each on its own thread; the server's CPU noted."""
+    from bench.slow import concurrent
+
+    before = _cpu_s(server.pid)
+    seconds = concurrent([module.SlowEnv(base_url=server.url) for _ in range(ROLLOUTS)])
+    after = _cpu_s(server.pid)
+    if before is not None and after is not None:
+        server_cpu.append(after - before)
+    return seconds
+
+
+def _sdk_batch(url: str) -> float:
+    """The same rollouts (open, prompt, 3 calls, delete) through the SDK's sessions on one loop."""
+    from openreward import AsyncOpenReward
+
+    from bench.slow import GENERATIONS, TURNS
+
+    async def main() -> float:
+        client = AsyncOpenReward(api_key="unused", base_url=url)
+        env = client.environments.get("slow", variant="slow", base_url=url)
+
+        async def rollout(i: int) -> None:
+            async with env.session(split="train", index=i // GENERATIONS) as session:
+                await session.get_prompt()
+                for turn in range(TURNS):
+                    await session.call_tool("run", {"command": f"step {turn}"})
+
+        started = time.perf_counter()
+        await asyncio.gather(*(rollout(i) for i in range(ROLLOUTS)))
+        seconds = time.perf_counter() - started
+        await client.environments.aclose()
+        return seconds
+
+    return asyncio.run(main())
+
+
+def slow64(module: Any, quick: bool, reps: int) -> dict[str, Any]:
+    from bench.slow import delays, floor_s
 
     setup_s, tool_s = delays(quick)
-    with slow_server(setup_s, tool_s) as url:
-        seconds = concurrent([module.SlowEnv(base_url=url) for _ in range(ROLLOUTS)])
-    return {"seconds": seconds, "floor_s": floor_s(setup_s, tool_s), "ratio": seconds / floor_s(setup_s, tool_s)}
+    floor, server_cpu, started_load = floor_s(setup_s, tool_s), [], load()
+    server = slow_env_server(setup_s, tool_s)
+    try:
+        ours, sdk = alternate(
+            reps,
+            functools.partial(_orlgen_batch, module, server, server_cpu),
+            functools.partial(_sdk_batch, server.url),
+        )
+    finally:
+        server.stop()
+    seconds = median(ours)
+    return {
+        "seconds": seconds,
+        "floor_s": floor,
+        "ratio": seconds / floor,
+        "sdk_s": median(sdk),
+        "sdk_ratio": median(sdk) / floor,
+        "vs_sdk": seconds / median(sdk),
+        "server_cpu_s": median(server_cpu) if server_cpu else None,
+        "samples": [ours, sdk],
+        "load": [started_load, load()],
+    }
 
 
 # ── the run ─────────────────────────────────────────────────────────────────────────────
@@ -333,7 +411,7 @@ def measure(quick: bool, parts: tuple[str, ...], save: Callable[[dict[str, Any]]
             found["overhead"] = overhead(module, reps, calls=TURNS)  # the slow env finishes after TURNS
             save(found)
         if "slow64" in parts:
-            found["slow64"] = slow64(module, quick)
+            found["slow64"] = slow64(module, quick, reps)
             save(found)
     return found
 
@@ -357,6 +435,9 @@ def _rows(runs: dict[str, Any]) -> list[tuple[str, Any, Any, str]]:
         ("  the same, extrapolated from the calls timed, s", ("grpo_kill", "extrapolated_s"), None),
         *[(f"per call x{n} / raw SDK call_tool", ("overhead", str(n), "ratio"), GOALS["overhead"]) for n in (1, 8, 64)],
         ("64 slow-env rollouts / floor", ("slow64", "ratio"), GOALS["slow64"]),
+        ("  the same through the SDK / floor", ("slow64", "sdk_ratio"), None),
+        ("  orlgen / SDK", ("slow64", "vs_sdk"), None),
+        ("  the server's CPU per batch, s", ("slow64", "server_cpu_s"), None),
     ]
     table = []
     for name, path, goal in rows:

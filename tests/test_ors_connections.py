@@ -44,3 +44,33 @@ def test_a_rollouts_requests_share_one_connection(tmp_path, monkeypatch):
     paths = [record["path"] for record in records]
     assert paths == ["/create_session", "/create", *["/echo/call"] * CALLS, "/delete", "/delete_session"]
     assert len({record["port"] for record in records}) == 1, records
+
+
+async def _closed_before_delete_session(url: str, log, release) -> bool:
+    """Whether `session.close()` had returned when `/delete_session` reached the server (which
+    holds its answer until `release` exists), and the request still arrived before `aclose` ended."""
+    client = ors.Client(url, None, "echo", None, None)
+    try:
+        session = await client.open_session(split="train", index=0)
+        closing = asyncio.get_running_loop().create_task(session.close())
+        while "/delete_session" not in log.read_text():
+            await asyncio.sleep(0.01)
+        returned = closing.done()
+        release.touch()
+        await closing
+    finally:
+        await client.aclose()
+    return returned
+
+
+def test_a_closed_session_does_not_wait_for_delete_session(tmp_path, monkeypatch):
+    """A finished episode's session is deleted inside the adapter's last call: that call waits for
+    `/delete` (the env lets the session go), not for `/delete_session` too, which `aclose` waits for."""
+    log = tmp_path / "peers.jsonl"
+    monkeypatch.setenv("ORLGEN_PEER_LOG", str(log))
+    monkeypatch.setenv("ORLGEN_PEER_HOLD", "/delete_session")
+    with ServerProcess("examples.echo:Echo", entry="tests.support.servers.peers") as server:
+        log.write_text("")
+        assert asyncio.run(_closed_before_delete_session(server.url, log, tmp_path / "peers.jsonl.release"))
+    paths = [json.loads(line)["path"] for line in log.read_text().splitlines()]
+    assert paths[-2:] == ["/delete", "/delete_session"]

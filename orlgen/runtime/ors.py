@@ -32,7 +32,7 @@ import time
 import urllib.parse
 import urllib.request
 import weakref
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -145,6 +145,7 @@ class Client:
         self.api_key = api_key
         self.limit = limit or DEFAULT_LIMIT
         self._http: aiohttp.ClientSession | None = None
+        self._trailing: set[asyncio.Task[None]] = set()  # requests nobody waits for (`in_background`)
 
     def http(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
@@ -322,7 +323,15 @@ class Client:
         chosen = _secrets.for_host(chosen, base, self.address.platform)
         return {"X-Secrets": _secrets.header(chosen)} if chosen else {}
 
+    def in_background(self, request: Coroutine[Any, Any, None]) -> None:
+        """Send `request` without waiting for it; `aclose` does (each such request is bounded)."""
+        task = asyncio.get_running_loop().create_task(request)
+        self._trailing.add(task)
+        task.add_done_callback(self._trailing.discard)
+
     async def aclose(self) -> None:
+        if self._trailing:
+            await asyncio.wait(set(self._trailing))
         if self._http is not None:
             await self._http.close()
 
@@ -461,23 +470,27 @@ class Session:
 
     async def close(self) -> None:
         """`/delete`, then `/delete_session`; each bounded, failures ignored (the server reaps
-        what we miss). Idempotent. The session's budget slot is given back once `/delete` is
-        answered: the env has let the session go then (an ORS server deletes its env instance
-        there), so a rollout queued for a slot need not wait for `/delete_session`'s round trip
-        too. The caller's own `budget.release` after this finds nothing left to give back."""
+        what we miss). Idempotent. Once `/delete` is answered the env has let the session go (an
+        ORS server deletes its env instance there): the session's budget slot is given back, and
+        `/delete_session`, which only retires the session's id, is sent in the background
+        (`Client.in_background`), so neither a rollout queued for a slot nor the rollout's own
+        last call (the adapter deletes a finished episode's session inside it) waits for its
+        round trip. The caller's own `budget.release` after this finds nothing left to give back."""
         if self.closed:
             return
         self.closed = True
-        for path in ("/delete", "/delete_session"):
-            try:
-                await asyncio.wait_for(
-                    self.client.request("POST", path, sid=self.sid, window=0.5, busy=False), CLOSE_TIMEOUT
-                )
-            except Exception:
-                pass
-            if path == "/delete":
-                budget.release(self)
+        await self._bounded_post("/delete")
+        budget.release(self)
         _open_sessions(asyncio.get_running_loop()).discard(self)
+        self.client.in_background(self._bounded_post("/delete_session"))
+
+    async def _bounded_post(self, path: str) -> None:
+        try:
+            await asyncio.wait_for(
+                self.client.request("POST", path, sid=self.sid, window=0.5, busy=False), CLOSE_TIMEOUT
+            )
+        except Exception:
+            pass
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
