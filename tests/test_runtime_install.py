@@ -53,6 +53,13 @@ def _workdir(tmp: Path) -> Path:
     return work
 
 
+@pytest.fixture(scope="module")
+def built_wheel(tmp_path_factory) -> Path:
+    """orlgen's wheel, built once for both slow tests: `pip wheel` of the source is the same
+    input for each, and the build costs seconds of a child pip."""
+    return wheel(tmp_path_factory.mktemp("wheel"))
+
+
 def _child_env() -> dict[str, str]:
     env = {name: value for name, value in os.environ.items() if not name.startswith(("ORLGEN_", "PYTHON"))}
     env["TRL_EXPERIMENTAL_SILENCE"] = "1"
@@ -92,9 +99,9 @@ def test_the_shipped_pre_commit_hook_installs_the_generator():
 
 
 @pytest.mark.slow
-def test_runtime_installs_alone_and_trains_a_step(tmp_path):
+def test_runtime_installs_alone_and_trains_a_step(built_wheel, tmp_path):
     model = tiny_qwen3_dir()
-    python = _venv(tmp_path, wheel(tmp_path))
+    python = _venv(tmp_path, built_wheel)
     work, env = _workdir(tmp_path), _child_env()
 
     absent = ok(
@@ -141,15 +148,14 @@ def test_runtime_installs_alone_and_trains_a_step(tmp_path):
 
 
 @pytest.mark.slow
-def test_train_extra_resolves_beside_verifiers(tmp_path):
+def test_train_extra_resolves_beside_verifiers(built_wheel, tmp_path):
     """verifiers 0.4 pins mcp 2, which needs sse-starlette>=3; the openreward SDK pinned 2.3.6, so
     `orlgen[train]` and verifiers could not share a venv while the runtime depended on it. pip
     resolves against PyPI for a fresh venv (`--dry-run`: nothing is installed)."""
-    built = wheel(tmp_path)
     ok(run(sys.executable, "-m", "venv", "--without-pip", tmp_path / "venv", timeout=120))
     resolved = run(
         sys.executable, "-m", "pip", "--python", tmp_path / "venv" / "bin" / "python", "install", "--dry-run",
-        f"orlgen[train] @ {built.as_uri()}", "verifiers==0.4.0", "torch==2.13.0", timeout=900,
+        f"orlgen[train] @ {built_wheel.as_uri()}", "verifiers==0.4.0", "torch==2.13.0", timeout=900,
     )  # fmt: skip
     assert resolved.returncode == 0, resolved.stderr[-3000:]
     (would,) = [line for line in resolved.stdout.splitlines() if line.startswith("Would install")]

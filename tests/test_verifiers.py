@@ -39,8 +39,10 @@ def both_dir(tmp_path_factory, both_module):
     return out
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def counted():
+    """One counting server for the module's vf-eval runs (a server start is seconds of SDK
+    import); each test reads what its own run added to the counts (`_sessions`)."""
     with BothServer("openreward-sdk", middleware=COUNTING) as server:
         yield server
 
@@ -49,7 +51,14 @@ def _stats(server) -> dict:
     return json.loads(urllib.request.urlopen(server.url + "/_stats", timeout=10).read())
 
 
+def _sessions(server, before: dict) -> tuple[int, int, int]:
+    """(created, deleted) since `before` (a `_stats` reading), and how many are open now."""
+    now = _stats(server)
+    return now["created"] - before["created"], now["deleted"] - before["deleted"], now["open"]
+
+
 def test_vf_eval_scores_the_winning_script_with_a_session_per_rollout(both_dir, counted, tmp_path):
+    before = _stats(counted)
     evaluated = vf_eval("both_verifiers", both_dir, tmp_path, {"ORLGEN_BOTH_URL": counted.url}, tasks=2)
 
     assert [trace["errors"] for trace in evaluated.traces] == [[], []]  # vf-eval exits 0 on a failed rollout
@@ -57,8 +66,7 @@ def test_vf_eval_scores_the_winning_script_with_a_session_per_rollout(both_dir, 
     assert {trace["stop_condition"] for trace in evaluated.traces} == {"finished"}
     metrics = [trace["metrics"] for trace in evaluated.traces]
     assert metrics == [{"env_error": 0.0, "scored": 1.0, "tool_calls": 2.0, "tool_errors": 0.0, "unfinished": 0.0}] * 2
-    stats = _stats(counted)
-    assert (stats["created"], stats["deleted"], stats["open"]) == (2, 2, 0)
+    assert _sessions(counted, before) == (2, 2, 0)
 
     first_turns = [
         request for request in evaluated.requests if not any(m["role"] == "assistant" for m in request["messages"])
@@ -93,13 +101,14 @@ def test_an_unfinished_rollout_still_deletes_its_session(both_dir, counted, tmp_
     """Reached through the task config's `base_url`, with no ORLGEN_BOTH_URL (the module's own
     target would be served by importing the env, which needs the openreward SDK: not in the venv)."""
     base_url = ("--env.taskset.task.base-url", counted.url)
+    before = _stats(counted)
     evaluated = vf_eval("both_verifiers", both_dir, tmp_path, {}, script="idle", args=base_url)
 
     (trace,) = evaluated.traces
     assert trace["errors"] == [] and trace["rewards"]["env_reward"]["score"] == 0.0
     assert trace["metrics"]["unfinished"] == 1.0 and trace["metrics"]["scored"] == 0.0
-    stats = _stats(counted)  # closed by the tool server's SIGTERM handler, as verifiers stops it
-    assert (stats["created"], stats["deleted"], stats["open"]) == (1, 1, 0)
+    # closed by the tool server's SIGTERM handler, as verifiers stops it
+    assert _sessions(counted, before) == (1, 1, 0)
 
 
 # Facts the TRL module shows that the verifiers model does not see: the draft-4 tuple form
