@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 from pathlib import Path
 from types import ModuleType
 
 os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")  # before openreward creates its loggers
+# A suite started as `nohup make test &` (or `&` in a shell without job control) inherits an
+# ignored SIGINT, and so would every `orlgen` child it starts: the Ctrl-C tests' SIGINT would be
+# lost (measured: all four failed so). With Python's own handler here, children start with the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import pytest
 
