@@ -185,7 +185,7 @@ sys.stdout.write(render_module(snapshot, None, "verifiers"))
 @pytest.mark.slow
 def test_every_trainer_renders_the_same_bytes_whatever_the_hash_seed_and_input_order(tmp_path: Path):
     """The neutral plan a trainer reads is canonical: a second trainer's module (the stand-in's
-    template reads names, raw schemas, descriptions and constraints) is the same bytes from a
+    template reads names, hints, defaults and fingerprints) is the same bytes from a
     reordered snapshot under another hash seed."""
     outputs = []
     for seed, order in (("0", "stored"), ("1", "3"), ("12345", "7")):

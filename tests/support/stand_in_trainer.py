@@ -4,8 +4,8 @@ template over the neutral plan, registered under the trainer's name in place of 
 A fake for the registry's lazy import only, for the tests of what every trainer shares (file
 names, headers, the cache key, `check`, orphans, `--trainer`); the plan, the render, the sandbox,
 black, `check` and the cache that run over it are the real ones. The template reads the fields a
-trainer reads from the neutral plan (names, shown names, raw schemas, descriptions,
-constraints), so a change of their order or content shows in its bytes.
+trainer reads from the neutral plan (names, shown names, hints, defaults, and each tool's
+fingerprint of its description and schema), so a change of their order or content shows in its bytes.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ TOOLS = {
     {{ tool.wire }}: {
         "method": "{{ tool.method }}",
         "shown": {{ tool.shown }},
-        "schema": {{ tool.input_schema }},
+        "fingerprint": {{ tool.fingerprint }},
         "params": [
 {% for p in tool.params %}
-            ({{ p.wire }}, "{{ p.name }}", {{ p.description }}, { {%- for key, value in p.constraints %}"{{ key }}": {{ value }}, {% endfor -%} }),
+            ({{ p.wire }}, "{{ p.name }}", {{ p.hint }}, {{ p.default }}),
 {% endfor %}
         ],
     },
