@@ -97,7 +97,7 @@ from orlgen.runtime import local
 
 spec = "tests.support.envs.leaky:Leaky"
 local.local_url(spec)
-server = local._servers[(os.getpid(), spec)]
+server = local._servers[spec]
 print("LOG", local.log_path(spec))
 if os.environ.get("KILL_SERVER"):
     os.kill(server.pid, signal.SIGKILL)  # the server dies while in use

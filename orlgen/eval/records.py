@@ -91,7 +91,7 @@ def _png(image: Any) -> bytes | None:
 
 
 # The fields of a row that the table counts, as `Rollout` names them.
-COUNTED = ("rewards", "reward", "outcome", "reason", "stop", "turns", "tool_calls", "tool_errors")
+_COUNTED = ("rewards", "reward", "outcome", "reason", "stop", "turns", "tool_calls", "tool_errors")
 
 
 def rollout_of(record: dict[str, Any]) -> Rollout:
@@ -106,7 +106,7 @@ def rollout_of(record: dict[str, Any]) -> Rollout:
         int(record["sample"]),
         int(record["seed"]),
     )
-    for name in COUNTED:
+    for name in _COUNTED:
         setattr(rollout, name, record[name])
     rollout.started, rollout.ended = float(record.get("started", 0.0)), float(record.get("ended", 0.0))
     return rollout

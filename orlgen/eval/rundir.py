@@ -5,10 +5,10 @@ the model and its endpoint, never a key; splits, n, k, seed, sampling, limits, o
 sealed with the sha256 of its canonical JSON: a resume compares a run against it, so one edited by
 hand is refused rather than trusted. It also holds the pass threshold, which decides no rollout,
 only the numbers: not compared, it is the last session's (`restate`), so the report the run
-directory holds counts passes as the table printed last did. `rollouts.jsonl` gets a row per rollout as it finishes (the
-rows of `records`). A resume plays the (env, split, task_index, sample) keys that have no row, or
-whose row ended in an infrastructure error (those rows move to `superseded.jsonl` first, so the
-rows file holds one row per key), and appends.
+directory holds counts passes as the table printed last did. `rollouts.jsonl` gets a row per
+rollout as it finishes (the rows of `records`). A resume plays the (env, split, task_index,
+sample) keys that have no row, or whose row ended in an infrastructure error (those rows move to
+`superseded.jsonl` first, so the rows file holds one row per key), and appends.
 """
 
 from __future__ import annotations

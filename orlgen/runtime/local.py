@@ -312,36 +312,35 @@ class ServerProcess:
         self.stop()
 
 
-_servers: dict[tuple[int, str], ServerProcess] = process.per_process({})  # a child's own servers only
+_servers: dict[str, ServerProcess] = process.per_process({})  # spec → this process's server (a child's own only)
 _servers_lock = process.lock()
 _exit_hooks: set[int] = process.per_process(set())  # the processes whose `_at_exit` is registered
 
 
 def local_url(spec: str) -> str:
     """The URL of this process's server for `spec`, started on first use and shared by every
-    adapter of the class in the process (keyed by pid: a forked child starts its own).
+    adapter of the class in the process (a forked child starts its own: `_servers` is per process).
 
     It stops when this process ends, however it ends (see ServerProcess); its output goes to
     `log_path(spec)` while it runs. A server that died is started again, its log kept and named.
     """
-    key = (os.getpid(), spec)
     with _servers_lock:
-        server = _servers.get(key)
+        server = _servers.get(spec)
         if server is None or server._process is None or server._process.poll() is not None:
             if server is not None:
                 _keep(server, "exited while in use")
-                del _servers[key]
+                del _servers[spec]
             if os.getpid() not in _exit_hooks:
                 _exit_hooks.add(os.getpid())
                 atexit.register(_at_exit, os.getpid())
             # Kept only once started: a server that never started has its log named in the error.
-            server = _servers[key] = ServerProcess(spec, log=open_log(spec.rpartition(":")[2])).start()
+            server = _servers[spec] = ServerProcess(spec, log=open_log(spec.rpartition(":")[2])).start()
     return server.url
 
 
 def log_path(spec: str) -> Path | None:
     """The log of this process's local server for `spec` (None before it started)."""
-    server = _servers.get((os.getpid(), spec))
+    server = _servers.get(spec)
     return server.log if server is not None else None
 
 
@@ -357,8 +356,8 @@ def _at_exit(pid: int) -> None:
     if os.getpid() != pid:  # a forked child exiting: the servers are its parent's
         return
     failing = getattr(sys, "last_value", None) is not None
-    for (owner, _), server in list(_servers.items()):
-        if owner != pid or server.log is None:
+    for server in list(_servers.values()):
+        if server.log is None:
             continue
         alive = server._process is not None and server._process.poll() is None
         if alive and not failing:
