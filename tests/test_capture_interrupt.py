@@ -38,3 +38,28 @@ def test_ctrl_c_during_a_probe_deletes_the_session_it_opened(tmp_path, monkeypat
         assert stderr == "orlgen: interrupted\n"
         assert wait_for(torn_down, 10), "the interrupted capture left its probe session open on the server"
     assert not out.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ["Stalling", "StallingSession"])
+def test_ctrl_c_during_an_in_process_capture_does_not_wait_for_the_envs_code(env, tmp_path, monkeypatch):
+    """A `module:Class` target is served inside the capturing process, so the env's stalled
+    code (a 600 s task listing, a 600 s prompt) runs on one of its threads: it must not hold the
+    exit (it held it for the whole 600 s while the event loop's pool threads were joined at exit)."""
+    stalled = tmp_path / "stalled"
+    monkeypatch.setenv("ORLGEN_STALL_FILE", str(stalled))
+    monkeypatch.setenv("ORLGEN_TEARDOWN_FILE", str(tmp_path / "torn-down"))
+    out = tmp_path / "out"
+    process = start_orlgen("snapshot", f"tests.support.envs.stalling:{env}", "--out", out)
+    try:
+        assert wait_for(stalled), process.communicate()
+        interrupted = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    took = time.monotonic() - interrupted
+    assert process.returncode == 130, (stdout, stderr)
+    assert took < 5, f"Ctrl-C took {took:.1f} s to act (1.7 s measured; the env's code stalls 600 s)"
+    assert stderr == "orlgen: interrupted\n"
+    assert not out.exists()

@@ -32,7 +32,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -121,7 +122,7 @@ def _uvicorn(app: Any, port: int, startup_timeout: float, configure_logging: boo
         log_config=LOGGING_CONFIG if configure_logging else None,
     )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread = threading.Thread(target=_run, args=(server, sock), daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout
     while not server.started:
@@ -129,12 +130,65 @@ def _uvicorn(app: Any, port: int, startup_timeout: float, configure_logging: boo
             sock.close()
             raise ServeError("the ORS server did not start")
         time.sleep(0.01)
+    stopping = 10.0
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    except BaseException:
+        # Interrupted or failed: the env's requests still running are nobody's concern now
+        # (uvicorn would wait for them, and an env's code may never return).
+        server.force_exit, stopping = True, 1.0
+        raise
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=stopping)
         sock.close()
+
+
+def _run(server: Any, sock: socket.socket) -> None:
+    """`server.run()`, with the env's sync code (the SDK runs it with `asyncio.to_thread`) on
+    `_AbandonableExecutor` threads."""
+    import asyncio
+
+    async def serve() -> None:
+        asyncio.get_running_loop().set_default_executor(_AbandonableExecutor())
+        await server.serve(sockets=[sock])
+
+    asyncio.run(serve())
+
+
+class _AbandonableExecutor(ThreadPoolExecutor):
+    """Runs each call on a daemon thread of its own, never joined (a ThreadPoolExecutor only in
+    type, which asyncio requires of a default executor: none of its pool is used).
+
+    A ThreadPoolExecutor's threads are joined at interpreter exit: an env's `get_prompt` that
+    never returned held a Ctrl-C'd capture for its whole 600 s (measured). Env code cannot be
+    stopped from outside, so it is left behind instead. A thread per call costs ~0.1 ms, small
+    beside the HTTP request that asked for it. As many calls run at once as in the pool it
+    replaces (ThreadPoolExecutor's default size), so the env sees the concurrency it would
+    under `Server.run()`.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._running = threading.Semaphore(min(32, (os.cpu_count() or 1) + 4))
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+
+        def call() -> None:
+            with self._running:
+                if not future.set_running_or_notify_cancel():
+                    return
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as exc:  # the env's, handed to the request that awaits it
+                    future.set_exception(exc)
+
+        threading.Thread(target=call, name="orlgen-env", daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Nothing to wait for: the calls' threads are not this executor's to join."""
 
 
 @contextmanager

@@ -7,11 +7,15 @@ trainer module must run on the runtime alone (and verifiers pins mcp 2, which ca
 with the openreward SDK, TRAINERS.md §6). orlgen itself and the generated modules are reached
 through PYTHONPATH (the repository), so a source change needs no rebuild. The cache key is the
 pins plus the runtime's requirement list; a venv is used only once its `ready` mark is written
-(its scripts hold absolute paths, so it is built in place, never moved).
+(its scripts hold absolute paths, so it is built in place, never moved). One build at a time per
+venv: an exclusive lock beside it is held from the check to the mark, so concurrent test workers
+(pytest-xdist) or two checkouts sharing the cache wait for one build instead of deleting each
+other's half-built venv.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import shutil
@@ -35,11 +39,13 @@ def _bin(name: str, pins: tuple[str, ...]) -> Path:
     requirements = [*pins, *runtime]
     key = hashlib.sha256(json.dumps(requirements).encode()).hexdigest()[:16]
     home = CACHE / f"{name}-{key}"
-    if not (home / "ready").exists():
-        shutil.rmtree(home, ignore_errors=True)
-        home.parent.mkdir(parents=True, exist_ok=True)
-        venv(home, *requirements, compile=False)
-        (home / "ready").write_text("\n".join(requirements) + "\n")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"{name}-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        if not (home / "ready").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            venv(home, *requirements, compile=False)
+            (home / "ready").write_text("\n".join(requirements) + "\n")
     return home / "bin"
 
 
