@@ -31,15 +31,22 @@ demo: install
 lint: install
 	@$(PY) -m ruff check --quiet orlgen tests bench examples
 	@$(PY) -m black --check --quiet orlgen tests bench examples
-	@$(PY) -m mypy orlgen > $(VENV)/mypy.log 2>&1 || { cat $(VENV)/mypy.log; exit 1; }
+	@$(PY) -m mypy --cache-dir .mypy_cache/lint orlgen > $(VENV)/mypy.log 2>&1 || { cat $(VENV)/mypy.log; exit 1; }
 
 # The runtime and the checked-in generated modules, as strictly as a user's CI may check them
-# (config: pyproject's [tool.mypy]); silent on success.
+# (config: pyproject's [tool.mypy]); silent on success. Each mypy run keeps its own cache: one
+# shared by the two (other options) would be rebuilt by each, and `make test` runs them at once.
 types: install
-	@$(PY) -m mypy --strict --no-error-summary orlgen/runtime generated
+	@$(PY) -m mypy --strict --no-error-summary --cache-dir .mypy_cache/types orlgen/runtime generated
 
-test: lint types
-	@$(PY) -m pytest
+# lint and types together (each is mostly one mypy run over torch's and transformers' stubs), then
+# the suite on two workers, a file each at a time: one process spends half the suite waiting on
+# servers and child processes, so two fill a 2-core machine. TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= 2
+
+test: install
+	@$(MAKE) --no-print-directory -j2 lint types
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # `make test` fuzzes from a fixed seed; this from a random one, printed first (replay a run with
 # `ORLGEN_FUZZ_SEED=N make fuzz`).

@@ -146,6 +146,7 @@ def test_unicode_property_names_validate_under_their_wire_name(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_tool_methods_is_what_grpo_trainer_shows(hostile, tmp_path):
     """The one rule (`orlgen.runtime.trl.tool_methods`) against TRL's own: a real `GRPOTrainer`
     probes the adapter at init and keeps its tool list; the hostile env's tools are named `reset`,
