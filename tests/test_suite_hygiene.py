@@ -81,3 +81,9 @@ def test_a_missing_orlgen_command_fails_in_one_line(tmp_path, monkeypatch):
         str(failed.value)
         == f"no `orlgen` command at {tmp_path / 'orlgen'}: install orlgen into this environment (`make install`)"
     )
+
+
+def test_the_files_run_first_exist():
+    from tests.conftest import LONGEST_FIRST
+
+    assert [name for name in LONGEST_FIRST if not (TESTS / name).is_file()] == []
