@@ -42,13 +42,11 @@ types: install
 # lint and types together (each is mostly one mypy run over torch's and transformers' stubs), then
 # the suite on two workers, a file each at a time: one process spends half the suite waiting on
 # servers and child processes, so two fill a 2-core machine. TEST_WORKERS=0 runs in one process.
-# Bytecode is written even where PYTHONDONTWRITEBYTECODE is set (it is on this machine): the suite
-# starts hundreds of Python children, and each would compile orlgen's modules again (~0.3 s).
 TEST_WORKERS ?= 2
 
 test: install
 	@$(MAKE) --no-print-directory -j2 lint types
-	@PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	@$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # `make test` fuzzes from a fixed seed; this from a random one, printed first (replay a run with
 # `ORLGEN_FUZZ_SEED=N make fuzz`).

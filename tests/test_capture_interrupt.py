@@ -60,6 +60,8 @@ def test_ctrl_c_during_an_in_process_capture_does_not_wait_for_the_envs_code(env
         process.kill()
     took = time.monotonic() - interrupted
     assert process.returncode == 130, (stdout, stderr)
-    assert took < 5, f"Ctrl-C took {took:.1f} s to act (1.7 s measured; the env's code stalls 600 s)"
+    # 1.7 s measured on a quiet machine, 4-6 s at load 6 (the interpreter's own teardown): the
+    # bound is what tells it from waiting on the env (600 s) or on uvicorn's graceful stop (10 s).
+    assert took < 9, f"Ctrl-C took {took:.1f} s to act (the env's code stalls 600 s)"
     assert stderr == "orlgen: interrupted\n"
     assert not out.exists()
