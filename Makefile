@@ -39,7 +39,7 @@ lint: install
 types: install
 	@$(PY) -m mypy --strict --no-error-summary --cache-dir .mypy_cache/types orlgen/runtime generated
 
-# lint and types together (each is mostly one mypy run over torch's and transformers' stubs), then
+# lint and types together (each mostly mypy reading torch's and transformers' typed sources), then
 # the suite on two workers, a file each at a time: one process spends half the suite waiting on
 # servers and child processes, so two fill a 2-core machine. TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= 2

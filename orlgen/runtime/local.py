@@ -20,6 +20,7 @@ check that talks to the network, and neither belongs on a training machine or in
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import functools
 import importlib
@@ -149,7 +150,6 @@ def _uvicorn(app: Any, port: int, startup_timeout: float, configure_logging: boo
 def _run(server: Any, sock: socket.socket) -> None:
     """`server.run()`, with the env's sync code (the SDK runs it with `asyncio.to_thread`) on
     `_AbandonableExecutor` threads."""
-    import asyncio
 
     async def serve() -> None:
         asyncio.get_running_loop().set_default_executor(_AbandonableExecutor())
