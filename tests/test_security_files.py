@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -327,3 +328,30 @@ def test_ctrl_c_while_writing_finishes_the_batch_first(tmp_path: Path, monkeypat
         files.write_files(batch)
     assert calls == [tmp_path / "env.py", tmp_path / "env.snapshot.json"]
     assert all(path.read_bytes() == data for path, data in batch.items())
+
+
+def test_a_rewritten_module_never_runs_its_old_bytecode(tmp_path: Path):
+    """Python reuses a module's cached bytecode when the source's size and mtime (whole seconds)
+    match what it recorded. A regenerated module of the same size written within the same
+    second (forced here by setting the mtime back, so the case does not depend on timing) must
+    still import as written."""
+    module = tmp_path / "env.py"
+    same_second = 1_700_000_000
+
+    def imported_value() -> str:
+        environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        os.utime(module, (same_second, same_second))
+        return subprocess.run(
+            [sys.executable, "-c", "import env; print(env.VALUE)"],
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+
+    files.write_atomic(module, b"VALUE = 1\n")
+    assert imported_value() == "1"
+    assert list((tmp_path / "__pycache__").glob("env.*.pyc")), "the first import cached bytecode"
+    files.write_atomic(module, b"VALUE = 2\n")
+    assert imported_value() == "2"

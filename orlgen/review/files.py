@@ -8,6 +8,7 @@ without its header, a JSON file that is not a snapshot) is never overwritten or 
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import signal
@@ -64,6 +65,17 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if path.suffix == ".py":
+        _forget_bytecode(path)
+
+
+def _forget_bytecode(source: Path) -> None:
+    """Remove the bytecode Python cached for `source` (any interpreter, any optimization level).
+    Python trusts a cached file whose recorded size and mtime (in whole seconds) match the
+    source, so a module rewritten at the same size within the same second would otherwise run
+    its old code on the next import, unlike what `check` reads."""
+    for cached in (source.parent / "__pycache__").glob(f"{glob.escape(source.stem)}.*.pyc"):
+        cached.unlink(missing_ok=True)
 
 
 def _umask() -> int:
