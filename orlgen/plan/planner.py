@@ -27,7 +27,7 @@ from orlgen.plan.source import Source, docstring_literal, literal
 from orlgen.runtime.fingerprint import fingerprint
 from orlgen.schema import JSON, Dropped, Node, Schema, json_type, parse_schema, printable
 from orlgen.snapshot import recorded
-from orlgen.snapshot.model import Snapshot, Tool
+from orlgen.snapshot.model import Snapshot, Tool, confusing_names
 
 # Bumped whenever a field of the plan changes meaning or goes; a field added keeps it.
 PLAN_VERSION = 2
@@ -199,18 +199,16 @@ def dropped_keywords(snapshot: Snapshot) -> tuple[Dropped, ...]:
 
 def lookalike_warnings(snapshot: Snapshot) -> tuple[str, ...]:
     """Every tool and parameter name renamed because it looks like another or hides characters
-    (`names.lookalikes`), for the CLI to report: the rename is never silent."""
-    found = [
-        f"tool '{printable(wire)}' {why}: the model is shown it as {tool_names(snapshot)[wire][1]!r}"
-        for wire, why in names.lookalikes(tool.name for tool in snapshot.tools).items()
-    ]
-    for tool, schema in _parsed_tools(snapshot):
-        wires = [wire for wire, _ in schema.resolve(schema.root).properties]
-        for wire, why in names.lookalikes(wires).items():
-            found.append(
-                f"tool '{printable(tool.name)}': parameter '{printable(wire)}' {why}: renamed to an ASCII name"
-            )
-    return tuple(found)
+    (`confusing_names`), for the CLI to report: the rename is never silent."""
+    shown = tool_names(snapshot)
+    return tuple(
+        (
+            f"tool '{printable(tool)}' {why}: the model is shown it as {shown[tool][1]!r}"
+            if parameter is None
+            else f"tool '{printable(tool)}': parameter '{printable(parameter)}' {why}: renamed to an ASCII name"
+        )
+        for tool, parameter, why in confusing_names(snapshot.tools)
+    )
 
 
 def _parsed_tools(snapshot: Snapshot) -> Iterator[tuple[Tool, Schema]]:

@@ -17,7 +17,7 @@ from typing import Literal
 from orlgen import lookalike
 from orlgen.plan import docstrings
 from orlgen.schema import printable
-from orlgen.snapshot.model import Snapshot, Tool
+from orlgen.snapshot.model import Snapshot, Tool, confusing_names
 
 Severity = Literal["error", "warning", "info"]
 
@@ -131,14 +131,11 @@ def _undescribed(tools: Iterable[Tool]) -> Iterator[_Raw]:
 
 def _lookalikes(tools: Iterable[Tool]) -> Iterator[_Raw]:
     """Names a model (or a reviewer) can read as other names: among the tools, and among each tool's parameters."""
-    tools = list(tools)
-    for name, why in sorted(lookalike.confusing(tool.name for tool in tools).items()):
-        yield "NAME_LOOKALIKE", lookalike.escaped(name), f"tool name {why}"
-    for tool in tools:
-        schema = tool.parsed_schema()
-        params = [name for name, _ in schema.resolve(schema.root).properties]
-        for name, why in sorted(lookalike.confusing(params).items()):
-            yield "NAME_LOOKALIKE", f"{tool.name}.{lookalike.escaped(name)}", f"parameter name {why}"
+    for tool, parameter, why in confusing_names(tools):
+        if parameter is None:
+            yield "NAME_LOOKALIKE", lookalike.escaped(tool), f"tool name {why}"
+        else:
+            yield "NAME_LOOKALIKE", f"{tool}.{lookalike.escaped(parameter)}", f"parameter name {why}"
 
 
 def _repeated(tools: Iterable[Tool]) -> Iterator[_Raw]:

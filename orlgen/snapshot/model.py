@@ -20,9 +20,11 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from orlgen import lookalike
 from orlgen.errors import OrlgenError
 from orlgen.runtime import tasks_file
 from orlgen.runtime.dataset import TASKS_SUFFIX, tasks_path
@@ -121,6 +123,11 @@ class Tool(_Model):
         from orlgen.schema import parse_schema
 
         return parse_schema(self.input_schema, f"tool {self.name!r}", self.property_order)
+
+    def parameter_names(self) -> list[str]:
+        """The wire names of the tool's parameters, in the declared order."""
+        schema = self.parsed_schema()
+        return [name for name, _ in schema.resolve(schema.root).properties]
 
 
 class TerminalTool(_Model):
@@ -294,6 +301,19 @@ class Snapshot(_Model):
     @property
     def file_name(self) -> str:
         return f"{self.name}{SUFFIX}"
+
+
+def confusing_names(tools: Iterable[Tool]) -> Iterator[tuple[str, str | None, str]]:
+    """The names a model (or a reviewer) can read as other names, as (tool, parameter, why):
+    tool names among the tools (parameter None), then each tool's parameter names among its
+    parameters, tools in name order. `generate` reports them renamed and `vet` as findings: one
+    scan, so the two never disagree."""
+    tools = sorted(tools, key=lambda tool: tool.name)
+    for name, why in sorted(lookalike.confusing(tool.name for tool in tools).items()):
+        yield name, None, why
+    for tool in tools:
+        for parameter, why in sorted(lookalike.confusing(tool.parameter_names()).items()):
+            yield tool.name, parameter, why
 
 
 def _sorted_keys(value: Any) -> Any:
