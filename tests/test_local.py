@@ -72,23 +72,44 @@ def test_zero_argument_adapter_serves_its_class_in_a_fresh_interpreter():
     assert err == ""
 
 
+FORK = """
+import os, sys, time
+sys.stdout.flush()
+if os.fork() == 0:  # a child that outlives its parent (a DataLoader worker, a pool process)
+    print("CHILD", os.getpid())
+    sys.stdout.flush()
+    time.sleep(600)
+    os._exit(0)
+"""
+
+
 @pytest.mark.slow
-def test_local_server_dies_with_a_killed_parent():
-    """SIGKILL leaves no atexit hook to run: the server notices its stdin close and exits."""
-    code = PLAY + "\nimport sys, time\nsys.stdout.flush()\ntime.sleep(600)\n"
+@pytest.mark.parametrize("forks", [False, True], ids=["alone", "with-a-forked-child-alive"])
+def test_local_server_dies_with_a_killed_parent(forks):
+    """SIGKILL leaves no atexit hook to run: the server notices its stdin close and exits, also
+    while a child the parent forked is still running (it must not hold the server's stdin)."""
+    code = PLAY + (FORK if forks else "") + "\nimport sys, time\nsys.stdout.flush()\ntime.sleep(600)\n"
     process = fresh(code, stderr=subprocess.DEVNULL)
+    server = child = None
     try:
-        server = None
         for line in process.stdout:
+            if line.startswith("CHILD "):
+                child = int(line.split()[1])
             if line.startswith("SERVER "):
                 server, log = line.split()[1:]
+            if server is not None and (child is not None or not forks):
                 break
         assert server is not None
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    assert gone(int(server))
-    Path(log).unlink(missing_ok=True)
+    try:
+        assert gone(int(server)), "the local server outlived its killed parent"
+        assert child is None or not gone(child, seconds=0), "the forked child was still running"
+    finally:
+        if child is not None:
+            os.kill(child, signal.SIGKILL)
+        Path(log).unlink(missing_ok=True)
 
 
 LEAK = """

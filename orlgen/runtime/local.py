@@ -378,7 +378,17 @@ class ServerProcess:
         self.stop()
 
 
-_servers: dict[str, ServerProcess] = process.per_process({})  # spec → this process's server (a child's own only)
+def _forget_servers(servers: dict[str, ServerProcess]) -> None:
+    """In a forked child: close its copies of the servers' stdin pipes, then forget the servers
+    (`process.forget`). A server's stdin reaches EOF only when every copy of the pipe is closed,
+    so a copy left open would keep the server alive after its parent is killed."""
+    for server in servers.values():
+        if server._process is not None and server._process.stdin is not None:
+            server._process.stdin.close()
+    process.forget(servers)
+
+
+_servers: dict[str, ServerProcess] = process.per_process({}, _forget_servers)  # spec → this process's server
 _servers_lock = process.lock()
 _exit_hooks: set[int] = process.per_process(set())  # the processes whose `_at_exit` is registered
 
