@@ -73,8 +73,12 @@ def _forget_bytecode(source: Path) -> None:
     """Remove the bytecode Python cached for `source` (any interpreter, any optimization level).
     Python trusts a cached file whose recorded size and mtime (in whole seconds) match the
     source, so a module rewritten at the same size within the same second would otherwise run
-    its old code on the next import, unlike what `check` reads."""
-    for cached in (source.parent / "__pycache__").glob(f"{glob.escape(source.stem)}.*.pyc"):
+    its old code on the next import, unlike what `check` reads. A linked `__pycache__` is left
+    alone: orlgen removes nothing outside the directories it writes."""
+    cache = source.parent / "__pycache__"
+    if cache.is_symlink():
+        return
+    for cached in cache.glob(f"{glob.escape(source.stem)}.*.pyc"):
         cached.unlink(missing_ok=True)
 
 
