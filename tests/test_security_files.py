@@ -355,3 +355,15 @@ def test_a_rewritten_module_never_runs_its_old_bytecode(tmp_path: Path):
     assert list((tmp_path / "__pycache__").glob("env.*.pyc")), "the first import cached bytecode"
     files.write_atomic(module, b"VALUE = 2\n")
     assert imported_value() == "2"
+
+
+def test_bytecode_removal_stays_out_of_a_linked_pycache(tmp_path: Path):
+    """A committed `__pycache__` link could aim the removal at another directory's files."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "env.cpython-311.pyc").write_bytes(b"not ours")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "__pycache__").symlink_to(elsewhere, target_is_directory=True)
+    files.write_atomic(out / "env.py", b"VALUE = 1\n")
+    assert (elsewhere / "env.cpython-311.pyc").read_bytes() == b"not ours"
