@@ -22,12 +22,14 @@ import signal
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from tests.support.envs.both import TASKS
 from tests.support.servers.both import KINDS, BothServer
 from tests.support.servers.faults import REFUSALS
+from tests.support.waiting import wait_for
 
 FAULTS = "tests.support.servers.faults:"
 TARGET = TASKS["train"][0]["target"]  # task train[0]
@@ -88,26 +90,39 @@ def test_a_25_second_call_is_kept_alive_by_pings(both_module, ors_server):
     assert 25 <= time.monotonic() - began < 35 and env.outcome == "running"
 
 
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (`T`: stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
 @pytest.mark.slow
 def test_a_stopped_server_ends_the_rollout_unscored_within_40_s(both_module, ors_kind):
     """SIGSTOP: the connection stays open and nothing answers, not even the pings. The call runs
-    in a thread; the server is let go (SIGCONT) after 45 s, so a runtime without a hang bound
-    fails this test in 45 s instead of hanging it."""
+    in a thread once the server shows as stopped; the server is let go (SIGCONT) after 45 s, so a
+    runtime without a hang bound fails this test in 45 s instead of hanging it. What failed says
+    where the server was when the call returned (one loaded run once saw an answer here)."""
     with BothServer(ors_kind) as server:
         env = both_module.BothEnv(base_url=server.url)
         started(env)
-        os.kill(server.process.pid, signal.SIGSTOP)
-        answer: list[tuple[str, float]] = []
+        pid = server.process.pid
+        os.kill(pid, signal.SIGSTOP)
+        assert wait_for(lambda: _state(pid) == "T"), f"the server is {_state(pid)!r}, not stopped"
+        answer: list[tuple[str, float, str]] = []
         began = time.monotonic()
-        call = threading.Thread(target=lambda: answer.append((env.guess(guess=5), time.monotonic() - began)))
-        call.start()
-        call.join(45)
-        os.kill(server.process.pid, signal.SIGCONT)
-        call.join(60)
+
+        def call() -> None:
+            text = env.guess(guess=5)
+            answer.append((text, time.monotonic() - began, _state(pid)))
+
+        thread = threading.Thread(target=call)
+        thread.start()
+        thread.join(45)
+        os.kill(pid, signal.SIGCONT)
+        thread.join(60)
     assert answer, "the call never returned"
-    text, elapsed = answer[0]
-    assert elapsed < 40.0, f"the call took {elapsed:.1f} s"
-    assert text.startswith("Error: the environment failed")
+    text, elapsed, state = answer[0]
+    seen = f"{text!r} after {elapsed:.1f} s, the server in state {state!r}, on {server.url}"
+    assert elapsed < 40.0 and text.startswith("Error: the environment failed"), seen
     assert (env.outcome, env.get_reward()) == ("env_error", None)
     assert "Hung: no byte from the server for 30 s" in env.error, env.error
 
