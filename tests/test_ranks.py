@@ -28,6 +28,12 @@ BUDGET = 8
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 
 
+def ranks_env(**extra: str) -> dict[str, str]:
+    """The ranks' environment. A rank that dies by a signal prints its Python threads' stacks
+    (one loaded run saw rank 0 abort in torch's teardown, after its results were written)."""
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1", **extra}
+
+
 @pytest.fixture(scope="module")
 def limited_url():
     with ServerProcess("examples.echo:Echo", entry="tests.support.servers.capacity") as server:
@@ -36,11 +42,10 @@ def limited_url():
 
 
 def test_one_grpo_step_on_two_ranks_under_one_budget(limited_url, tmp_path):
-    env = {**os.environ, "ORLGEN_MAX_SESSIONS": str(BUDGET), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [*TORCHRUN, "tests/support/two_ranks.py", limited_url, str(tmp_path)],
         cwd=os.path.dirname(os.path.dirname(__file__)),
-        env=env,
+        env=ranks_env(ORLGEN_MAX_SESSIONS=str(BUDGET)),
         capture_output=True,
         text=True,
         timeout=300,
@@ -75,7 +80,7 @@ def test_uneven_ranks_share_one_cap_through_the_jobs_store(limited_url, tmp_path
         done = subprocess.run(
             [*TORCHRUN, "tests/support/two_ranks.py", "--shared", limited_url, str(tmp_path)],
             cwd=os.path.dirname(os.path.dirname(__file__)),
-            env={**os.environ, "OMP_NUM_THREADS": "1"},
+            env=ranks_env(),
             capture_output=True,
             text=True,
             timeout=300,
