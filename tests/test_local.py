@@ -16,17 +16,14 @@ from orlgen.runtime import ConfigError
 from orlgen.runtime.connection import Connection, Target
 
 from tests.support.modules import REPO
+from tests.support.waiting import process_state
 
 
 def gone(pid: int, seconds: float = 20.0) -> bool:
     """Whether process `pid` has exited (a zombie waiting for its reaper counts as exited)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state == "Z":
+        if process_state(pid) in (None, "Z"):
             return True
         time.sleep(0.1)
     return False

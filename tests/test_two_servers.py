@@ -22,14 +22,13 @@ import signal
 import threading
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from tests.support.envs.both import TASKS
 from tests.support.servers.both import KINDS, BothServer
 from tests.support.servers.faults import REFUSALS
-from tests.support.waiting import wait_for
+from tests.support.waiting import process_state, wait_for
 
 FAULTS = "tests.support.servers.faults:"
 TARGET = TASKS["train"][0]["target"]  # task train[0]
@@ -90,11 +89,6 @@ def test_a_25_second_call_is_kept_alive_by_pings(both_module, ors_server):
     assert 25 <= time.monotonic() - began < 35 and env.outcome == "running"
 
 
-def _state(pid: int) -> str:
-    """A process's state letter from /proc (`T`: stopped)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
-
 @pytest.mark.slow
 def test_a_stopped_server_ends_the_rollout_unscored_within_40_s(both_module, ors_kind):
     """SIGSTOP: the connection stays open and nothing answers, not even the pings. The call runs
@@ -106,13 +100,13 @@ def test_a_stopped_server_ends_the_rollout_unscored_within_40_s(both_module, ors
         started(env)
         pid = server.process.pid
         os.kill(pid, signal.SIGSTOP)
-        assert wait_for(lambda: _state(pid) == "T"), f"the server is {_state(pid)!r}, not stopped"
-        answer: list[tuple[str, float, str]] = []
+        assert wait_for(lambda: process_state(pid) == "T"), f"the server is {process_state(pid)!r}, not stopped"
+        answer: list[tuple[str, float, str | None]] = []
         began = time.monotonic()
 
         def call() -> None:
             text = env.guess(guess=5)
-            answer.append((text, time.monotonic() - began, _state(pid)))
+            answer.append((text, time.monotonic() - began, process_state(pid)))
 
         thread = threading.Thread(target=call)
         thread.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def wait_for(predicate: Callable[[], object], seconds: float = 10.0) -> bool:
@@ -16,3 +17,11 @@ def wait_for(predicate: Callable[[], object], seconds: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return bool(predicate())
+
+
+def process_state(pid: int) -> str | None:
+    """Process `pid`'s state letter from /proc (`T` stopped, `Z` a zombie), None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
