@@ -404,7 +404,15 @@ def eval_(subject: str | None, **options: object) -> None:
 
 
 @main.command()
-@click.option("--trainer", type=click.Choice(["grpo", "async"]), default="grpo", show_default=True)
+@click.option(
+    "--loop",
+    type=click.Choice(["sync", "async"]),
+    default="sync",
+    show_default=True,
+    help="TRL's rollout loop: GRPOTrainer's (sync) or AsyncGRPOTrainer's (async).",
+)
+# 0.2.0's name for --loop (grpo meant sync); kept for a release, hidden from --help.
+@click.option("--trainer", "old_loop", type=click.Choice(["grpo", "async"]), default=None, hidden=True)
 @click.option(
     "--world-size", type=int, default=1, show_default=True, help="Processes (torchrun --nproc_per_node x nodes)."
 )
@@ -419,15 +427,18 @@ def eval_(subject: str | None, **options: object) -> None:
     "--max-inflight", type=int, default=None, help="AsyncGRPOTrainer's max_inflight_tasks (default: TRL's auto)."
 )
 @click.option("--max-sessions", type=int, default=None, help="The session budget (default: $ORLGEN_MAX_SESSIONS).")
-def preflight(trainer: Literal["grpo", "async"], max_sessions: int | None, **settings: int) -> None:
+def preflight(loop: Literal["sync", "async"], old_loop: str | None, max_sessions: int | None, **settings: int) -> None:
     """Print the peak sessions each process and the run will hold open against the env;
     exit 1 when the session budget cannot serve the run."""
     from orlgen.preflight import plan, render
     from orlgen.runtime.budget import run_limit
 
+    if old_loop is not None:
+        loop = "async" if old_loop == "async" else "sync"
+        _warn(f"--trainer {old_loop} is now --loop {loop} (--trainer goes in a later release)")
     with failures():
         limit = max_sessions if max_sessions is not None else run_limit()
-        result = plan(trainer, max_sessions=limit, **settings)
+        result = plan(loop, max_sessions=limit, **settings)
     sys.stdout.write(render(result))
     if result.problem:
         raise SystemExit(1)

@@ -23,16 +23,19 @@ from orlgen.errors import OrlgenError
 from orlgen.runtime import budget
 from orlgen.runtime.prefetch import rows_per_process
 
-Trainer = Literal["grpo", "async"]
+# "trainer" names a generation target (trl, verifiers, skyrl) everywhere else in orlgen; here the
+# question is which of TRL's two rollout loops drives the env: GRPOTrainer's (sync) or
+# AsyncGRPOTrainer's (async).
+Loop = Literal["sync", "async"]
 
 
 class PreflightError(OrlgenError, ValueError):
-    """The trainer settings cannot describe a run."""
+    """The trainer's settings cannot describe a run."""
 
 
 @dataclass(frozen=True)
 class Plan:
-    trainer: Trainer
+    loop: Loop
     processes_with_sessions: int
     per_process: int  # peak sessions one such process holds
     run: int  # peak for the run
@@ -42,7 +45,7 @@ class Plan:
 
 
 def plan(
-    trainer: Trainer,
+    loop: Loop,
     world_size: int,
     per_device_batch: int,
     num_generations: int,
@@ -63,7 +66,7 @@ def plan(
     ):
         if value < 1:
             raise PreflightError(f"the {name} must be at least 1, not {value}")
-    if trainer == "grpo":
+    if loop == "sync":
         return _grpo(world_size, per_device_batch, num_generations, steps_per_generation, prefetch, max_sessions)
     inflight = max_inflight or max(max_staleness, 1) * per_device_batch * gradient_accumulation * world_size
     notes = ["one rollout worker (on rank 0) runs every rollout; other ranks open no session"]
@@ -103,12 +106,12 @@ def _grpo(world: int, batch: int, generations: int, steps: int, prefetch: int, l
                 )
         per_process = min(per_process, max(shares)) if shares else per_process
     run = sum(min(rows + extra, share) for share in shares) if shares else per_process * world
-    return Plan("grpo", world, per_process, run, shares, problem, tuple(notes))
+    return Plan("sync", world, per_process, run, shares, problem, tuple(notes))
 
 
 def render(result: Plan) -> str:
     lines = [
-        f"trainer: {'GRPOTrainer' if result.trainer == 'grpo' else 'AsyncGRPOTrainer'}",
+        f"trainer: {'GRPOTrainer' if result.loop == 'sync' else 'AsyncGRPOTrainer'}",
         f"processes opening sessions: {result.processes_with_sessions}",
         f"peak sessions per process: {result.per_process}",
         f"peak sessions for the run: {result.run}",

@@ -33,7 +33,7 @@ def test_prefetch_past_a_process_group_rows_is_named():
 
 
 def test_the_async_trainer_opens_every_session_in_one_worker():
-    result = preflight("--trainer", "async", *TWO_RANKS, "--max-sessions", "16")
+    result = preflight("--loop", "async", *TWO_RANKS, "--max-sessions", "16")
     assert result.exit_code == 0
     assert "processes opening sessions: 1\n" in result.output
     assert "peak sessions for the run: 16\n" in result.output  # 32 in flight by default, capped by the budget
@@ -47,3 +47,10 @@ def test_settings_grpo_cannot_run_are_one_line_errors():
         "orlgen: error: the generation batch (3 x 1 x 3 = 9) is not a multiple of num_generations (8), "
         "which GRPOTrainer requires"
     ]
+
+
+def test_the_old_trainer_flag_still_chooses_the_loop_and_says_its_new_name():
+    result = preflight("--trainer", "async", *TWO_RANKS, "--max-sessions", "16")
+    assert result.exit_code == 0
+    assert "processes opening sessions: 1\n" in result.output
+    assert "orlgen: warning: --trainer async is now --loop async" in result.output
