@@ -224,9 +224,8 @@ def test_the_code_level_knob_wins_over_the_variable(echo_module, monkeypatch):
 def test_402_says_the_account_is_unfunded_in_one_line(echo_module, faulty):
     url = faulty(payment=True)
     env = echo_module.EchoEnv(base_url=url)
-    started = time.monotonic()
     env.reset(task_index=0)
-    assert time.monotonic() - started < 3.0  # not retried
+    assert stats(url)["requests"] == 1  # not retried
     assert env.outcome == "env_error" and "402 Payment Required" in env.error and "credit" in env.error
     assert "\n" not in env.error
 
@@ -241,11 +240,10 @@ def test_the_breaker_stops_asking_a_failing_env_and_a_probe_closes_it(echo_modul
         env.reset(task_index=0)
         assert env.outcome == "env_error" and "circuit open" not in env.error
     asked = stats(url)["requests"]
-    started = time.monotonic()
     for _ in range(5):  # open: ended at once, nothing sent
         env.reset(task_index=0)
         assert env.outcome == "env_error" and "circuit open" in env.error
-    assert time.monotonic() - started < 0.5 and stats(url)["requests"] == asked
+    assert stats(url)["requests"] == asked
     post(url, "/_fault/up")
     time.sleep(1.1)  # the cool-down: the next reset is the probe
     assert env.reset(task_index=0) == "Call the echo tool with the text 'hello'."
