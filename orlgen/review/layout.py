@@ -197,7 +197,7 @@ def _bytecode_problem(path: Path) -> str | None:
     Python loads `__pycache__/<m>.<tag>[.opt-N].pyc` for `<m>.py` beside the cache when the
     interpreter's tag is in its name and its header passes (`_used_as`); otherwise it compiles
     the source, and the file is inert (a stale cache after `generate`). Bytecode of this
-    interpreter is recompiled from the source and compared code object by code object; another
+    interpreter is recompiled from the source and compared byte for byte (`_is_code_of`); another
     interpreter's cannot be, so it is a problem (deleting `__pycache__` is always safe)."""
     found = _CACHED.fullmatch(path.name)
     source_path = path.parent.parent / f"{found['module']}.py" if found else path
@@ -216,7 +216,7 @@ def _bytecode_problem(path: Path) -> str | None:
         return None
     if not ours:
         return f"{kind} bytecode for another interpreter ({found['tag']}): orlgen cannot compare it with its source; {_DELETE}"
-    if _same_code(_unmarshal(data[16:]), _compiled(source, path, int(found["opt"] or 0))):
+    if _is_code_of(_unmarshal(data[16:]), source, int(found["opt"] or 0)):
         return None
     return f"{kind} bytecode that is not the code of its source: Python runs it in place of the module; {_DELETE}"
 
@@ -248,24 +248,41 @@ def _unmarshal(data: bytes) -> object:
         return None
 
 
-def _compiled(source: bytes, path: Path, optimize: int) -> CodeType | None:
+def _compiled(source: bytes, filename: str, optimize: int) -> CodeType | None:
     """The source compiled as the import system compiles it (`SourceLoader.source_to_code`)."""
     try:
-        return compile(source, str(path), "exec", dont_inherit=True, optimize=optimize)
+        return compile(source, filename, "exec", dont_inherit=True, optimize=optimize)
     except (SyntaxError, ValueError):
         return None
 
 
-def _same_code(found: object, expected: CodeType | None) -> bool:
-    """Code objects equal as Python compares them (instructions, constants, names, line table;
-    not the file name, which import rewrites) and, recursively, in their qualified names, which
-    `==` skips but pickle resolves classes by."""
-    if not isinstance(found, CodeType) or expected is None or found != expected:
+def _is_code_of(found: object, source: bytes, optimize: int) -> bool:
+    """Whether `found` is, byte for byte, the code `source` compiles to. Code objects' `==` is
+    not that: it skips `co_stacksize` (a pyc claiming one slot equals the real code, and the
+    interpreter overruns its frames) and the inline caches. So the source is compiled under the
+    file name the pyc records (the one field that legitimately differs: `py_compile`'s `dfile`,
+    and import rewrites it anyway) and both are marshalled in this process: every field the pyc
+    carries is compared, and marshal's reference flags, which follow reference counts rather
+    than the code, are alike. The caches, which marshal writes as zeros, are compared apart."""
+    if not isinstance(found, CodeType):
         return False
-    if found.co_qualname != expected.co_qualname:
+    expected = _compiled(source, found.co_filename, optimize)
+    return expected is not None and marshal.dumps(found) == marshal.dumps(expected) and _same_caches(found, expected)
+
+
+def _same_caches(found: CodeType, expected: CodeType) -> bool:
+    """The instructions with their inline caches as loaded (`_co_code_adaptive`, CPython 3.11+;
+    `co_code` shows the caches as zeros), in every nested code object: a cache entry the pyc
+    sets is read by the specialising interpreter. Neither has run, so neither is specialised."""
+    if _instructions(found) != _instructions(expected):
         return False
     inner = [(a, b) for a, b in zip(found.co_consts, expected.co_consts, strict=True) if isinstance(b, CodeType)]
-    return all(_same_code(a, b) for a, b in inner)
+    return all(isinstance(a, CodeType) and _same_caches(a, b) for a, b in inner)
+
+
+def _instructions(code: CodeType) -> bytes:
+    raw = getattr(code, "_co_code_adaptive", code.co_code)
+    return raw if isinstance(raw, bytes) else code.co_code
 
 
 _LINK = "a symbolic link or special file: what it points to is not the file orlgen writes, and Python follows it"

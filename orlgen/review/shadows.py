@@ -14,11 +14,18 @@ can import, and every entry of this interpreter's `sys.path` (the environment a 
 runs in, which comes after the project's own folder) for a module or a regular package of that
 name, which wins from anywhere; each is a problem. Which `sys.path` another interpreter has is
 beyond it.
+
+A folder is set aside by its name or its `pyvenv.cfg` only when git tracks no file in it: a pull
+request can add any name and any `pyvenv.cfg`, but only as tracked files, so a committed
+`tests/pyvenv.cfg` cannot hide `tests/generated.py`, while a real virtualenv or cache (never
+committed) is still left alone. Outside a git work tree nothing tells the two apart, and the
+names alone decide.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from importlib.machinery import EXTENSION_SUFFIXES
@@ -29,6 +36,7 @@ from orlgen.review.layout import Problem
 _MODULE_SUFFIXES = tuple(sorted({".py", ".pyw", ".pyc", ".pyi", *EXTENSION_SUFFIXES}))
 _SKIPPED = frozenset({"__pycache__", "node_modules", "site-packages", "dist-packages"})
 _MAX_FOLDERS = 20_000  # a project's folders; past this the scan stops and says so
+_GIT_SECONDS = 60  # `git ls-files` of a large repository takes well under a second
 _SHADOW = (
     "named like the output directory: `import {name}.<module>` can find it instead of {out} "
     "(from an earlier sys.path entry, or anywhere on sys.path over a namespace package); rename or remove it"
@@ -42,7 +50,7 @@ def shadows(root: Path, out: Path) -> list[Problem]:
     if not name.isidentifier():
         return []
     own, base = out.resolve(), root.resolve()
-    folders = list(_project_folders(base, own))
+    folders = list(_project_folders(base, own, _tracked_folders(base)))
     found = [path for folder in folders for path in _competitors(folder, name, own, portions=True)]
     outside = [Path(entry).resolve() for entry in sys.path if entry and os.path.isabs(entry)]
     seen = set(folders)
@@ -56,9 +64,10 @@ def shadows(root: Path, out: Path) -> list[Problem]:
     return problems
 
 
-def _project_folders(root: Path, own: Path) -> Iterator[Path]:
-    """The project's folders, breadth first: not hidden ones (`.git`, `.venv`), virtualenvs,
-    caches or the output directory itself (its own plan is `layout`'s), no symbolic link."""
+def _project_folders(root: Path, own: Path, tracked: frozenset[Path] | None) -> Iterator[Path]:
+    """The project's folders, breadth first: not the output directory itself (its own plan is
+    `layout`'s), no symbolic link, and not hidden ones (`.git`, `.venv`), virtualenvs or caches
+    unless git tracks a file in them (`tracked`; None outside a git work tree)."""
     queue = [root]
     count = 0
     while queue and count < _MAX_FOLDERS:
@@ -71,12 +80,34 @@ def _project_folders(root: Path, own: Path) -> Iterator[Path]:
             continue
         for entry in entries:
             path = Path(entry.path)
-            if entry.is_dir(follow_symlinks=False) and not _skipped(entry.name, path, own):
+            if entry.is_dir(follow_symlinks=False) and not _skipped(entry.name, path, own, tracked):
                 queue.append(path)
 
 
-def _skipped(name: str, path: Path, own: Path) -> bool:
-    return name.startswith(".") or name in _SKIPPED or path == own or (path / "pyvenv.cfg").exists()
+def _skipped(name: str, path: Path, own: Path, tracked: frozenset[Path] | None) -> bool:
+    if path == own:
+        return True
+    if tracked is not None and path in tracked:
+        return False  # the repository's own files: a pull request chose this name or pyvenv.cfg
+    return name.startswith(".") or name in _SKIPPED or (path / "pyvenv.cfg").exists()
+
+
+def _tracked_folders(root: Path) -> frozenset[Path] | None:
+    """Every folder under `root` that holds a file git tracks (at any depth), or None when `root`
+    is not in a git work tree or git cannot say. One `git ls-files`, with the file system
+    monitor off: no command a local git config names runs for this read."""
+    try:
+        listed = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "ls-files", "-z"],
+            cwd=root,
+            capture_output=True,
+            timeout=_GIT_SECONDS,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    relative = {folder for name in filter(None, listed.split(b"\0")) for folder in Path(os.fsdecode(name)).parents}
+    return frozenset(root / folder for folder in relative)
 
 
 def _competitors(folder: Path, name: str, own: Path, portions: bool) -> Iterator[Path]:
