@@ -17,12 +17,12 @@ from .. import __version__
 from ..review.files import write_atomic
 from . import report, rundir
 from .cache import Cache
-from .errors import EvalError
+from .errors import EvalError, Unreachable
 from .html import write_report
 from .policy import ChatEndpoint, Policy
 from .progress import Progress
 from .records import STDOUT, Writer
-from .rollout import POLICY_ERROR, Rollout, Settings
+from .rollout import ENV_ERROR, POLICY_ERROR, Rollout, Settings
 from .run import Finished, Job, execute, in_plan_order, model_never_answered, plan, preflight
 from .stats import SplitStats, summarize, task_filter
 from .subject import Member, load
@@ -82,7 +82,8 @@ def run(options: Options) -> int:
     """The exit code: 0 when the run completed (whatever the rewards), 130 when interrupted.
     Raises an `OrlgenError` (exit 2) when nothing can run: bad arguments, an unloadable module,
     an unreachable endpoint or environment, a run directory that cannot be started or resumed,
-    or an endpoint that answered no rollout at all."""
+    or an endpoint that answered no rollout at all; and, after the rows and the table, when an
+    environment failed during the run (`_env_failed`)."""
     options, stored = _resumed(options)
     if options.emit_task_filter is not None and options.emit_task_filter.is_dir():
         raise EvalError(f"--emit-task-filter {options.emit_task_filter} is a directory: name a file")
@@ -118,6 +119,8 @@ def run(options: Options) -> int:
             click.echo("orlgen: nothing uploaded: the run was interrupted (--resume uploads all its rows)", err=True)
         click.echo("orlgen: interrupted", err=True)
         return INTERRUPTED
+    if (failed := _env_failed(options, members, finished.rollouts)) is not None:
+        raise EvalError(redact(failed + ("; nothing uploaded" if target is not None else ""), secrets))
     if target is not None:  # every row of the run, the carried ones too: a run is uploaded once it is whole
         _upload(options, target, sink.rows())
     return 0
@@ -149,6 +152,28 @@ def _play(options: Options, policy: Policy, writer: Writer, jobs: list[Job]) -> 
         writer.close()
         if progress is not None:
             progress.close()
+
+
+def _env_failed(options: Options, members: list[Member], rollouts: list[Rollout]) -> str | None:
+    """The line saying an environment failed during this session, or None. Failed means some of
+    its rollouts ended in an environment error and it cannot be reached now (probed as before
+    the run): a server that died mid-run. A live env that failed some tasks is the run's result,
+    counted in the table, not a failed run."""
+    for member in members:
+        failed = [r for r in rollouts if r.env == member.name and r.outcome == ENV_ERROR]
+        if not failed:
+            continue
+        try:
+            preflight([member], options.env_url, options.env_overrides)
+        except Unreachable:
+            played = sum(r.env == member.name for r in rollouts)
+            again = f"--resume {options.out}" if rundir.is_run_dir(options.out) else "a run with --out DIR --resume"
+            first = (failed[0].reason or "no reason given").splitlines()[0][:300]
+            return (
+                f"environment {member.name} failed during the run: {len(failed)} of {played} rollouts ended "
+                f"env_error (first: {first}) and it cannot be reached now; the rows are kept: {again} plays them again"
+            )
+    return None
 
 
 def _summary(options: Options, rollouts: list[Rollout], planned: int, finished: Finished) -> dict[str, Any]:
@@ -194,6 +219,8 @@ def _resumed(options: Options) -> tuple[Options, dict[str, Any] | None]:
     stored = rundir.read_config(directory)
     options = dataclasses.replace(options, out=directory)
     if options.subject is None:
+        if not rundir.sealed_here(stored):  # its subject, endpoint and key variable are not ours to trust
+            raise EvalError(rundir.foreign(directory, stored))
         reach = stored.get("reach") or {}
         given = options
         options = dataclasses.replace(

@@ -12,7 +12,9 @@ reads); each completion is parsed by `parse_response(tokenizer, ids, prefix=prom
 tools=methods)`. Re-rendering the history instead would show the model tokens it never wrote.
 
 Generation runs one request at a time (a model is not thread-safe, and a CPU gains nothing from
-more), seeded per turn.
+more), seeded per turn. On Ctrl-C the run halts the model (`halt`) before the interpreter exits:
+a worker thread left generating would be inside torch's native threads at exit, and the process
+would abort (SIGABRT, `terminate called without an active exception`) instead of exiting 130.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ class LocalModel:
     def __init__(self, path: str, *, max_tokens: int = 512) -> None:
         self.path = path
         self.max_tokens = max_tokens
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held by the one turn generating
+        self._halted = threading.Event()
         self._loaded: tuple[Any, Any, Any] | None = None
 
     def check(self) -> None:
@@ -47,6 +50,14 @@ class LocalModel:
 
     def start(self) -> Conversation:
         return Conversation(self)
+
+    def halt(self) -> None:
+        """Stop generating, and return once nothing generates: the turn in progress stops at its
+        next token (its rollout then ends as a `policy_error`, never written: the run was
+        interrupted), and any later turn fails at once."""
+        self._halted.set()
+        with self._lock:  # the turn generating holds it until its `generate` has returned
+            pass
 
     def _load(self) -> tuple[Any, Any, Any]:
         if self._loaded is None:
@@ -104,6 +115,8 @@ class LocalModel:
         tokenizer, model, _ = self._load()
         prompt = torch.tensor([prompt_ids])
         with self._lock, torch.no_grad():
+            if self._halted.is_set():
+                raise PolicyError("the run was interrupted: the local model generates no more")
             torch.manual_seed(seed % 2**63)
             out = model.generate(
                 prompt,
@@ -114,6 +127,7 @@ class LocalModel:
                 top_p=None,
                 top_k=None,
                 pad_token_id=tokenizer.pad_token_id,
+                stopping_criteria=_until(self._halted),
             )
         return list(out[0, prompt.shape[1] :].tolist())
 
@@ -126,6 +140,18 @@ class LocalModel:
         if parsed.get("tool_calls"):
             message["tool_calls"] = parsed["tool_calls"]
         return message
+
+
+def _until(halted: threading.Event) -> Any:
+    """transformers' stopping criteria that end a `generate` at the next token once `halted` is set."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class Halted(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            return torch.full((input_ids.shape[0],), halted.is_set(), dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([Halted()])
 
 
 class Conversation:

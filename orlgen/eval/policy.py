@@ -46,6 +46,10 @@ class Policy(Protocol):
     def start(self) -> Chat:
         """A conversation for one rollout (a local model keeps its token ids there, as TRL does)."""
 
+    def halt(self) -> None:
+        """On Ctrl-C: stop whatever must not be running when the interpreter exits, and return
+        once it has stopped (a local model's generation; an endpoint's requests need nothing)."""
+
 
 def tool_schemas(tools: list[Callable[..., Any]]) -> list[dict[str, Any]]:
     """The JSON schemas the model sees: `get_json_schema` of each method, as TRL's chat
@@ -111,6 +115,9 @@ class ChatEndpoint:
     def start(self) -> ChatEndpoint:
         """The endpoint keeps no state between turns: the whole conversation goes with each."""
         return self
+
+    def halt(self) -> None:
+        """Nothing to stop: a request in flight runs no native thread, and ends with the process."""
 
     def turn(
         self, messages: list[dict[str, Any]], tools: list[Callable[..., Any]], *, seed: int, temperature: float

@@ -6,7 +6,10 @@ from row to row is stored as JSON text so Arrow can type every column: tool-call
 (JSON text is also the OpenAI form, and TRL's templates render it verbatim), `tools` and the
 per-step `metadata`. Image parts of a message become the text `[image]` in `messages` (the
 column SFTTrainer reads stays text) and are kept, as PNG data URLs, in `media` (JSON text, for
-the report: `html.py`), bounded per image and per row. Secrets are masked.
+the report: `html.py`), bounded per image and per row. Secrets are masked. A row is one line
+for every reader, `str.splitlines()` too: the characters it splits on that JSON leaves raw
+(U+0085, U+2028, U+2029), and a lone surrogate UTF-8 cannot hold, are written as `\\uXXXX`
+escapes, as a snapshot's tasks file writes them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import IO, Any
 
 from orlgen.runtime.connection import redact
 from orlgen.runtime.content import data_url, png
+from orlgen.runtime.tasks_file import one_line
 
 from .errors import EvalError
 from .policy import arguments_text, tool_schemas
@@ -170,7 +174,9 @@ class Writer:
         if self._file is None and not self.keep:
             return
         written = masked(row(rollout, self.model), self.secrets)
-        line = json.dumps(written, ensure_ascii=False, allow_nan=False)
+        # One row, one line for any reader: what `str.splitlines()` splits on (U+2028, U+0085...)
+        # and what UTF-8 cannot hold (a lone surrogate) are escaped as the tasks file escapes them.
+        line = one_line(json.dumps(written, ensure_ascii=False, allow_nan=False))
         with self._lock:
             if self._file is not None:
                 self._file.write(line + "\n")

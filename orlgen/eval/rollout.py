@@ -27,6 +27,7 @@ from .policy import Policy, PolicyError
 
 # Why a rollout has no reward, besides the adapter's outcomes.
 POLICY_ERROR = "policy_error"  # the model's endpoint failed mid-rollout
+ENV_ERROR = "env_error"  # the adapter's own outcome: the environment failed
 CRASHED = "crashed"  # an unexpected error in the rollout loop (a bug: reported, never raised)
 
 
@@ -93,7 +94,7 @@ def play(
             prompt = _prompt(row, env.reset(**row))
         rollout.messages = copy.deepcopy(prompt)
         rollout.tools = tool_methods(env)
-        if env.outcome != "env_error":
+        if env.outcome != ENV_ERROR:
             _turns(rollout, env, policy, settings, clock)
         with clock("score_s"):
             rollout.reward = _score(env, reward_funcs, prompt, rollout.messages[len(prompt) :])

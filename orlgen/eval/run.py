@@ -1,9 +1,10 @@
 """Many rollouts at once: plan them (tasks × k per split), preflight the environment, play them
 on a pool of worker threads, report each as it finishes, and stop cleanly on Ctrl-C.
 
-Workers are daemon threads: on Ctrl-C the main thread stops handing out rollouts, keeps what
-finished and returns at once, and rollouts still in flight are abandoned (their sessions are
-deleted at exit by the runtime, or reaped by the server).
+Workers are daemon threads: on Ctrl-C the main thread stops handing out rollouts, halts the
+policy (a local model's generation must not outlive the interpreter), keeps what finished and
+returns, and rollouts still in flight are abandoned (their sessions are deleted at exit by the
+runtime, or reaped by the server).
 """
 
 from __future__ import annotations
@@ -155,6 +156,7 @@ def execute(
                 break
     except KeyboardInterrupt:
         stop.set()
+        policy.halt()  # a local model stops generating before the interpreter exits
         return Finished(in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=True)
     return Finished(in_plan_order(finished, jobs), time.perf_counter() - start, interrupted=False)
 

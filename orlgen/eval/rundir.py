@@ -2,8 +2,14 @@
 
 `config.json` holds everything that decides the rollouts (the subject and its snapshots' sha256,
 the model and its endpoint, never a key; splits, n, k, seed, sampling, limits, orlgen's version),
-sealed with the sha256 of its canonical JSON: a resume compares a run against it, so one edited by
-hand is refused rather than trusted. It also holds the pass threshold, which decides no rollout,
+sealed twice: the sha256 of its canonical JSON, so one edited by hand is refused rather than
+trusted, and an HMAC of it under this machine's secret key (`seal`; the key of `check`'s verdict
+cache, `review/cache.py`: 32 random bytes, 0600, outside any repository). config.json names a
+subject to import, an endpoint and the variable whose value goes there as the key: a run
+directory from elsewhere (committed, a CI artifact, another user's) carries no seal of this key,
+and `--resume DIR` alone refuses it before anything is imported or sent (`sealed_here`); given
+SUBJECT and the model options again, it resumes on the command line's word and is sealed anew
+(`restate`). It also holds the pass threshold, which decides no rollout,
 only the numbers: not compared, it is the last session's (`restate`), so the report the run
 directory holds counts passes as the table printed last did. `rollouts.jsonl` gets a row per
 rollout as it finishes (the rows of `records`). A resume plays the (env, split, task_index,
@@ -14,6 +20,7 @@ sample) keys that have no row, or whose row ended in an infrastructure error (th
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import __version__
+from ..review.cache import default_directory, machine_key
 from ..review.files import write_atomic
 from .errors import EvalError
 from .records import STDOUT, rollout_of
@@ -89,8 +97,9 @@ def options_of(config: dict[str, Any]) -> dict[str, Any]:
 def restate(directory: Path, stored: dict[str, Any], asked: dict[str, Any]) -> None:
     """Record this session's pass threshold in the run's config.json (sealed again) when it
     differs from the stored one: the report is drawn from config.json, and must count passes as
-    the table this session prints."""
-    if stored.get(THRESHOLD) != asked[THRESHOLD]:
+    the table this session prints. A run sealed elsewhere, resumed on this command line's word
+    (its settings compared already), is sealed with this machine's key."""
+    if stored.get(THRESHOLD) != asked[THRESHOLD] or not sealed_here(stored):
         write_atomic(directory / CONFIG, _sealed({**stored, THRESHOLD: asked[THRESHOLD]}))
 
 
@@ -122,12 +131,56 @@ def create(directory: Path, config: dict[str, Any]) -> None:
 
 
 def _sealed(config: dict[str, Any]) -> bytes:
-    body = {name: value for name, value in config.items() if name != "sha256"}
-    return (json.dumps({**body, "sha256": _digest(body)}, indent=2, sort_keys=True) + "\n").encode()
+    """config.json's bytes: the body, its `seal` (HMAC under this machine's key), and the sha256
+    of both."""
+    body = _body(config)
+    signed = {**body, "seal": _machine_seal(body)}
+    return (json.dumps({**signed, "sha256": _digest(signed)}, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _body(config: dict[str, Any], seals: tuple[str, ...] = ("sha256", "seal")) -> dict[str, Any]:
+    """`config` without its seals (by default both; the sha256 covers the `seal`)."""
+    return {name: value for name, value in config.items() if name not in seals}
+
+
+def _canonical(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _digest(body: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return hashlib.sha256(_canonical(body)).hexdigest()
+
+
+def _machine_seal(body: dict[str, Any]) -> str | None:
+    """The HMAC of `body` under this machine's (and user's) key; None when there is no usable
+    key (then no run is sealed here, and `--resume DIR` alone is refused, never trusted)."""
+    key = machine_key()
+    return None if key is None else hmac.new(key, _canonical(body), hashlib.sha256).hexdigest()
+
+
+def sealed_here(config: dict[str, Any]) -> bool:
+    """Whether this machine's key sealed `config`: whether orlgen eval wrote it here, as this user."""
+    seal, expected = config.get("seal"), _machine_seal(_body(config))
+    return isinstance(seal, str) and expected is not None and hmac.compare_digest(seal.encode(), expected.encode())
+
+
+def foreign(directory: Path, config: dict[str, Any]) -> str:
+    """The refusal of `--resume DIR` alone for a run sealed elsewhere, naming what it would have
+    used (each value as JSON, cut short: one line, no terminal control characters)."""
+    reach = config["reach"] if isinstance(config.get("reach"), dict) else {}
+    env_url = reach.get("env_url")
+    named = {
+        "subject": config.get("subject"),
+        "endpoint": config.get("endpoint"),
+        "key variable": reach.get("api_key_env") or "OPENAI_API_KEY",
+        "env": _without_credentials(env_url) if isinstance(env_url, str) else env_url,
+    }
+    shown = ", ".join(f"{what} {json.dumps(value)[:200]}" for what, value in named.items())
+    return (
+        f"--resume {directory}: refused, its config.json was not sealed on this machine (another machine, user or "
+        f"key wrote it; the key is in {default_directory()}); it names {shown}: to continue it here, give SUBJECT "
+        "and the model options again"
+    )
 
 
 def read_config(directory: Path) -> dict[str, Any]:
@@ -145,7 +198,7 @@ def read_config(directory: Path) -> dict[str, Any]:
         raise EvalError(f"{path} is not JSON ({exc}): it was not written by orlgen eval") from exc
     if not isinstance(config, dict) or config.get("orlgen_eval_run") != LAYOUT:
         raise EvalError(f"{path} is not the config of an orlgen eval run (layout {LAYOUT})")
-    if config.get("sha256") != _digest({name: value for name, value in config.items() if name != "sha256"}):
+    if config.get("sha256") != _digest(_body(config, ("sha256",))):
         raise EvalError(f"{path} was edited by hand (its sha256 no longer matches it): resume refused")
     missing = [key for key in ("orlgen", "environments", "reach", *DECIDING) if key not in config]
     if missing:

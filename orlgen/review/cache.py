@@ -54,6 +54,12 @@ def default_directory() -> Path:
     return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "orlgen" / "check"
 
 
+def machine_key() -> bytes | None:
+    """This machine's (and user's) secret, shared by `check`'s verdicts and `orlgen eval`'s run
+    seals: something a pull request or a copied directory cannot compute."""
+    return _key_file(default_directory())
+
+
 class Verdicts:
     """ "Current" verdicts of `check`, one empty file per verdict, named by its key."""
 

@@ -46,10 +46,12 @@ def encode(rows: Iterable[tuple[str, int, dict[str, Any]]]) -> str:
 
 
 def _line(split: str, index: int, spec: dict[str, Any]) -> str:
-    return _escaped(_ENCODER.encode({"index": index, "spec": spec, "split": split}))
+    return one_line(_ENCODER.encode({"index": index, "spec": spec, "split": split}))
 
 
-def _escaped(text: str) -> str:
+def one_line(text: str) -> str:
+    """JSON text with every character `str.splitlines()` splits on (and every lone surrogate)
+    written as an escape: one line for git, a diff and every reader. The eval's rows use it too."""
     return _RAW.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
@@ -79,7 +81,7 @@ def _parsed(lines: list[str]) -> list[Any]:
     try:
         rows: list[Any] = json.loads("[" + ",".join(lines) + "]")
         if len(rows) == len(lines) and all(
-            _escaped(_ENCODER.encode(r)) == line for r, line in zip(rows, lines, strict=True)
+            one_line(_ENCODER.encode(r)) == line for r, line in zip(rows, lines, strict=True)
         ):
             return rows
     except (ValueError, RecursionError):
@@ -103,7 +105,7 @@ def _row(line: str, number: int) -> None:
     except (ValueError, RecursionError) as exc:
         raise TasksFileError(f"line {number}: not one JSON row ({str(exc).splitlines()[0][:200]})") from exc
     try:
-        canonical = _escaped(_ENCODER.encode(row)) == line
+        canonical = one_line(_ENCODER.encode(row)) == line
     except (ValueError, RecursionError):
         canonical = False
     if not canonical:
