@@ -21,6 +21,7 @@ from orlgen.capture.toolsets import TOOLSETS
 from orlgen.errors import OrlgenError
 from orlgen.lookalike import escaped
 from orlgen.runtime.errors import OrlgenRuntimeError
+from orlgen.runtime.hermes import MAX_TOOL_CALLS_PER_TURN
 from orlgen.trainers import TRAINER_NAMES
 
 if TYPE_CHECKING:
@@ -360,7 +361,7 @@ def init_(out: str) -> None:
 @click.option(
     "--max-tool-calls",
     type=click.IntRange(min=1),
-    default=64,
+    default=MAX_TOOL_CALLS_PER_TURN,
     show_default=True,
     help="Tool calls run per model turn; the rest count as failed calls.",
 )

@@ -4,7 +4,8 @@ Three files, each only added to: `[tool.orlgen]` in `pyproject.toml` (created if
 `orlgen check` hook in `.pre-commit-config.yaml`, and `.gitattributes` lines that collapse the
 stored tasks in GitHub's diffs. Running it again changes nothing. An addition is checked by
 parsing the file after it: when appending cannot add it without changing what the file already
-says, the file is left alone and the line tells the user what to add by hand.
+says, the file is left alone and the line tells the user what to add by hand. A symbolic link (or
+special file) in place of one of them is refused, and nothing is written.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import yaml  # type: ignore[import-untyped]
 from orlgen.config import PYPROJECT
 from orlgen.errors import OrlgenError
-from orlgen.review.files import write_atomic
+from orlgen.review.files import is_regular, write_atomic
 from orlgen.snapshot.model import TASKS_SUFFIX
 
 PRE_COMMIT = ".pre-commit-config.yaml"
@@ -56,11 +57,21 @@ class Step:
 def init(root: Path, out: str = "generated") -> list[Step]:
     """Set up the repository in `root`. Every file is read and its addition checked first, then
     all are written (each temp-then-rename): a file init cannot read leaves every file as it was."""
+    for name in (PYPROJECT, PRE_COMMIT, GITATTRIBUTES):
+        _refuse_unless_regular(root / name)
     steps = [_pyproject(root, out), _pre_commit(root), _gitattributes(root)]
     for step in steps:
         if step.text is not None:
             write_atomic(step.path, step.text.encode())
     return steps
+
+
+def _refuse_unless_regular(path: Path) -> None:
+    """A file init adds to must be a regular file, or absent: through a symbolic link it would
+    read a file outside the repository and replace the link with that file's content (a special
+    file could block the read)."""
+    if (path.exists() or path.is_symlink()) and not is_regular(path):
+        raise InitError(f"{path}: refused: a symbolic link or special file, not a regular file; nothing was written")
 
 
 def _pyproject(root: Path, out: str) -> Step:

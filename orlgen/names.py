@@ -18,6 +18,12 @@ from orlgen.errors import RefusedWrite
 # The longest name a tool or parameter is shown to the model under (OpenAI-compatible function
 # names are `^[a-zA-Z0-9_-]{1,64}$`; a longer one is refused by such endpoints or cut by them).
 MAX_NAME_LENGTH = 64
+# The longest wire name of a tool a snapshot records. It is sent to the server as is, so it
+# cannot be shortened (a shortened name calls no tool): a longer one is refused where it enters.
+# MCP advises tool names of 1-128 characters and OpenAI shows at most 64 (the shown name is cut
+# to `MAX_NAME_LENGTH`, the wire name kept); 1,024 leaves room for generated or namespaced names
+# and keeps the five copies of a name in a module to a few kilobytes.
+MAX_WIRE_NAME_LENGTH = 1024
 
 _NOT_IDENT = re.compile(r"[^0-9A-Za-z_]+")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z0-9]+|[A-Z]+[0-9]*|[0-9]+[a-z0-9]*")

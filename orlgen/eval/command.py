@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import click
 from orlgen.runtime.connection import redact, secrets_from_env
+from orlgen.runtime.hermes import MAX_TOOL_CALLS_PER_TURN
 
 from .. import __version__
 from ..review.files import write_atomic
@@ -53,7 +54,7 @@ class Options:
     style: Literal["text", "json"] = "text"
     out: Path | None = None
     turn_timeout: float = 300.0
-    max_tool_calls: int = 64
+    max_tool_calls: int = MAX_TOOL_CALLS_PER_TURN
     # A run kept and continued (docs/eval.md: run directories, resume, per task, cache, progress).
     resume: str | None = None  # a run directory; "" for --out's
     by_task: bool = False

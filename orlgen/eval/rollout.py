@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..runtime.hermes import MAX_TOOL_CALLS_PER_TURN
 from ..runtime.trl import tool_methods
 from .policy import Policy, PolicyError
 
@@ -71,7 +72,7 @@ class Rollout:
 class Settings:
     max_turns: int = 10
     temperature: float = 1.0
-    max_tool_calls: int = 64  # per model turn: an endpoint's answer cannot make a rollout run thousands
+    max_tool_calls: int = MAX_TOOL_CALLS_PER_TURN  # per model turn: an endpoint's answer cannot make a rollout run thousands
 
 
 def play(

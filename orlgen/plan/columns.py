@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orlgen.plan.reserved import RESERVED_COLUMN_NAMES
 from orlgen.plan.source import Source, literal
-from orlgen.runtime.dataset import RESERVED_COLUMNS, RESERVED_PREFIX
+from orlgen.runtime.dataset import RESERVED_PREFIX
 from orlgen.schema import Node, Schema
 
 
@@ -22,7 +23,7 @@ _ARROW_DEPTH = 16  # nested levels a task field may have and still be one Arrow 
 
 def dataset_columns(task_schema: Schema) -> tuple[ColumnPlan, ...]:
     root = task_schema.resolve(task_schema.root)
-    taken = set(RESERVED_COLUMNS)
+    taken = set(RESERVED_COLUMN_NAMES)  # every trainer's: one plan serves them all
     out = []
     for field, node in sorted(root.properties):
         name = field

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from orlgen import runtime
 from orlgen.runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
+from orlgen.runtime.dataset import RESERVED_COLUMNS
 
 # What the TRL templates may import, by module: `orlgen.render.models` imports those a module uses.
 TRL_IMPORTS: dict[str, tuple[str, ...]] = {
@@ -75,3 +76,16 @@ SKYRL_MODULE_NAMES = _bound(SKYRL_IMPORTS, SKYRL_GLOBALS)
 RESERVED_CLASSES = TRL_MODULE_NAMES | VERIFIERS_MODULE_NAMES | SKYRL_MODULE_NAMES
 # Names a tool method may not take (TRL's: see above).
 RESERVED_METHODS = TRL_METHODS | TRL_MODULE_NAMES
+
+# The columns each trainer puts in a dataset row beside the task's fields. The columns are the
+# plan's, one set for every trainer's module, so a task field named like any of them is stored
+# under the `task_` prefix (`orlgen.plan.columns`) rather than collide in one trainer's rows. TRL's
+# are the runtime's own; verifiers nests the fields under `task`; a skyrl row holds `env_class` (the
+# env SkyRL makes), and SkyRL's generator sets `max_turns` in the extras it hands the env, over a
+# column of that name (shared/TRAINERS.md section 4).
+TRAINER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "trl": RESERVED_COLUMNS,
+    "verifiers": (),
+    "skyrl": ("prompt", "env_class", "max_turns"),
+}
+RESERVED_COLUMN_NAMES = frozenset(name for columns in TRAINER_COLUMNS.values() for name in columns)

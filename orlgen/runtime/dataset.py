@@ -6,8 +6,9 @@ decided at generation time from the snapshot's task schema, so every build of on
 the same columns and types whatever tasks it picks:
 - a field whose JSON type varies across tasks (an int here, a string there) is stored as JSON
   text, since an Arrow column has one type (its `Column` has `as_json=True`);
-- a field named like a reserved column (`prompt`, `split`, `task_index`, `environment`) is
-  stored under the `task_` prefix (`task_prompt`).
+- a field named like a column any trainer adds (`prompt`, `split`, `task_index`, `environment`
+  here; the plan's `reserved.TRAINER_COLUMNS` for all) is stored under the `task_` prefix
+  (`task_prompt`).
 """
 
 from __future__ import annotations

@@ -19,9 +19,17 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from . import content as _content
+from .wire import quoted
 
 ImageMode = Literal["markers", "parts"]
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+# The tool calls one model turn may run (skyrl's `max_tool_calls`, `orlgen eval --max-tool-calls`):
+# a turn of thousands of calls is a model gone wrong, and each would be a request.
+MAX_TOOL_CALLS_PER_TURN = 64
+# JSON levels a tool call may nest (the call object and its arguments included). Python's json
+# reader stops near its recursion limit; what it reads may still be too deep for the validator
+# and request encoder further down the stack, so a deeper call is refused here, before them.
+MAX_CALL_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -41,7 +49,7 @@ class Tool:
         unknown = sorted(key for key in arguments if key not in known)
         if unknown:
             expected = ", ".join(sorted(set(self.aliases.values()) | (_wire_names(self.params) - set(self.aliases))))
-            return f"unknown argument {unknown[0]!r} (this tool takes: {expected or 'no arguments'})"
+            return f"unknown argument {quoted(unknown[0])} (this tool takes: {expected or 'no arguments'})"
         return {shown.get(key, key): value for key, value in arguments.items()}
 
 
@@ -74,18 +82,38 @@ def parse_tool_calls(text: str) -> list[Call | BadCall]:
 
 
 def _parse_block(body: str) -> Call | BadCall:
+    """One block as a call, or why it is none: whatever the model wrote, nothing raises."""
+    too_deep = BadCall(f"the tool call is nested deeper than {MAX_CALL_DEPTH} levels")
     try:
         call = json.loads(body)
+    except RecursionError:
+        return too_deep
     except ValueError as exc:
         return BadCall(f"the tool call is not JSON ({exc})")
+    if _deeper_than(call, MAX_CALL_DEPTH):
+        return too_deep
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         return BadCall('the tool call must be a JSON object {"name": ..., "arguments": {...}}')
     arguments = call.get("arguments", {})
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        return BadCall(f"the arguments of {call['name']!r} must be a JSON object, not {type(arguments).__name__}")
+        return BadCall(f"the arguments of {quoted(call['name'])} must be a JSON object, not {type(arguments).__name__}")
     return Call(call["name"], arguments)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether a parsed JSON value nests more than `limit` containers deep (iterative: the value
+    may be nested as deep as the reader allowed)."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 def tool_response(results: Sequence[str | list[dict[str, Any]]], images: ImageMode) -> dict[str, Any]:

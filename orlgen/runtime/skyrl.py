@@ -24,8 +24,19 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv  # type: ignore[import-not-
 
 from . import surface
 from .episode import Episode
-from .hermes import BadCall, Call, ImageMode, Tool, content_parts, joined, parse_tool_calls, tool_response
+from .hermes import (
+    MAX_TOOL_CALLS_PER_TURN,
+    BadCall,
+    Call,
+    ImageMode,
+    Tool,
+    content_parts,
+    joined,
+    parse_tool_calls,
+    tool_response,
+)
 from .spec import EnvSpec
+from .wire import quoted
 
 __all__ = ["OrsTextEnv", "Tool", "dataset_builder"]
 
@@ -44,8 +55,9 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
     `env_config` (SkyRL's `environment.skyrl_gym.<env_class>` config) holds `Episode` options
     (`base_url`, `api_key`, `secrets`, `timeout`, `reward`, ...) and `images`: "markers" (the
     default: an image is a line of text, for text-only chat templates) or "parts" (OpenAI
-    `image_url` parts, for SkyRL's VLM generator). `extras` (the row's columns) give `split`,
-    `task_index` and `max_turns` (default 10).
+    `image_url` parts, for SkyRL's VLM generator), and `max_tool_calls`, the calls one turn may
+    run (default `MAX_TOOL_CALLS_PER_TURN`, 64, as `orlgen eval`). `extras` (the row's columns)
+    give `split`, `task_index` and `max_turns` (default 10).
 
     Rewards: 0.0 on every step but the last, which carries the whole rollout's reward by the
     env's rule (`Episode.reward`; 0.0 when unscored): SkyRL adds a rollout's step rewards up, so
@@ -64,6 +76,9 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
         self.images: ImageMode = options.pop("images", "markers")
         if self.images not in ("markers", "parts"):
             raise ValueError(f"images must be 'markers' or 'parts', not {self.images!r}")
+        self.max_tool_calls = int(options.pop("max_tool_calls", MAX_TOOL_CALLS_PER_TURN))
+        if self.max_tool_calls < 1:
+            raise ValueError(f"max_tool_calls must be at least 1, not {self.max_tool_calls}")
         extras = dict(extras or {})
         self.max_turns = int(extras.get("max_turns") or DEFAULT_MAX_TURNS)
         self.split: str = extras.get("split") or self.ors_spec.default_split
@@ -83,17 +98,27 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
         return [*messages, {"role": "user", "content": joined(content)}], {}
 
     def step(self, action: str) -> dict[str, Any]:
-        """Run every tool call of the model's turn, in order, until one ends the episode; a turn
-        with no call is the model's final answer (given to the env's terminal tool, if any)."""
+        """Run the tool calls of the model's turn, in order, until one ends the episode; a turn
+        with no call is the model's final answer (given to the env's terminal tool, if any).
+        Past `max_tool_calls` the calls are not run: they count as the model's failed calls and
+        one answer after the others says how many there were."""
         self.turns += 1
         calls = parse_tool_calls(action)
         results: list[str | list[dict[str, Any]]] = []
         if not calls:
             self.episode.submit_final_message(action)
-        for call in calls:
+        for call in calls[: self.max_tool_calls]:
             if self.episode.state.finished:
                 break
             results.append(self._run(call))
+        skipped = len(calls) - self.max_tool_calls
+        if skipped > 0 and not self.episode.state.finished:
+            results.append(
+                self._refuse(
+                    f"{skipped} more tool calls in this turn were not run (at most {self.max_tool_calls} per turn)",
+                    count=skipped,
+                )
+            )
         done = not calls or self.episode.state.finished or self.turns >= self.max_turns
         reward = 0.0
         if done:
@@ -115,14 +140,15 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
             return self._refuse(call.problem)
         tool = self.tools.get(call.name)
         if tool is None:
-            return self._refuse(f"unknown tool {call.name!r} (the tools are: {', '.join(sorted(self.tools))})")
+            return self._refuse(f"unknown tool {quoted(call.name)} (the tools are: {', '.join(sorted(self.tools))})")
         arguments = tool.wire_arguments(call.arguments)
         if isinstance(arguments, str):
             return self._refuse(f"invalid arguments for {call.name}: {arguments}")
         return self.episode.call(tool.wire, arguments, tool.params)
 
-    def _refuse(self, problem: str) -> str:
-        self.refused += 1
+    def _refuse(self, problem: str, count: int = 1) -> str:
+        """The answer to `count` calls refused before the Episode, counted as the model's errors."""
+        self.refused += count
         return f"Error: {problem}"
 
     def get_metrics(self) -> dict[str, Any]:

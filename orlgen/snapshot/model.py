@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from orlgen import lookalike
 from orlgen.errors import OrlgenError
+from orlgen.names import MAX_WIRE_NAME_LENGTH
 from orlgen.runtime import tasks_file
 from orlgen.runtime.dataset import TASKS_SUFFIX, tasks_path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -90,6 +91,20 @@ class Split(_Model):
         return self.type or implied_split_type(self.name)
 
 
+def bounded_wire_name(name: str) -> str:
+    """`name`, or a ValueError naming its first characters: a wire name longer than
+    `MAX_WIRE_NAME_LENGTH` is refused wherever a snapshot is built (capture, load), since it
+    cannot be shortened and would be written into every module several times over."""
+    if len(name) <= MAX_WIRE_NAME_LENGTH:
+        return name
+    from orlgen.schema import printable
+
+    raise ValueError(
+        f"the tool name '{printable(name, 43)}' is {len(name)} characters long: "
+        f"at most {MAX_WIRE_NAME_LENGTH} are recorded"
+    )
+
+
 class Tool(_Model):
     """One tool as the server describes it.
 
@@ -105,6 +120,11 @@ class Tool(_Model):
     shared: bool
     offered_on: list[TaskRef] = Field(default_factory=list)
     property_order: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _bounded_name(cls, name: str) -> str:
+        return bounded_wire_name(name)
 
     @model_validator(mode="before")
     @classmethod
@@ -134,6 +154,11 @@ class TerminalTool(_Model):
     name: str
     arg: str | None
     description: str
+
+    @field_validator("name")
+    @classmethod
+    def _bounded_name(cls, name: str) -> str:
+        return bounded_wire_name(name)
 
 
 class Task(_Model):
