@@ -35,6 +35,7 @@ from . import content as _content
 from . import draw as _draw
 from . import offers as _offers
 from . import prefetch as _prefetch
+from . import secrets as _secrets
 from . import wire as _wire
 from .connection import Connection, choose_api_key, install_sigterm, mask_secrets, on_exit, redact, secrets_from_env
 from .errors import OrlgenRuntimeError
@@ -175,8 +176,8 @@ class EnvAdapter:
         prefetch: for GRPOTrainer on slow-setup envs, `num_generations`: the first `reset` of a
             task opens that many sessions together for the group's next resets (see
             `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
-        max_output_chars: a tool output's text longer than this reaches the model cut, with a
-            marker saying so (default: `ORLGEN_MAX_OUTPUT_CHARS`, else 100,000).
+        max_output_chars: a tool output's or a prompt's text longer than this reaches the model
+            cut, with a marker saying so (default: `ORLGEN_MAX_OUTPUT_CHARS`, else 100,000).
         num_generations: for rows that name no task (`train_dataset=None`), how many resets in a
             row play each drawn task: GRPOConfig's `num_generations`, so a group plays one task.
         seed: the seed of that draw (`orlgen.runtime.draw`).
@@ -272,9 +273,8 @@ class EnvAdapter:
         self._prefetch = prefetch
         self._num_generations = num_generations
         self._seed = seed
-        self._connection = Connection.resolve(
-            self.spec.target, self.spec.env_var, base_url, choose_api_key(api_key, secrets)
-        )
+        self._given_key = choose_api_key(api_key, secrets)  # a target not trusted with it never gets it
+        self._connection = Connection.resolve(self.spec.target, self.spec.env_var, base_url, self._given_key)
         self._secrets = dict(secrets) if secrets is not None else None
         self._split = split
         self._timeout = timeout
@@ -370,6 +370,9 @@ class EnvAdapter:
         split = row.get("split") or self._split
         secrets = self._secrets if self._secrets is not None else secrets_from_env(self.spec.secret_names)
         self._secret_values = _secret_values(secrets, self._connection.api_key) + _override_keys(self._env_overrides)
+        if not self._connection.trusted:  # the snapshot's own remote target: see `Connection.resolve`
+            how = f"base_url= or {self.spec.env_var}"
+            secrets = _secrets.for_unnamed_target(secrets, self.spec.target.value, self._given_key, how)
         spec = _task_spec(row.get("task_spec"))
         index = None if spec is not None or row.get("task_index") is None else int(row["task_index"])
         label = "(task_spec)" if spec is not None else f"{split}[{'?' if index is None else index}]"
@@ -381,7 +384,7 @@ class EnvAdapter:
             session = self._open_session(split, index, secrets, spec)
             self._session_slot.append(session)
             self._session = session
-            prompt = self._masked(self._prompt(session, row.get("prompt")))
+            prompt = self._bounded(self._masked(self._prompt(session, row.get("prompt"))))
             self._check_drift(session)
             return prompt
         except (DriftError, budget.BudgetError):  # the run's setup is wrong: not the env's failure
@@ -509,15 +512,19 @@ class EnvAdapter:
         if step.reward is not None:
             self.reward = step.reward
         self.metadata.append(step.metadata)
-        result = self._masked(_content.render(step.blocks, limits=self._image_limits))
-        bound = self._max_output_chars
-        result = _wire.cut(result, bound) if isinstance(result, str) else _cut_parts(result, bound)
+        result = self._bounded(self._masked(_content.render(step.blocks, limits=self._image_limits)))
         self.last_output = _content.as_text(result) or "(no output)"
         if step.finished:
             self.finished = True
             self.outcome = "finished"
             self._end_session()
         return result if isinstance(result, list) else self.last_output
+
+    def _bounded(self, content: str | list[dict[str, Any]]) -> ToolOutput:
+        """Server text for the model cut to `max_output_chars` (each text part of content parts):
+        a tool output, and a prompt, which a server can make as large as one."""
+        bound = self._max_output_chars
+        return _wire.cut(content, bound) if isinstance(content, str) else _cut_parts(content, bound)
 
     def _model_error(self, message: str) -> str:
         """A call the model got wrong: it never reached the server, and the rollout goes on."""

@@ -3,11 +3,13 @@ of the session budget, then the opening itself, retried while the env says it is
 
 The adapter calls `open_sessions` to open and `env_failed` when the environment failed a
 rollout; `_close_slot` gives a session's slot back through `budget.release` once the server has
-deleted it. See `budget`, `backoff` and `breaker` for each rule.
+deleted it. A server found dead is watched (`_probe_until_answered`) so that its breaker closes
+as soon as it answers again. See `budget`, `backoff` and `breaker` for each rule.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable
@@ -86,7 +88,11 @@ def env_failed(connection: Any, exc: BaseException) -> None:
     """A rollout's environment failed after its session opened: the breaker counts it; a server
     found dead (refusing connections, or silent) opens it at once."""
     if isinstance(exc, ServerDead):
-        breaker.for_env(env_key(connection)).trip(f"{type(exc).__name__}: {exc}")
+        gate = breaker.for_env(env_key(connection))
+        gate.trip(f"{type(exc).__name__}: {exc}")
+        # A server's own health: a catalog env's sessions host answers whatever the env's state.
+        if connection.url is not None and gate.watch():
+            connection.watch(functools.partial(_probe_until_answered, gate=gate))
     elif not isinstance(exc, (*_NOT_THE_ENVS, CircuitOpen)):
         breaker.for_env(env_key(connection)).failed()
 
@@ -95,6 +101,22 @@ def call_refusal(connection: Any) -> str | None:
     """Why a tool call of an open session should not be sent (the env's breaker is open), or
     None. Unlike `open_sessions`, a call never takes the half-open probe."""
     return breaker.for_env(env_key(connection)).refusing()
+
+
+async def _probe_until_answered(client: Any, gate: breaker.Breaker) -> None:
+    """Ask a dead server's `/health` every `breaker.PROBE_EVERY` seconds, one request at a time
+    (each bounded by `breaker.PROBE_TIMEOUT`), until the breaker closes: by an answer here, or
+    by a rollout's own probe once the cool-down is over. Cancelled at the process's exit."""
+    while True:
+        await asyncio.sleep(breaker.PROBE_EVERY)
+        if not gate.watching():
+            return
+        gate.probed()
+        try:
+            await asyncio.wait_for(client.request("GET", "/health", busy=False, window=0.0), breaker.PROBE_TIMEOUT)
+        except Exception:  # refused, hung, an error status: still down
+            continue
+        gate.succeeded()
 
 
 def _take_free(slots: budget.Budget, wanted: int) -> int:

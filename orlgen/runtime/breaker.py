@@ -19,6 +19,13 @@ A server found dead (`errors.ServerDead`: it refuses connections after a session
 sends no byte for `ORLGEN_HANG_SECONDS`) opens the breaker at once (`trip`), and the breaker
 covers tool calls too (`refusing`): every other rollout of the env ends at its next call instead
 of finding the same thing out for itself.
+
+A dead server is also watched (`watch`): while the breaker stays open on it, one probe at a time
+asks the server's `/health`, every `PROBE_EVERY` seconds (`admission` sends them), and the first
+answer closes the breaker. A restarted server (a crash, a redeploy) is used again a second or so
+after it answers, not after the cool-down: in GRPOTrainer's serial order every rollout of that
+window would end unplayed. Only a dead server is watched: an env that fails its sessions on a
+live server answers `/health` all along, so there the cool-down and its half-open probe decide.
 """
 
 from __future__ import annotations
@@ -33,6 +40,8 @@ from . import process
 FAILURES_VAR = "ORLGEN_BREAKER_FAILURES"
 COOLDOWN_VAR = "ORLGEN_BREAKER_COOLDOWN"
 MAX_COOLDOWN = 600.0
+PROBE_EVERY = 1.0  # seconds between two health probes of a dead server
+PROBE_TIMEOUT = 5.0  # seconds one health probe may take (a hung server answers nothing)
 
 
 class Breaker:
@@ -43,6 +52,8 @@ class Breaker:
         self.opened_at: float | None = None  # None: closed
         self.probing = False
         self.dead: str | None = None  # why the breaker was tripped at once, if it was
+        self.watched = False  # a health probe watches the dead server (one at a time)
+        self.probes = 0  # health probes sent
         self._lock = threading.Lock()
 
     def admit(self) -> str | None:
@@ -100,6 +111,25 @@ class Breaker:
             self.opened_at = time.monotonic()
         elif self.opened_at is None and self.failures >= threshold:
             self.opened_at = time.monotonic()
+
+    def watch(self) -> bool:
+        """Claim the watch of a dead server: True for the one caller that should start probing
+        it (the breaker is open on a dead server and nobody watches it yet)."""
+        with self._lock:
+            if self.watched or self.dead is None or self.opened_at is None:
+                return False
+            self.watched = True
+            return True
+
+    def watching(self) -> bool:
+        """Whether the watch goes on (the breaker is still open on a dead server); when not, it ends."""
+        with self._lock:
+            self.watched = self.dead is not None and self.opened_at is not None
+            return self.watched
+
+    def probed(self) -> None:
+        with self._lock:
+            self.probes += 1
 
     def abandon(self) -> None:
         """The caller asked nothing of the env after all (no budget slot came free): if it was

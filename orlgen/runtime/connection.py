@@ -110,9 +110,12 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return mask_secrets(_URL.sub(lambda match: public_url(match.group(0), mask="***"), text), secrets)
 
 
+MASKED_LENGTH = 3  # a shorter secret value is not masked: it would mask half of every text
+
+
 def mask_secrets(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every value in `secrets` (of 3 characters or more) replaced by `***`, longest first."""
-    for value in sorted((v for v in secrets if isinstance(v, str) and len(v) >= 3), key=len, reverse=True):
+    """`text` with every value in `secrets` (of `MASKED_LENGTH` characters or more) replaced by `***`, longest first."""
+    for value in sorted((v for v in secrets if isinstance(v, str) and len(v) >= MASKED_LENGTH), key=len, reverse=True):
         text = text.replace(value, "***")
     return text
 
@@ -135,16 +138,27 @@ class Connection:
     env: str
     api_key: str | None
     max_answer_bytes: int | None = None  # refuse larger server answers, streamed ones included (capture sets it)
+    trusted: bool = True  # the caller's key and secrets may go here (`resolve` says when not)
 
     @classmethod
     def resolve(cls, target: Target, env_var: str, base_url: str | None, api_key: str | None) -> Connection:
         """Explicit `base_url` first, then the `env_var` environment variable, then the snapshot's
-        target (a `module:EnvClass` target is served by this process, on first use)."""
+        target (a `module:EnvClass` target is served by this process, on first use).
+
+        The caller's `api_key` goes where the caller named for this run (`base_url=`, `env_var`),
+        to the platform, and to a server on loopback. A snapshot's URL target elsewhere is not
+        trusted with it: the snapshot is repository data, and a pull request that reseals its
+        target to another host (`url http://10.99.0.1:8000`) must not collect the key a training
+        script passes (the adapter withholds the secrets too: `secrets.for_unnamed_target`)."""
         url = base_url or os.environ.get(env_var)
         if url:
             return cls(url=url.rstrip("/"), catalog=None, env=target.env, api_key=api_key)
         if target.kind == "url":
-            return cls(url=target.value, catalog=None, env=target.env, api_key=api_key)
+            from .secrets import host_of, is_loopback  # secrets imports this module
+
+            trusted = is_loopback(host_of(target.value) or "")
+            key = api_key if trusted else None
+            return cls(url=target.value, catalog=None, env=target.env, api_key=key, trusted=trusted)
         if target.kind == "catalog":
             return cls(url=None, catalog=target.value, env=target.env, api_key=platform_key(api_key))
         return cls(url=_serve_locally(target, env_var), catalog=None, env=target.env, api_key=api_key)
@@ -172,6 +186,15 @@ class Connection:
                 pass
 
         _sdk_loop().submit(with_client())
+
+    def watch(self, call: Callable[[ors.Client], Awaitable[None]]) -> None:
+        """Run `call(client)` on the runtime's loop in the background for as long as it runs: a
+        watch, cancelled at exit (which never waits for it), unlike `run_nowait`'s work."""
+
+        async def with_client() -> None:
+            await call(_client(self))
+
+        _sdk_loop().watch(with_client())
 
 
 def _serve_locally(target: Target, env_var: str) -> str:
@@ -206,6 +229,7 @@ class _Loop:
         self.thread.start()
         self.clients: dict[Connection, ors.Client] = {}  # closed at exit
         self.pending: set[concurrent.futures.Future[Any]] = set()  # background work, awaited at exit
+        self.watches: set[concurrent.futures.Future[Any]] = set()  # background watches, cancelled at exit
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None) -> T:
         """`await coro` on the loop. A timeout or an interrupt (Ctrl-C) cancels it there at once:
@@ -236,6 +260,11 @@ class _Loop:
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         self.pending.add(future)
         future.add_done_callback(self.pending.discard)
+
+    def watch(self, coro: Coroutine[Any, Any, None]) -> None:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        self.watches.add(future)
+        future.add_done_callback(self.watches.discard)
 
 
 _sigterm_checked = False  # the main thread looked at SIGTERM's handler once
@@ -301,6 +330,8 @@ def _run_exit_hooks() -> None:
     loop = _loops.get(os.getpid())
     if loop is None:
         return
+    for watch in list(loop.watches):
+        watch.cancel()
     concurrent.futures.wait(list(loop.pending), timeout=5.0)  # sessions being deleted
 
     async def close_everything() -> None:

@@ -22,8 +22,10 @@ What a server sends is bounded before the model sees it:
   decoded (`load()`); one over either limit becomes a one-line marker saying so, and is counted
   (`images_refused` in the runtime's metrics). Eight 9000x9000 PNGs took an adapter to 3 GB.
 - text: terminal control characters (ESC, the other C0 and C1 controls but tab and newline, DEL)
-  are written as escapes (`\\x1b[2J`), so what the model reads, and what a log shows, is what the
-  server sent, never an instruction to a terminal. A CRLF line end is one newline.
+  and bidi controls (U+202E and the other `Bidi_Control` characters) are written as escapes
+  (`\\x1b[2J`, `\\u202e`), so what the model reads, and what a log shows, is what the server
+  sent, never an instruction to a terminal nor text shown in another order. A CRLF line end is
+  one newline.
 """
 
 from __future__ import annotations
@@ -189,7 +191,7 @@ def text(blocks: Iterable[Any] | None) -> str:
     for block in blocks or ():
         if _kind(block) == "image":
             pieces.append(image_marker(block))
-            _log_once("image", f"an image reached a text-only consumer and was shown as {pieces[-1]}")
+            log_once("image", f"an image reached a text-only consumer and was shown as {pieces[-1]}")
         else:
             piece = _block_text(block)
             if piece:
@@ -221,7 +223,7 @@ def _image_part(block: Any, budget: _Budget) -> dict[str, Any]:
     image = decode_image(block, budget)
     if isinstance(image, str):
         COUNTERS.add("images_refused")
-        _log_once("limit", f"an image over the answer's limits was shown as a marker ({image})")
+        log_once("limit", f"an image over the answer's limits was shown as a marker ({image})")
         return {"type": "text", "text": image_marker(block, image)}
     return {"type": "image", "image": image} if image is not None else {"type": "text", "text": image_marker(block)}
 
@@ -232,12 +234,12 @@ def decode_image(block: Any, budget: _Budget | None = None) -> Any:
     found from the image's header before a pixel is decoded."""
     data = _image_bytes(block)
     if data is None:
-        _log_once("undecodable", f"an image block is not base64 and was shown as {image_marker(block)}")
+        log_once("undecodable", f"an image block is not base64 and was shown as {image_marker(block)}")
         return None
     try:
         from PIL import Image
     except ImportError:
-        _log_once("pillow", "images are shown as markers: install Pillow to pass them to a vision model")
+        log_once("pillow", "images are shown as markers: install Pillow to pass them to a vision model")
         return None
     try:
         image = Image.open(io.BytesIO(data))
@@ -246,7 +248,7 @@ def decode_image(block: Any, budget: _Budget | None = None) -> Any:
             return refused
         image.load()
     except Exception as exc:  # Pillow raises several unrelated types for bad data
-        _log_once("unreadable", f"an image block could not be read ({type(exc).__name__}); shown as a marker")
+        log_once("unreadable", f"an image block could not be read ({type(exc).__name__}); shown as a marker")
         return None
     return image
 
@@ -281,17 +283,26 @@ def _block_text(block: Any) -> str:
     return terminal_safe(value) if isinstance(value, str) else ""
 
 
-# C0 controls but tab and newline, DEL, and the C1 controls (U+0080-U+009F: CSI, OSC, NEL, ...).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# C0 controls but tab and newline, DEL, the C1 controls (U+0080-U+009F: CSI, OSC, NEL, ...), and
+# Unicode's Bidi_Control characters (U+202E RIGHT-TO-LEFT OVERRIDE and its kin), which reorder
+# what a reader sees: a line shown as one instruction can hold another.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_safe(text: str) -> str:
-    """`text` with every terminal control character written as its escape (`\\x1b`), a CRLF
-    line end as a newline: a server's text cannot clear a screen, move a cursor or hide a line
-    from whoever reads the model's transcript or a log, and the model reads what was sent."""
+    """`text` with every terminal control character and bidi control written as its escape
+    (`\\x1b`, `\\u202e`), a CRLF line end as a newline: a server's text cannot clear a screen,
+    move a cursor, reorder or hide a line from whoever reads the model's transcript or a log, and
+    the model reads what was sent."""
     if not _CONTROL.search(text):
         return text
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text.replace("\r\n", "\n"))
+    return _CONTROL.sub(_escape, text.replace("\r\n", "\n"))
+
+
+def _escape(found: re.Match[str]) -> str:
+    """A control character as Python writes it in a string literal: `\\x1b`, `\\u202e`."""
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _image_bytes(block: Any) -> bytes | None:
@@ -334,7 +345,8 @@ def _pil_marker(image: Any) -> str:
     return f"[image: {mime}, {size[0]}x{size[1]}]" if size else f"[image: {mime}]"
 
 
-def _log_once(key: str, message: str) -> None:
+def log_once(key: str, message: str) -> None:
+    """One warning line per process for `key`: what repeats every rollout is said once."""
     with _logged_lock:
         if key in _logged:
             return

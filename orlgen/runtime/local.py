@@ -10,7 +10,8 @@ An environment's output (the SDK server logs every failed request with a traceba
 goes to a log file instead of the user's terminal. A traceback may quote a secret the server was
 given, so every log is private and masked: created by `open_log` (mode 0600, a random name,
 `O_EXCL|O_NOFOLLOW`, so nothing planted in the temporary directory is followed or reused), and
-written by `_pump`, which masks secrets line by line before anything reaches the disk. A local
+written by `_pump`, which masks secrets line by line (a long line piece by piece, a secret across
+two pieces included) before anything reaches the disk. A local
 server's log is removed when its process exits cleanly, and kept and named when the server or
 the process failed (capture does the same with its own).
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import codecs
 import functools
 import importlib
 import logging
@@ -42,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import process
-from .connection import _CREDENTIAL, redact
+from .connection import _CREDENTIAL, MASKED_LENGTH, redact
 from .errors import OrlgenRuntimeError
 
 logger = logging.getLogger("orlgen")
@@ -269,15 +271,38 @@ def _start_pump(source: IO[bytes], path: Path, secrets: Iterable[str]) -> thread
     return thread
 
 
-_LINE = 1 << 20  # a longer line is masked in pieces of this size
+_LINE = 1 << 20  # a longer line is read, masked and written in pieces of about this size
 
 
 def _pump(source: IO[bytes], path: Path, secrets: list[str]) -> None:
+    """Copy `source` to the log, masked. A line is read in pieces of at most `_LINE` bytes (a
+    server may write a line of any length); the end of a piece that could still be part of a
+    secret is held back and masked with what follows, so no secret reaches the disk whole across
+    two pieces, and a character split between pieces is decoded whole."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC)
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    masked = [value for value in secrets if len(value) >= MASKED_LENGTH]  # what `redact` masks
+    pattern = re.compile("|".join(re.escape(value) for value in sorted(masked, key=len, reverse=True)) or "(?!)")
+    held = ""
     with source, open(fd, "wb") as log:
-        for line in iter(lambda: source.readline(_LINE), b""):
-            log.write(redact(line.decode("utf-8", "replace"), secrets).encode())
+        for piece in iter(lambda: source.readline(_LINE), b""):
+            text = held + decoder.decode(piece)
+            cut = len(text) if text.endswith("\n") else _safe_cut(text, pattern, max(map(len, masked), default=1))
+            held = text[cut:]
+            log.write(redact(text[:cut], secrets).encode())
             log.flush()
+        log.write(redact(held + decoder.decode(b"", final=True), secrets).encode())
+
+
+def _safe_cut(text: str, pattern: re.Pattern[str], longest: int) -> int:
+    """Where `text`, a piece of a line, may be cut for masking: before its last `longest - 1`
+    characters (where a secret may begin that ends in the next piece), or before the secret
+    found across that point. At most two secrets' length is held back."""
+    cut = max(0, len(text) - longest + 1)
+    for found in pattern.finditer(text, max(0, cut - longest + 1)):
+        if found.start() < cut < found.end():
+            return found.start()
+    return cut
 
 
 class ServerProcess:

@@ -11,7 +11,10 @@ A self-hosted server (a URL target) receives the values itself; no proxy stands 
 secret is sent to it only when its allowed domains name that server's host (a name outside the
 table is allowed the host that serves the environment, as before), or when the server is on
 this machine's loopback. A resealed target pointing at another host therefore cannot collect a
-vendor key: the secret is left out, and a warning names it (never its value).
+vendor key: the secret is left out, and a warning names it (never its value). A snapshot's URL
+target that is not on loopback and that nobody named for this run (`base_url=`,
+`ORLGEN_<NAME>_URL`) is not allowed a name outside the table either, nor the API key
+(`for_unnamed_target`): its host is what a resealed snapshot changes.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-from .connection import API_KEY_SECRETS
+from .connection import API_KEY_SECRETS, public_url
+from .content import log_once
 
 logger = logging.getLogger("orlgen")
 
@@ -129,6 +133,26 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def for_unnamed_target(secrets: Mapping[str, Any] | None, url: str, api_key: str | None, how: str) -> Secrets:
+    """The secrets a snapshot's own target may receive when nobody named it for this run and it is
+    not on loopback (`Connection.trusted` is False): only those whose domains name its host, by
+    the table or by a `(value, domains)` pair the caller gave. A name outside the table is not
+    allowed the serving host here, as it is elsewhere (`allowed`): that host is what a resealed
+    snapshot changes. What is withheld (the caller's key too, which `Connection.resolve` kept
+    back) is said once per process and address, by name, never by value."""
+    host = host_of(url) or ""
+    kept = {name: entry for name, entry in allowed(secrets, "").items() if host in entry[1]}
+    withheld = sorted(set(secrets or {}) - set(kept)) + (["the API key"] if api_key else [])
+    if withheld:
+        where = public_url(url, mask="***")
+        log_once(
+            f"unnamed target {where}",
+            f"{', '.join(withheld)} not sent to {where}: it is the snapshot's target, not on loopback and not named "
+            f"for this run; name it with {how} to send them there",
+        )
+    return kept
 
 
 def header(secrets: Secrets) -> str:
