@@ -173,6 +173,9 @@ def play(env_class, header_log, **options) -> list[dict]:
     assert env.reset(task_index=0).startswith("Call the echo tool"), env.error
     assert env.echo(text="hello") == "correct"
     env.get_reward()
+    # The session's last request goes in the background: wait for it, so that it is counted here
+    # and never lands in the next test's log.
+    assert wait_for(lambda: '"/delete_session"' in header_log.read_text()), "the session was not deleted"
     records = [json.loads(line) for line in header_log.read_text().splitlines()]
     header_log.write_text("")
     assert records, "nothing reached the proxy"
