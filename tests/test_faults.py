@@ -137,16 +137,17 @@ def test_unknown_tool_is_the_models_error(counting, server):
     assert env.finish() == "finished"
 
 
-def test_secrets_reach_the_session_and_nowhere_else(counting, server, caplog, ors_kind):
-    """The runtime sends secrets in `X-Secrets`, where the SDK's server reads them; ors-sdk 0.1.0
-    reads only `/create`'s `secrets` field (a field the SDK's server refuses with a 422:
-    `test_ors_servers.py` pins the difference), so there the session gets none."""
+def test_secrets_reach_the_session_and_nowhere_else(counting, server, caplog):
+    """The runtime sends secrets where each server reads them: in `X-Secrets` to the SDK's server,
+    in `/create`'s `secrets` field to ors-sdk 0.1.0, whose schema declares it (a field the SDK's
+    server refuses with a 422: `test_ors_servers.py` pins the difference). Either way the session
+    gets them, and they show nowhere else."""
     canary = "canary-5f3a9c"
     env = counting.CountingEnv(base_url=server.url, secrets={"OPENAI_API_KEY": canary})
     with caplog.at_level(logging.DEBUG):
         assert env.reset(task_index=0) == "counting task 0", env.error
         received = json.loads(env.secret_names())
-        assert "OPENAI_API_KEY" in received if ors_kind == "openreward-sdk" else received == []
+        assert "OPENAI_API_KEY" in received
         env.wait(seconds=-1)
     assert canary not in repr(env) and canary not in str(env) and canary not in caplog.text
     assert canary not in env.last_output

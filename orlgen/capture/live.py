@@ -37,7 +37,7 @@ from orlgen.capture.targets import server_url, target_kind
 from orlgen.errors import CaptureError
 from orlgen.runtime import backoff, provenance
 from orlgen.runtime.connection import CallTimeout, Connection, choose_api_key, platform_key, run_on_loop
-from orlgen.runtime.ors import Client, platform_urls
+from orlgen.runtime.ors import Client, Hung, platform_urls
 from orlgen.runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
 from orlgen.schema import infer_task_schema
 from orlgen.snapshot.model import (
@@ -219,7 +219,8 @@ class _Capture:
         self.connection = connection
         self.clock = clock
         self.conversations: list[Conversation] = []  # what each probe session's messages showed
-        self.unready: list[tuple[TaskRef, str]] = []  # probes whose setup failed: the task and why
+        # probes whose setup failed: the task, why, and whether its tools were listed all the same
+        self.unready: list[tuple[TaskRef, str, bool]] = []
 
     def run(self) -> Snapshot:
         with self.progress("discovery", 0):
@@ -373,17 +374,23 @@ class _Capture:
     def _probe(
         self, splits: list[Split], shared: dict[str, Any]
     ) -> tuple[list[TaskRef], dict[str, tuple[Any, list[TaskRef]]]]:
-        """Open sessions on a few tasks per split; a tool a session lists beyond /tools is task-only."""
+        """Open sessions on a few tasks per split; a tool a session lists beyond /tools is task-only.
+        The probed tasks are those whose session listed its tools."""
         task_only: dict[str, tuple[Any, list[TaskRef]]] = {}
         refs = [
             TaskRef(split=split.name, index=index)
             for split in splits
             for index in probe_indices(split.num_tasks, self.options.probes)
         ]
+        probed: list[TaskRef] = []
         with self.progress("probe sessions", len(refs)) as advance:
             for ref in refs:
-                listed = _unique_tools(self._session_tools(ref), f"the session on {ref.split}[{ref.index}]", self._fail)
+                specs = self._session_tools(ref)
                 advance(1)
+                if specs is None:  # setup failed before the session listed its tools (`unready` says so)
+                    continue
+                probed.append(ref)
+                listed = _unique_tools(specs, f"the session on {ref.split}[{ref.index}]", self._fail)
                 for spec in listed.values():
                     if spec.name in shared:
                         continue
@@ -398,12 +405,15 @@ class _Capture:
                         )
                     else:
                         seen[1].append(ref)
-        return refs, task_only
+        return probed, task_only
 
-    def _session_tools(self, ref: TaskRef) -> list[Any]:
-        """The tools a session on `ref` lists. `/task_tools` is asked first: the server answers
-        it before the env's `setup()` has run. Then `/messages`, which waits for setup: its
-        failure is recorded in `unready` (the conversation stays unknown), not the probe's."""
+    def _session_tools(self, ref: TaskRef) -> list[Any] | None:
+        """The tools a session on `ref` lists; None when its setup failed before it could list
+        them. `/task_tools` is asked first: the server answers it before the env's `setup()` has
+        run, but once setup has failed it answers setup's error (`_setup_failed`), which is
+        recorded in `unready` like a later failure: the shared tools are known from `/tools`. Then
+        `/messages`, which waits for setup: its failure is recorded in `unready` (the
+        conversation stays unknown), not the probe's."""
 
         async def probe(client: Client, timeout: float) -> Any:
             started = time.monotonic()
@@ -411,12 +421,18 @@ class _Capture:
                 ref.split, ref.index, secrets=self.options.secrets or None, toolset=self.options.toolset
             )
             try:
-                listed = await _task_tools(client, session.sid)
+                try:
+                    listed = await _task_tools(client, session.sid)
+                except Exception as exc:  # client and transport errors have no common base
+                    if not await _setup_failed(session, exc):
+                        raise
+                    self.unready.append((ref, self._describe(exc), False))
+                    return None
                 left = timeout - (time.monotonic() - started) - CLOSING_SECONDS
                 try:
                     messages = await asyncio.wait_for(session.get_messages(), max(left, 0.1))
                 except Exception as exc:  # client and transport errors have no common base
-                    self.unready.append((ref, self._why_unready(exc, left)))
+                    self.unready.append((ref, self._why_unready(exc, left), True))
                 else:
                     self.conversations.append(conversation_of(messages))
                 return listed
@@ -428,9 +444,9 @@ class _Capture:
         except Exception as exc:  # client and transport errors have no common base
             raise self._fail(
                 f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}"
-                f"{_probe_advice(sorted(self.options.secrets))}"
-            ) from exc
-        return _tool_specs(listed)
+                f"{'' if isinstance(exc, Hung) else _probe_advice(sorted(self.options.secrets))}"
+            ) from exc  # a hung server's message names the variable of its bound: no secret helps there
+        return None if listed is None else _tool_specs(listed)
 
     def _why_unready(self, exc: BaseException, left: float) -> str:
         if isinstance(exc, TimeoutError):
@@ -438,16 +454,22 @@ class _Capture:
         return self._describe(exc)
 
     def _note_unready(self) -> None:
-        """One line when some probe's setup failed: the tools were listed, the prompt's shape not."""
+        """One line when some probe's setup failed: the prompt's shape is unknown, and so are the
+        task-only tools of a task whose setup failed before its session listed them."""
         if not self.unready:
             return
-        ref, why = self.unready[0]
+        ref, why, _ = self.unready[0]
         count = len(self.unready)
         others = f" (and {count - 1} other probe{'s' * (count > 2)})" if count > 1 else ""
+        listed = (
+            "every tool was listed"
+            if all(listed for *_, listed in self.unready)
+            else "every shared tool was listed, but task-only tools could not be listed on those tasks"
+        )
         note = self.options.note or _log.warning
         note(
             f"{self.target.value}: setup failed on task {ref.split}[{ref.index}]{others}: "
-            f"{clean(why, self.options.secrets)}; every tool was listed, but the conversation is unknown "
+            f"{clean(why, self.options.secrets)}; {listed}, and the conversation is unknown "
             "(recorded as a plain prompt)"
             + (
                 ""
@@ -523,6 +545,20 @@ def _quoted(part: str) -> str:
 
 def _range(split: str, start: int, stop: int) -> dict[str, Any]:
     return {"split": split, "start": start, "stop": stop}
+
+
+async def _setup_failed(session: Any, exc: BaseException) -> bool:
+    """Whether `exc`, a session's `/task_tools` failure, is its setup's: a server error that the
+    session's conversation, which waits for setup, answers alike (the same status and detail).
+    Any other failure of `/task_tools` stays the probe's."""
+    status = _status(exc)
+    if status is None or status < 500:
+        return False
+    try:
+        await session.get_messages()
+    except Exception as again:  # client and transport errors have no common base
+        return _status(again) == status and getattr(again, "detail", None) == getattr(exc, "detail", None)
+    return False
 
 
 async def _task_tools(client: Client, sid: str) -> Any:

@@ -12,10 +12,15 @@ One `Client` per resolved `Connection` and process, used on the connection's eve
 - Retries (`_Retry`): 429/502/503/504 and refused connections, honouring `Retry-After` (seconds
   or an HTTP date, capped); `503` with `X-Backend-State: starting` ridden out to a cap; never a
   500 or another 4xx. A refused connection is retried for `REFUSED_WINDOW` seconds only, then
-  the server is gone (`ServerGone`). A `/call` is re-sent only when that cannot run the tool
-  twice: before the server named its task (`task_id`) only if nothing reached it; after, with the
-  `task_id`, so the server replays the one run's result.
-- Liveness: no byte for `ORLGEN_HANG_SECONDS` (default 30) is a hung server (`Hung`); one
+  the server is gone (`ServerGone`). A request that changes the env (`SIDE_EFFECTS`: `/create`,
+  `/call`, `/score_group`) is re-sent only when that cannot run it twice: when nothing reached the
+  server (a refused connection; a 429 or 503, by which the server refused it), or, on a stream,
+  with the `task_id` the server gave, so the server replays the one run's result. A 502 or 504
+  (a gateway that may have forwarded it) or a broken connection ends it: the caller's rollout
+  ends unscored, and a session `/create` may have built is deleted by its id.
+- Liveness: no byte for `ORLGEN_HANG_SECONDS` (default 30) is a hung server (`Hung`), except
+  while the server builds a session's env (`BUILDING`: it sends nothing then, for as long as the
+  env's constructor or setup takes), bounded by `ORLGEN_STARTING_SECONDS` (default 600); one
   keepalive task per process pings every open session every `PING_EVERY` seconds, well inside the
   server's 900 s reaper.
 """
@@ -45,9 +50,16 @@ from .errors import OrlgenRuntimeError, ServerDead
 
 DEFAULT_BASE_URL = "https://openreward.ai"
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# Statuses by which the server (or a gateway) says it did not take the request in: safe to re-send
+# anything. A 502 or 504 may come from a gateway after it forwarded the request (RFC 9110 15.6.3,
+# 15.6.5: an invalid or missing upstream answer), so the env may have run it.
+REFUSED_STATUSES = frozenset({429, 503})
+# POST routes that change the env's state when they run: not re-sent once they may have reached it
+# (`/create` builds an env instance; `/call` and `/score_group` run the env's code). Any other
+# request reads, pings or deletes, and is the same sent twice.
+SIDE_EFFECTS = ("/create", "/call", "/score_group")
 MAX_ATTEMPTS = 3  # for a transient status that is not "starting"
 MAX_WAIT = 10.0  # cap on any one wait, Retry-After included
-STARTING_CAP = float(os.environ.get("ORLGEN_STARTING_SECONDS") or 600.0)  # riding out "503 starting"
 REFUSED_WINDOW = 2.0  # seconds a refused connection is retried
 BROKEN_RETRIES = 5  # re-sends of a call whose stream broke after its task_id
 CONNECT_TIMEOUT = 10.0
@@ -55,7 +67,13 @@ CLOSE_TIMEOUT = 5.0  # per delete request: a stopped server must not hold the ex
 PING_EVERY = 10.0  # as the SDK pings: a server whose clock or reaper runs fast still sees each session alive
 END_WAIT = 1.0  # seconds a stream is read past its `end` event, for its connection to be reused
 DEFAULT_LIMIT = 256 * 1024 * 1024  # bytes in one answer, streams included, unless the connection sets one
-HANG_VAR = "ORLGEN_HANG_SECONDS"
+HANG_VAR = sse.HANG_VAR
+STARTING_VAR = "ORLGEN_STARTING_SECONDS"  # riding out "503 starting", and an env being built
+# Session requests a server answers only once the env is built, sending nothing meanwhile: `/create`
+# runs the env's constructor (the SDK's server), `/task_tools` waits for it (ors-sdk's, which builds
+# the env with its setup after `/create`), `/messages` and `/prompt` wait for `setup()` (both).
+# Their silence is no evidence of a hang: they are bounded by `starting_seconds()` instead.
+BUILDING = ("/create", "/task_tools", "/messages", "/prompt")
 
 
 class StatusError(OrlgenRuntimeError):
@@ -104,6 +122,10 @@ def hang_seconds() -> float:
     return float(os.environ.get(HANG_VAR) or 30.0)
 
 
+def starting_seconds() -> float:
+    return float(os.environ.get(STARTING_VAR) or 600.0)
+
+
 def platform_urls() -> tuple[str, str]:
     """The platform's (sessions, API) base URLs, resolved exactly as the SDK's client does."""
     base = os.environ.get("OPENREWARD_URL") or DEFAULT_BASE_URL
@@ -146,6 +168,7 @@ class Client:
         self.limit = limit or DEFAULT_LIMIT
         self._http: aiohttp.ClientSession | None = None
         self._trailing: set[asyncio.Task[None]] = set()  # requests nobody waits for (`in_background`)
+        self._secrets_in_body: bool | None = None  # asked once (`secrets_in_body`)
 
     def http(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
@@ -187,7 +210,10 @@ class Client:
         """One JSON request, retried by `_Retry` (`busy=False`: a busy answer is the caller's to
         wait out). Returns the parsed answer, None for an empty body."""
         retry = _Retry(busy, window)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=hang_seconds())
+        silence, variable = (
+            (starting_seconds(), STARTING_VAR) if path.endswith(BUILDING) else (hang_seconds(), HANG_VAR)
+        )
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT, sock_read=silence)
         while True:
             try:
                 async with self.http().request(
@@ -202,9 +228,9 @@ class Client:
                     data = await response.read()
                     return json.loads(data) if data.strip() else None
             except Exception as exc:
-                wait = retry.wait(exc, idempotent=method == "GET" or path.endswith("ping"))
+                wait = retry.wait(exc, idempotent=method == "GET" or not path.endswith(SIDE_EFFECTS))
                 if wait is None:
-                    raise _plain(exc, hang_seconds()) from exc
+                    raise _plain(exc, silence, variable) from exc
                 await asyncio.sleep(wait)
 
     async def stream(
@@ -255,7 +281,7 @@ class Client:
             except Exception as exc:
                 wait = retry.wait(exc, idempotent=task_id is not None)
                 if wait is None:
-                    raise _plain(exc, hang) from exc
+                    raise _plain(exc, hang, HANG_VAR) from exc
                 await asyncio.sleep(wait)
 
     # -- the environment, outside any session --------------------------------------------------
@@ -296,8 +322,12 @@ class Client:
         for `backoff` to wait out, with their `Retry-After`.
 
         `toolset` (a built-in toolset's name) and `env_overrides` travel as the SDK sends them:
-        `toolset_name` in `/create`'s body, the overrides as `env` in `/create_session`'s."""
-        extra = self.secrets_header(secrets)
+        `toolset_name` in `/create`'s body, the overrides as `env` in `/create_session`'s.
+        Secrets travel as the server reads them (`secrets_in_body`): in `/create`'s body to a
+        server whose schema asks for them there (ors-sdk), else in `X-Secrets` (the SDK's way)."""
+        chosen = self.session_secrets(secrets)
+        in_body = bool(chosen) and await self.secrets_in_body()
+        extra = {"X-Secrets": _secrets.header(chosen)} if chosen and not in_body else {}
         opening = {"env": dict(env_overrides)} if env_overrides else {}
         _, sid = await self.stream("/create_session", opening, extra=extra, busy=False)
         if not sid:
@@ -309,6 +339,8 @@ class Client:
                 create["env_name"] = self.address.env_name
             if toolset is not None:
                 create["toolset_name"] = toolset
+            if in_body:
+                create["secrets"] = {name: value for name, (value, _) in chosen.items()}
             await self.request("POST", "/create", create, sid=sid, extra=extra, busy=False)
         except BaseException:
             await asyncio.shield(session.close())
@@ -316,12 +348,30 @@ class Client:
         _open_sessions(asyncio.get_running_loop()).add(session)
         return session
 
-    def secrets_header(self, given: Mapping[str, Any] | None) -> dict[str, str]:
-        """`X-Secrets` for a new session: the secrets this server may receive (`secrets.for_host`)."""
+    def session_secrets(self, given: Mapping[str, Any] | None) -> _secrets.Secrets:
+        """The secrets this server may receive for a new session (`secrets.for_host`)."""
         base = self.address.base
         chosen = _secrets.with_api_key(_secrets.allowed(given, base), self.api_key, base, self.address.api_url)
-        chosen = _secrets.for_host(chosen, base, self.address.platform)
-        return {"X-Secrets": _secrets.header(chosen)} if chosen else {}
+        return _secrets.for_host(chosen, base, self.address.platform)
+
+    async def secrets_in_body(self) -> bool:
+        """Whether this server reads a session's secrets from `/create`'s body (ors-sdk 0.1.0,
+        which ignores `X-Secrets`) rather than from `X-Secrets` (the SDK's server, which refuses a
+        `secrets` field). Told by the server's own schema of that body (`/openapi.json`, which
+        both serve): the `secrets` property is there only where it is read. Asked once per client,
+        and only of a URL target with secrets to send; a server without the schema, or the
+        platform, gets the header."""
+        if self._secrets_in_body is None:
+            self._secrets_in_body = False if self.address.platform else await self._schema_asks_for_secrets()
+        return self._secrets_in_body
+
+    async def _schema_asks_for_secrets(self) -> bool:
+        try:
+            schema = await self.request("GET", "/openapi.json", window=0.0)
+            fields = schema["components"]["schemas"]["CreateSession"]["properties"]
+        except Exception:  # no schema, or not this shape: the SDK's way
+            return False
+        return isinstance(fields, Mapping) and "secrets" in fields
 
     def in_background(self, request: Coroutine[Any, Any, None]) -> None:
         """Send `request` without waiting for it; `aclose` does (each such request is bounded)."""
@@ -540,9 +590,15 @@ class _Retry:
         if isinstance(exc, StatusError):
             self.refused_since = None
             if exc.status == 503 and exc.backend_starting:
-                return _capped(exc.retry_after, self.attempts) if now - self.started < STARTING_CAP else None
-            busy = exc.status in (429, 503)  # the env's own "not now": the caller may wait it out itself
-            if exc.status in RETRY_STATUSES and (self.busy or not busy) and self.attempts < MAX_ATTEMPTS:
+                return _capped(exc.retry_after, self.attempts) if now - self.started < starting_seconds() else None
+            busy = exc.status in REFUSED_STATUSES  # the env's own "not now": the caller may wait it out itself
+            delivered_maybe = not busy  # a 502/504: the request may have run behind the gateway
+            if (
+                exc.status in RETRY_STATUSES
+                and (self.busy or not busy)
+                and (idempotent or not delivered_maybe)
+                and self.attempts < MAX_ATTEMPTS
+            ):
                 return _capped(exc.retry_after, self.attempts)
             return None
         if isinstance(exc, aiohttp.ClientConnectorError):  # nothing reached the server
@@ -625,12 +681,13 @@ def _is_404(exc: BaseException) -> bool:
     return getattr(exc, "status", None) == 404
 
 
-def _plain(exc: BaseException, hang: float) -> BaseException:
-    """The error a caller sees: a refused connection is `ServerGone`, a read timeout `Hung`."""
+def _plain(exc: BaseException, silence: float, variable: str) -> BaseException:
+    """The error a caller sees: a refused connection is `ServerGone`, a read timeout `Hung`,
+    naming the variable that sets the bound it ran into."""
     if isinstance(exc, aiohttp.ClientConnectorError):
         return ServerGone(f"the server refuses connections ({exc.os_error or exc})")
     if isinstance(exc, TimeoutError):
-        return sse.Hung(f"no byte from the server for {hang:g} s")
+        return sse.Hung(f"no byte from the server for {silence:g} s ({variable})")
     return exc
 
 
