@@ -72,9 +72,8 @@ class Rollout:
 class Settings:
     max_turns: int = 10
     temperature: float = 1.0
-    max_tool_calls: int = (
-        MAX_TOOL_CALLS_PER_TURN  # per model turn: an endpoint's answer cannot make a rollout run thousands
-    )
+    # per model turn: an endpoint's answer cannot make a rollout run thousands
+    max_tool_calls: int = MAX_TOOL_CALLS_PER_TURN
 
 
 def play(
