@@ -194,14 +194,16 @@ SLOW = "tests.support.envs.wire4_slow:"
 
 @pytest.mark.slow
 def test_an_env_slower_to_build_than_the_hang_bound_captures_and_plays(tmp_path, monkeypatch):
-    """The constructor takes 5 s, the hang bound is 2 s: capture and a rollout of the generated
-    module both wait for it (the SDK's server sends nothing while it builds the env)."""
+    """The constructor takes 5 s, the hang bound is 2 s and the capture's request timeout 3 s:
+    capture and a rollout of the generated module both wait for it (the SDK's server sends
+    nothing while it builds the env, bounded by ORLGEN_STARTING_SECONDS instead)."""
     from orlgen.snapshot.model import load
 
     from tests.support.cli import invoke
     from tests.support.modules import load_module
 
     monkeypatch.setenv("ORLGEN_HANG_SECONDS", "2")
+    monkeypatch.setenv("ORLGEN_REQUEST_TIMEOUT", "3")
     monkeypatch.setenv("ORLGEN_TEST_BUILD_SECONDS", "5")
     result = invoke("snapshot", SLOW + "SlowBuild", "--probes", "1", "--tasks", "all", "--out", tmp_path)
     assert result.exit_code == 0, result.output

@@ -37,7 +37,7 @@ from orlgen.capture.targets import server_url, target_kind
 from orlgen.errors import CaptureError
 from orlgen.runtime import backoff, provenance
 from orlgen.runtime.connection import CallTimeout, Connection, choose_api_key, platform_key, run_on_loop
-from orlgen.runtime.ors import Client, Hung, platform_urls
+from orlgen.runtime.ors import STARTING_VAR, Client, Hung, platform_urls, starting_seconds
 from orlgen.runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
 from orlgen.schema import infer_task_schema
 from orlgen.snapshot.model import (
@@ -90,20 +90,20 @@ class _Clock:
         self.deadline = deadline
         self.ends = time.monotonic() + deadline
 
-    def run(self, request: Callable[[float], Any]) -> Any:
-        """`request(timeout)`; its CallTimeout says which bound it hit."""
+    def run(self, request: Callable[[float], Any], building: float = 0.0) -> Any:
+        """`request(timeout)`; its CallTimeout says which bound it hit. `building`: seconds the
+        request may spend on top while the server builds an env (a probe session), which it
+        answers nothing meanwhile."""
         past = CallTimeout(f"the capture ran past its {self.deadline:g} s deadline (ORLGEN_CAPTURE_DEADLINE)")
         left = self.ends - time.monotonic()
         if left <= 0:
             raise past
+        bound = self.request_timeout + building
         try:
-            return request(min(self.request_timeout, left))
+            return request(min(bound, left))
         except CallTimeout:
-            raise (
-                past
-                if left < self.request_timeout
-                else CallTimeout(f"no answer within {self.request_timeout:g} s (ORLGEN_REQUEST_TIMEOUT)")
-            ) from None
+            variables = "ORLGEN_REQUEST_TIMEOUT" + (f" + {STARTING_VAR} for building the env" if building else "")
+            raise past if left < bound else CallTimeout(f"no answer within {bound:g} s ({variables})") from None
 
 
 @contextmanager
@@ -416,10 +416,11 @@ class _Capture:
         conversation stays unknown), not the probe's."""
 
         async def probe(client: Client, timeout: float) -> Any:
-            started = time.monotonic()
+            began = time.monotonic()
             session = await client.open_session(
                 ref.split, ref.index, secrets=self.options.secrets or None, toolset=self.options.toolset
             )
+            built = time.monotonic()  # the env's constructor has returned: the request timeout bounds the rest
             try:
                 try:
                     listed = await _task_tools(client, session.sid)
@@ -428,7 +429,8 @@ class _Capture:
                         raise
                     self.unready.append((ref, self._describe(exc), False))
                     return None
-                left = timeout - (time.monotonic() - started) - CLOSING_SECONDS
+                now = time.monotonic()
+                left = min(timeout - (now - began), self.clock.request_timeout - (now - built)) - CLOSING_SECONDS
                 try:
                     messages = await asyncio.wait_for(session.get_messages(), max(left, 0.1))
                 except Exception as exc:  # client and transport errors have no common base
@@ -440,7 +442,9 @@ class _Capture:
                 await session.close()
 
         try:
-            listed = self.clock.run(lambda timeout: self.connection.run(lambda c: probe(c, timeout), timeout))
+            listed = self.clock.run(
+                lambda timeout: self.connection.run(lambda c: probe(c, timeout), timeout), building=starting_seconds()
+            )
         except Exception as exc:  # client and transport errors have no common base
             raise self._fail(
                 f"the probe session on task {ref.split}[{ref.index}] failed: {self._describe(exc)}"
