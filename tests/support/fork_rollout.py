@@ -75,7 +75,7 @@ def populate() -> EchoEnv:
     ahead.reset(split="train", task_index=3)
     Episode(SPEC, base_url=URL)  # the episode's adapter class
     submit_final_message(completions=[[]])  # no environments: the once-per-process warning
-    content._log_once("fork", "a line logged once per process")
+    content.log_once("fork", "a line logged once per process")
     held = EchoEnv(base_url=URL)
     held.reset(split="train", task_index=1)
     return held
