@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 from orlgen.config import PYPROJECT
+from orlgen.disk import write_atomic
 from orlgen.errors import OrlgenError
-from orlgen.review.files import is_regular, write_atomic
+from orlgen.review.files import is_regular
 from orlgen.snapshot.model import TASKS_SUFFIX
 
 PRE_COMMIT = ".pre-commit-config.yaml"

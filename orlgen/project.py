@@ -21,12 +21,13 @@ from orlgen.capture.options import CaptureOptions
 from orlgen.capture.shadowing import shadow_warning
 from orlgen.capture.targets import server_url
 from orlgen.config import Config, EnvConfig, find_config, mixture_members
+from orlgen.disk import FileMap
 from orlgen.errors import CaptureError, OrlgenError, RefusedWrite
 from orlgen.names import check_name
 from orlgen.plan.planner import dropped_keywords, lookalike_warnings
 from orlgen.render import jobs as render
 from orlgen.render.deadline import render_deadline
-from orlgen.render.jobs import FileMap, module_path
+from orlgen.render.jobs import module_path
 from orlgen.render.verify import Verifier
 from orlgen.review import incremental, layout, shadows, targets
 from orlgen.review.cache import Verdicts

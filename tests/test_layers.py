@@ -9,13 +9,15 @@ upward fails too.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 SOURCE = Path(__file__).resolve().parent.parent / "orlgen"
 LINE = ("base", "schema", "snapshot", "capture", "plan", "trainers", "render", "review", "commands")
-BASE = {"__init__", "errors", "names", "lookalike"}
+BASE = {"__init__", "errors", "names", "lookalike", "disk", "machine_key"}
 OFFLINE = {"plan", "trainers", "render", "review"}  # stages that run with no server, so never import capture
 
 
@@ -108,3 +110,13 @@ def test_the_runtime_imports_no_part_of_the_generator():
         if _exists(name) and not (name == "orlgen" or name.startswith("orlgen.runtime"))
     }
     assert found == set()
+
+
+def test_importing_eval_imports_no_renderer():
+    """`orlgen eval` writes files and seals runs through the shared base (`disk`, `machine_key`),
+    not through `review`, whose `files` imported the render stack (about half of eval's import
+    time): a fresh interpreter imports the command and lists what came with it."""
+    names = ("orlgen.render", "orlgen.review", "orlgen.capture", "orlgen.plan.planner", "jinja2", "black")
+    probe = f"import sys, orlgen.eval.command; print(sorted(m for m in sys.modules if m.startswith({names!r})))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..review.files import write_atomic
+from ..disk import write_atomic
 from .errors import EvalError
 
 

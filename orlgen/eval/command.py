@@ -15,7 +15,7 @@ from orlgen.runtime.connection import redact, secrets_from_env
 from orlgen.runtime.hermes import MAX_TOOL_CALLS_PER_TURN
 
 from .. import __version__
-from ..review.files import write_atomic
+from ..disk import write_atomic
 from . import report, rundir
 from .cache import Cache
 from .errors import EvalError, Unreachable

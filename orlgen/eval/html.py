@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..review.files import write_atomic
+from ..disk import write_atomic
 from .errors import EvalError
 from .report import numbers
 from .rundir import CONFIG, ROWS, THRESHOLD, Row, read_rows

@@ -4,7 +4,7 @@
 the model and its endpoint, never a key; splits, n, k, seed, sampling, limits, orlgen's version),
 sealed twice: the sha256 of its canonical JSON, so one edited by hand is refused rather than
 trusted, and an HMAC of it under this machine's secret key (`seal`; the key of `check`'s verdict
-cache, `review/cache.py`: 32 random bytes, 0600, outside any repository). config.json names a
+cache, `orlgen/machine_key.py`: 32 random bytes, 0600, outside any repository). config.json names a
 subject to import, an endpoint and the variable whose value goes there as the key: a run
 directory from elsewhere (committed, a CI artifact, another user's) carries no seal of this key,
 and `--resume DIR` alone refuses it before anything is imported or sent (`sealed_here`); given
@@ -29,8 +29,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import __version__
-from ..review.cache import default_directory, machine_key
-from ..review.files import write_atomic
+from ..disk import write_atomic
+from ..machine_key import default_directory, machine_key
 from .errors import EvalError
 from .records import STDOUT, rollout_of
 from .rollout import Rollout

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orlgen import __version__, lookalike
+from orlgen.disk import FileMap
 from orlgen.errors import OrlgenError, RefusedWrite
 from orlgen.names import check_name
 from orlgen.plan.planner import plan, plan_mixture
@@ -29,11 +30,6 @@ from orlgen.trainers import DEFAULT_TRAINERS, Trainer, trainer
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
 TEMPLATE_CONTEXT_VERSION = 4
-
-
-FileMap = dict[Path, bytes]
-"""The pipeline's output: path → bytes. `generate` writes one (`review.files`) and `check` compares one
-with the disk; both get it from the same pure render, so they cannot disagree."""
 
 
 class RenderError(OrlgenError):

@@ -24,13 +24,13 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import stat
 import sys
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from orlgen.machine_key import default_directory, machine_key
 from orlgen.render.jobs import Job
 from orlgen.render.sandbox import MAX_BYTES
 
@@ -47,19 +47,6 @@ _RENDER_PACKAGES = (
 )
 
 
-def default_directory() -> Path:
-    """`$XDG_CACHE_HOME/orlgen/check`, or `~/.cache/orlgen/check`: a relative `XDG_CACHE_HOME`
-    is ignored, as the XDG spec says (it would put the cache in the working directory)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "orlgen" / "check"
-
-
-def machine_key() -> bytes | None:
-    """This machine's (and user's) secret, shared by `check`'s verdicts and `orlgen eval`'s run
-    seals: something a pull request or a copied directory cannot compute."""
-    return _key_file(default_directory())
-
-
 class Verdicts:
     """ "Current" verdicts of `check`, one empty file per verdict, named by its key."""
 
@@ -74,7 +61,7 @@ class Verdicts:
         directory = default_directory()
         if directory.resolve().is_relative_to(root.resolve()):
             return None  # a pull request controls every file of the project
-        key = _key_file(directory)
+        key = machine_key()
         return None if key is None else cls(directory, key, templates)
 
     def current(self, job: Job, actual: bytes) -> bool:
@@ -90,29 +77,6 @@ class Verdicts:
     def _key(self, job: Job, actual: bytes) -> str:
         facts = [self._environment, job.path.name, list(job.inputs), hashlib.sha256(actual).hexdigest()]
         return hmac.new(self._secret, json.dumps(facts).encode(), hashlib.sha256).hexdigest()
-
-
-def _key_file(directory: Path) -> bytes | None:
-    """The cache's secret: created once, 0600, in a 0700 directory; None when the file is not
-    exactly that (another user's, readable by others, a link) or cannot be made."""
-    path = directory / "key"
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(secrets.token_bytes(32))
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            key = handle.read(33)
-    except OSError:
-        return None
-    trusted = stat.S_ISREG(info.st_mode) and info.st_mode & 0o077 == 0 and info.st_uid == os.getuid()
-    return key if trusted and len(key) == 32 else None
 
 
 def _environment_digest(templates: Path | None) -> str:

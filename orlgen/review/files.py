@@ -8,19 +8,16 @@ without its header, a JSON file that is not a snapshot) is never overwritten or 
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import signal
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from orlgen.disk import FileMap, write_atomic
 from orlgen.errors import RefusedWrite
 from orlgen.render import header
-from orlgen.render.jobs import FileMap
 from orlgen.snapshot.model import SUFFIX, TASKS_SUFFIX
 
 
@@ -51,41 +48,6 @@ def _is_snapshot(path: Path) -> bool:
     except (ValueError, UnicodeDecodeError):
         return False
     return isinstance(data, dict) and "format_version" in data and "sha256" in data
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temp file in the same directory, then rename: never half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    if path.suffix == ".py":
-        _forget_bytecode(path)
-
-
-def _forget_bytecode(source: Path) -> None:
-    """Remove the bytecode Python cached for `source` (any interpreter, any optimization level).
-    Python trusts a cached file whose recorded size and mtime (in whole seconds) match the
-    source, so a module rewritten at the same size within the same second would otherwise run
-    its old code on the next import, unlike what `check` reads. A linked `__pycache__` is left
-    alone: orlgen removes nothing outside the directories it writes."""
-    cache = source.parent / "__pycache__"
-    if cache.is_symlink():
-        return
-    for cached in cache.glob(f"{glob.escape(source.stem)}.*.pyc"):
-        cached.unlink(missing_ok=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_files(files: FileMap) -> list[Path]:

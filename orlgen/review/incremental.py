@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orlgen.render.jobs import FileMap, Job
+from orlgen.disk import FileMap
+from orlgen.render.jobs import Job
 from orlgen.review.cache import Verdicts
 from orlgen.review.files import is_regular
 
