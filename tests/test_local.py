@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from orlgen.runtime import ConfigError
-from orlgen.runtime.connection import Connection, Target
+from orlgen.runtime.connection import Connection
+from orlgen.runtime.spec import Target
 
 from tests.support.modules import REPO
 from tests.support.waiting import process_state

@@ -21,9 +21,9 @@ import threading
 
 import pytest
 from orlgen.runtime import admission, breaker
-from orlgen.runtime.connection import Target
 from orlgen.runtime.local import _LINE, _pump
 from orlgen.runtime.metrics import COUNTERS
+from orlgen.runtime.spec import Target
 from orlgen.serve import ServerProcess
 
 from tests.support.envs.both import TASKS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from orlgen.runtime.connection import redact
+from orlgen.runtime.redaction import redact
 
 MESSAGE_CHARS = 300  # server text quoted in a message is cut to this length
 

@@ -36,8 +36,9 @@ from orlgen.capture.sampling import probe_indices, reads
 from orlgen.capture.targets import server_url, target_kind
 from orlgen.errors import CaptureError
 from orlgen.runtime import backoff, provenance
-from orlgen.runtime.connection import CallTimeout, Connection, choose_api_key, platform_key, run_on_loop
+from orlgen.runtime.connection import CallTimeout, Connection, run_on_loop
 from orlgen.runtime.ors import STARTING_VAR, Client, Hung, platform_urls, starting_seconds
+from orlgen.runtime.secrets import choose_api_key, platform_key
 from orlgen.runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
 from orlgen.schema import infer_task_schema
 from orlgen.snapshot.model import (

@@ -9,7 +9,7 @@ from typing import Literal
 from orlgen.capture.source_file import looks_like_a_file, refuse_file
 from orlgen.errors import CaptureError
 from orlgen.lookalike import module_target_problem
-from orlgen.runtime.connection import redact
+from orlgen.runtime.redaction import redact
 
 _CATALOG = re.compile(r"^[\w.-]+/[\w.-]+$")
 _MODULE = re.compile(r"^[\w.]+:\w+$")

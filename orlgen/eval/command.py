@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import click
-from orlgen.runtime.connection import redact, secrets_from_env
 from orlgen.runtime.hermes import MAX_TOOL_CALLS_PER_TURN
+from orlgen.runtime.redaction import redact
+from orlgen.runtime.secrets import secrets_from_env
 
 from .. import __version__
 from ..disk import write_atomic

@@ -22,8 +22,8 @@ import threading
 from pathlib import Path
 from typing import IO, Any
 
-from orlgen.runtime.connection import redact
 from orlgen.runtime.content import data_url, png
+from orlgen.runtime.redaction import redact
 from orlgen.runtime.tasks_file import one_line
 
 from .errors import EvalError

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from orlgen.runtime.connection import redact
+from orlgen.runtime.redaction import redact
 
 from .bounded_http import request
 from .errors import EvalError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .adapter import UNSET, DriftError, EnvAdapter, tool_method
 from .budget import set_max_sessions
-from .connection import CallTimeout, ConfigError, Connection, Target
+from .connection import CallTimeout, ConfigError, Connection
 from .dataset import Column, DatasetError, DatasetSpec
 from .group import group_reward
 from .mixture import mix, mixture_builder
@@ -18,7 +18,7 @@ from .scoring import (
     submit_final_message,
     summed_reward,
 )
-from .spec import EnvSpec
+from .spec import EnvSpec, Target
 from .surface import dataset_builder, reward_funcs_getattr
 from .types import JSONArray, JSONObject, ToolOutput
 

@@ -37,10 +37,12 @@ from . import offers as _offers
 from . import prefetch as _prefetch
 from . import secrets as _secrets
 from . import wire as _wire
-from .connection import Connection, choose_api_key, install_sigterm, mask_secrets, on_exit, redact, secrets_from_env
+from .connection import Connection, install_sigterm, on_exit
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
 from .missing_secrets import warn_missing_secrets
+from .redaction import mask_secrets, redact
+from .secrets import choose_api_key, secrets_from_env
 from .spec import Aggregate, EnvSpec
 from .types import ToolOutput
 

@@ -14,16 +14,17 @@ import asyncio
 import atexit
 import concurrent.futures
 import os
-import re
 import signal
 import threading
-import urllib.parse
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import process
 from .errors import OrlgenRuntimeError
+from .redaction import public_url
+from .secrets import host_of, is_loopback, platform_key
+from .spec import Target
 
 if TYPE_CHECKING:
     from . import ors
@@ -37,96 +38,6 @@ class ConfigError(OrlgenRuntimeError):
 
 class CallTimeout(OrlgenRuntimeError):
     """A call to the environment did not finish within its bound."""
-
-
-# Session secrets, by who wins. `api_key=` is the OpenReward key: it authenticates requests and
-# is forwarded to every session (as the SDK does) as the `api_key` and `OPENREWARD_API_KEY`
-# secrets, replacing any caller value of those two. So a key given only in `secrets=` under one
-# of these names is promoted to the API key, rather than being overwritten by an empty one; an
-# explicit `api_key=` beats it. The `OPENREWARD_API_KEY` environment variable comes last, and
-# only for the platform (`platform_key`): a self-hosted server never gets it unasked.
-API_KEY_SECRETS = ("api_key", "OPENREWARD_API_KEY")
-
-
-def choose_api_key(api_key: str | None, secrets: Mapping[str, Any] | None) -> str | None:
-    """The key the caller gave explicitly: `api_key=`, else one passed as a secret, else None."""
-    if api_key:
-        return api_key
-    for name in API_KEY_SECRETS:
-        value = (secrets or {}).get(name)
-        if isinstance(value, str) and value:
-            return value
-    return None
-
-
-def platform_key(api_key: str | None) -> str | None:
-    """The key for a catalog (platform) connection: the explicit one, else the
-    `OPENREWARD_API_KEY` environment variable. Read here, so that it is part of
-    the connection a handle is cached under. A URL connection (a self-hosted server, a served
-    `module:Class`) never falls back to it: the platform key is sent only to the platform."""
-    return api_key or os.environ.get("OPENREWARD_API_KEY") or None
-
-
-def secrets_from_env(names: Iterable[str]) -> dict[str, str]:
-    """The values of the environment variables `names` that are set (a generated adapter's
-    default secrets: the snapshot records the names an environment needs, never the values)."""
-    return {name: os.environ[name] for name in names if os.environ.get(name)}
-
-
-# Query parameters whose value is a credential, as far as a name can tell.
-_CREDENTIAL = re.compile(r"token|key|secret|passw|pwd|sig|auth|credential|session|cookie", re.IGNORECASE)
-# The scheme's length is bounded: unbounded, a long run of letters costs quadratic time.
-_URL = re.compile(r"(?<![a-zA-Z0-9+.-])[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s'\"<>]+")
-
-
-def public_url(url: str, mask: str | None = None) -> str:
-    """`url` without user-info or credential-looking query parameters (`?token=...`).
-
-    With `mask`, they are replaced by it instead of removed (for messages, where a reader
-    should see that something was there).
-    """
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError:
-        return url if mask is None else mask
-    netloc = parts.netloc.rpartition("@")[2]
-    if mask is not None and "@" in parts.netloc:
-        netloc = f"{mask}@{netloc}"
-    query = []
-    for name, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
-        if _CREDENTIAL.search(name):
-            if mask is not None:
-                query.append((name, mask))
-        else:
-            query.append((name, value))
-    return urllib.parse.urlunsplit(
-        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(query, safe="*"), parts.fragment)
-    )
-
-
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with every URL's credentials masked and every value in `secrets` replaced."""
-    return mask_secrets(_URL.sub(lambda match: public_url(match.group(0), mask="***"), text), secrets)
-
-
-MASKED_LENGTH = 3  # a shorter secret value is not masked: it would mask half of every text
-
-
-def mask_secrets(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every value in `secrets` (of `MASKED_LENGTH` characters or more) replaced by `***`, longest first."""
-    for value in sorted((v for v in secrets if isinstance(v, str) and len(v) >= MASKED_LENGTH), key=len, reverse=True):
-        text = text.replace(value, "***")
-    return text
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where the snapshot was captured: mirrors `orlgen.snapshot.model.Target`, without importing it."""
-
-    kind: Literal["catalog", "url", "module"]
-    value: str
-    env: str
 
 
 @dataclass(frozen=True)
@@ -154,8 +65,6 @@ class Connection:
         if url:
             return cls(url=url.rstrip("/"), catalog=None, env=target.env, api_key=api_key)
         if target.kind == "url":
-            from .secrets import host_of, is_loopback  # secrets imports this module
-
             trusted = is_loopback(host_of(target.value) or "")
             key = api_key if trusted else None
             return cls(url=target.value, catalog=None, env=target.env, api_key=key, trusted=trusted)

@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import process
-from .connection import _CREDENTIAL, MASKED_LENGTH, redact
 from .errors import OrlgenRuntimeError
+from .redaction import CREDENTIAL_NAME, MASKED_LENGTH, redact
 
 logger = logging.getLogger("orlgen")
 
@@ -260,7 +260,7 @@ def open_log(label: str) -> Path:
 def environment_secrets() -> list[str]:
     """The values of this process's environment variables whose names say they are credentials
     (`*_API_KEY`, `*_TOKEN`, ...): the secrets an adapter forwards by default come from there."""
-    return [value for name, value in os.environ.items() if _CREDENTIAL.search(name) and value]
+    return [value for name, value in os.environ.items() if CREDENTIAL_NAME.search(name) and value]
 
 
 def _start_pump(source: IO[bytes], path: Path, secrets: Iterable[str]) -> threading.Thread:

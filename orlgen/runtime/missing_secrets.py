@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import process
-from .connection import API_KEY_SECRETS
+from .secrets import API_KEY_SECRETS
 
 logger = logging.getLogger("orlgen")
 

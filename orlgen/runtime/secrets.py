@@ -25,13 +25,47 @@ import json
 import logging
 import os
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .connection import API_KEY_SECRETS, public_url
 from .content import log_once
+from .redaction import public_url
 
 logger = logging.getLogger("orlgen")
+
+# Session secrets, by who wins. `api_key=` is the OpenReward key: it authenticates requests and
+# is forwarded to every session (as the SDK does) as the `api_key` and `OPENREWARD_API_KEY`
+# secrets, replacing any caller value of those two. So a key given only in `secrets=` under one
+# of these names is promoted to the API key, rather than being overwritten by an empty one; an
+# explicit `api_key=` beats it. The `OPENREWARD_API_KEY` environment variable comes last, and
+# only for the platform (`platform_key`): a self-hosted server never gets it unasked.
+API_KEY_SECRETS = ("api_key", "OPENREWARD_API_KEY")
+
+
+def choose_api_key(api_key: str | None, secrets: Mapping[str, Any] | None) -> str | None:
+    """The key the caller gave explicitly: `api_key=`, else one passed as a secret, else None."""
+    if api_key:
+        return api_key
+    for name in API_KEY_SECRETS:
+        value = (secrets or {}).get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def platform_key(api_key: str | None) -> str | None:
+    """The key for a catalog (platform) connection: the explicit one, else the
+    `OPENREWARD_API_KEY` environment variable. Read here, so that it is part of
+    the connection a handle is cached under. A URL connection (a self-hosted server, a served
+    `module:Class`) never falls back to it: the platform key is sent only to the platform."""
+    return api_key or os.environ.get("OPENREWARD_API_KEY") or None
+
+
+def secrets_from_env(names: Iterable[str]) -> dict[str, str]:
+    """The values of the environment variables `names` that are set (a generated adapter's
+    default secrets: the snapshot records the names an environment needs, never the values)."""
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
+
 
 _KNOWN: dict[str, list[str]] = {
     "OPENAI_API_KEY": ["api.openai.com"],

@@ -13,11 +13,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .connection import Target
 from .dataset import DatasetSpec
 
 Aggregate = Literal["outcome", "summed"]
 TaskKey = tuple[str, int]  # (split, index)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the snapshot was captured: mirrors `orlgen.snapshot.model.Target`, without importing it."""
+
+    kind: Literal["catalog", "url", "module"]
+    value: str
+    env: str
 
 
 @dataclass(frozen=True)
