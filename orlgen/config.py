@@ -27,6 +27,7 @@ name = "support_mix"         # generated/support_mix.py: several envs for one tr
 envs = ["echo", "helpdesk"]  # module names of snapshots in `out`
 
 [tool.orlgen.diff]           # optional: this project's review rules (`orlgen diff`, `snapshot --check`)
+rules = "1"                  # the rule set pinned (default: the latest), so a release's new rule waits
 breaking = ["TOOL_ADDED"]    # rules promoted to breaking (a frozen eval suite)
 ignore = ["TASK_COUNT_CHANGED"]  # rules not reported (a growing env); TRUST rules cannot be ignored
 
@@ -49,7 +50,7 @@ from orlgen import lookalike
 from orlgen.capture.options import CaptureOptions
 from orlgen.capture.toolsets import Toolset
 from orlgen.errors import ConfigFileError
-from orlgen.review.diff import RuleError, Rules
+from orlgen.review.diff import RuleError, Rules, known_rule_set
 from orlgen.review.vet import VetRuleError, VetRules
 from orlgen.snapshot.model import RewardRule
 from orlgen.trainers import DEFAULT_TRAINERS, TRAINER_NAMES
@@ -190,17 +191,27 @@ class MixtureConfig(_Strict):
 
 
 class DiffConfig(_Strict):
+    rules: str | None = None  # the rule set pinned (None: the latest)
     breaking: tuple[str, ...] = ()  # rule names promoted to breaking
     ignore: tuple[str, ...] = ()  # rule names not reported
 
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _known_set(cls, name: Any) -> Any:
+        """One message naming the known sets, for a number too (pydantic's would say `Input should be ...`)."""
+        try:
+            return None if name is None else known_rule_set(name)
+        except RuleError as exc:
+            raise PydanticCustomError("diff_rule_set", str(exc)) from None
+
     @model_validator(mode="after")
     def _known_rules(self) -> DiffConfig:
-        self.rules()
+        self.review_rules()
         return self
 
-    def rules(self) -> Rules:
+    def review_rules(self) -> Rules:
         try:
-            return Rules.of(self.breaking, self.ignore)
+            return Rules.of(self.breaking, self.ignore, self.rules)
         except RuleError as exc:
             raise PydanticCustomError("diff_rule", str(exc)) from None
 

@@ -36,8 +36,18 @@ from orlgen.review.diff import Change, diff
 from orlgen.review.files import is_regular, remove_files, write_files
 from orlgen.review.identity import existing_module, same_env, settle_name
 from orlgen.review.vet import Finding, vet
-from orlgen.schema import Dropped
-from orlgen.snapshot.model import SUFFIX, Snapshot, SnapshotError, load, recorded_target, tasks_path, tasks_text
+from orlgen.runtime.redaction import redact
+from orlgen.schema import Dropped, printable
+from orlgen.snapshot.model import (
+    SUFFIX,
+    Snapshot,
+    SnapshotError,
+    Target,
+    load,
+    recorded_target,
+    tasks_path,
+    tasks_text,
+)
 from orlgen.trainers import TRAINER_NAMES, module_suffix
 
 # `progress(label, total)` → a context whose value advances a progress display by n tasks.
@@ -278,10 +288,12 @@ class Project:
         Everything is rendered before anything is written, so a failure writes nothing; the
         snapshot is written after its modules (see `files.write_files`)."""
         path = out / f"{check_name(captured.name, 'module name')}{SUFFIX}"
-        _refuse_other_env(path, captured)
+        previous = recorded_target(path) if path.exists() else None
+        _refuse_other_env(path, previous, captured)
         sealed, files = captured.written(path)
         snapshots = {path: sealed}
-        warnings = _renamed(snapshots) + tuple(filter(None, [shadow_warning(captured.target, captured.name)]))
+        said = [shadow_warning(captured.target, captured.name), _retargeted(previous, captured)]
+        warnings = _renamed(snapshots) + tuple(filter(None, said))
         if generate:
             others = [other for other in snapshots_in(out) if other != path]
             members = self._mixed_with(captured.name, others)
@@ -320,7 +332,7 @@ class Project:
         path = self._checked_in(target, out, options)
         before = load(path)
         live = self.capture_like(target, before, progress, options.secrets)
-        return LiveCheck(path, before, live, diff(before, live, live=True, rules=self.config.diff.rules()))
+        return LiveCheck(path, before, live, diff(before, live, live=True, rules=self.config.diff.review_rules()))
 
     def _checked_in(self, target: str, out: Path, options: CaptureOptions) -> Path:
         """By `--name`, else the snapshot of the environment `target` reaches: the one a plain
@@ -349,7 +361,7 @@ class Project:
         files = [old] if not against.endswith(SUFFIX) else [old, Path(against)]
         lone = [tasks_path(path) for path in files if _lacks_its_tasks(path)]
         before, *after = (load(path, rows=not lone) for path in files)
-        rules = self.config.diff.rules()
+        rules = self.config.diff.review_rules()
         if after:
             changes = diff(before, after[0], rules=rules)
         else:
@@ -468,9 +480,9 @@ def _regular(path: Path) -> Path:
     return path
 
 
-def _refuse_other_env(path: Path, captured: Snapshot) -> None:
-    """A capture never replaces the snapshot of another environment that took the same name."""
-    previous = recorded_target(path) if path.exists() else None
+def _refuse_other_env(path: Path, previous: Target | None, captured: Snapshot) -> None:
+    """A capture never replaces the snapshot of another environment that took the same name
+    (`previous`: the target the snapshot at `path` records, if any)."""
     if previous is None:
         return  # a broken snapshot of this name is repaired by re-capturing; write_files still
         # refuses a file that is not a snapshot at all
@@ -479,3 +491,23 @@ def _refuse_other_env(path: Path, captured: Snapshot) -> None:
             f"{path}: refused to overwrite: it is the snapshot of {previous.value!r} (env {previous.env!r}), "
             f"not of {captured.target.value!r}; choose another --name"
         )
+
+
+def _retargeted(previous: Target | None, captured: Snapshot) -> str | None:
+    """The warning for a capture of the same environment from another target (its `module:Class`
+    after its URL, or the other way round, or another URL): the snapshot's target is where the
+    adapter connects, and a re-capture must not move it without a word. The `TARGET_CHANGED` of
+    the pull request's diff says it again to the reviewer."""
+    now = captured.target
+    if previous is None or (previous.kind, previous.value) == (now.kind, now.value):
+        return None
+    return (
+        f"{captured.name}: the snapshot's target changes from {_shown(previous)} to {_shown(now)}; "
+        "the adapter now connects there"
+    )
+
+
+def _shown(target: Target) -> str:
+    """A target for a one-line message: its kind and value, any URL credentials masked, invisible
+    characters escaped (a capture records a URL without its credentials; the mask covers a hand-edited snapshot)."""
+    return f"{target.kind} {printable(redact(target.value))}"

@@ -12,4 +12,9 @@ friends), `report` (the table, JSON), `records` (the JSONL trajectories), `html`
 `report.html`), `upload` (`--upload`: the rollouts posted to OpenReward's rollout API).
 
 This package imports the runtime and, lazily, transformers and trl; the runtime never imports it.
+
+`__all__` names its public modules, the ones other packages import (a test holds every import
+from outside to them); the others are this package's own.
 """
+
+__all__ = ["command"]

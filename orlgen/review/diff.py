@@ -10,6 +10,11 @@ A change is breaking when it is a TRUST or CALL change, a removed split or a rem
 A project moves rules with `[tool.orlgen.diff]` (`Rules`): `breaking` promotes a rule (e.g.
 `TOOL_ADDED` for a frozen eval suite), `ignore` leaves one unreported (e.g. `TASK_COUNT_CHANGED`
 for a growing env); a TRUST rule cannot be ignored.
+
+The rules are versioned, as buf pins its rule sets: a project pins one with `rules = "1"` (default:
+the latest), so a release that adds a breaking rule or makes one breaking does not turn its CI red
+until it moves the pin. Each set lists only what it changes from the set before it
+(`RULE_SET_CHANGES`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from orlgen.snapshot.model import Snapshot, Tool
 
 Category = Literal["TRUST", "CALL", "PROMPT", "DATA"]
 
-# rule → (category, breaking)
+# rule → (category, breaking): rule set "1"
 RULES: dict[str, tuple[Category, bool]] = {
     "TARGET_CHANGED": ("TRUST", True),
     "SECRETS_CHANGED": ("TRUST", True),
@@ -62,6 +67,45 @@ RULES: dict[str, tuple[Category, bool]] = {
     "TASKS_CHANGED": ("DATA", False),
 }
 
+# Every rule set, oldest first, as what it changes from the set before it: a new rule, or a rule
+# whose category or breaking flag flips. A release adds set "2" as one entry listing only those.
+RULE_SET_CHANGES: dict[str, dict[str, tuple[Category, bool]]] = {"1": RULES}
+
+
+def rule_set_names() -> list[str]:
+    """The known rule sets, oldest first; the last is the latest (the default)."""
+    return list(RULE_SET_CHANGES)
+
+
+def classify(rule: str, rule_set: str | None = None) -> tuple[Category, bool]:
+    """`rule`'s category and breaking flag in `rule_set` (default: the latest): the last entry for
+    it among the sets up to that one. A rule that set does not know yet, introduced by a later
+    one, is reported with the category its set gives it but not breaking: the pin keeps CI's
+    verdict as it was, and a reviewer still sees every change the code finds. A TRUST rule is
+    the exception, breaking under every set: where the adapter connects and which secrets it
+    sends are always reviewed, as no project can ignore them."""
+    names = rule_set_names()
+    pinned = names[: names.index(rule_set or names[-1]) + 1]
+    entries = [RULE_SET_CHANGES[name][rule] for name in pinned if rule in RULE_SET_CHANGES[name]]
+    if entries:
+        return entries[-1]
+    category = next(changes[rule][0] for changes in RULE_SET_CHANGES.values() if rule in changes)
+    return category, category == "TRUST"
+
+
+def known_rule_set(name: object) -> str:
+    """`name`, when it names a rule set; else a RuleError naming the known sets."""
+    if isinstance(name, str) and name in RULE_SET_CHANGES:
+        return name
+    known = ", ".join(f'"{each}"' for each in rule_set_names())
+    raise RuleError(f"unknown rule set {name!r}: the known sets are {known}")
+
+
+def known_rules() -> set[str]:
+    """Every rule name of every set: those a project may name in `breaking` or `ignore`."""
+    return {rule for changes in RULE_SET_CHANGES.values() for rule in changes}
+
+
 _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
 _MAX_DEPTH = 6
@@ -76,14 +120,15 @@ class Change:
     subject: str  # `tool`, `tool.param`, `tool.param.field`, `split`, `task.field`
     detail: str
     promoted: bool = False  # breaking because the project's rules say so
+    rule_set: str | None = None  # the set that classes it (None: the latest)
 
     @property
     def category(self) -> Category:
-        return RULES[self.rule][0]
+        return classify(self.rule, self.rule_set)[0]
 
     @property
     def breaking(self) -> bool:
-        return self.promoted or RULES[self.rule][1]
+        return self.promoted or classify(self.rule, self.rule_set)[1]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -96,26 +141,29 @@ class Change:
 
 
 class RuleError(ValueError):
-    """A rule list names an unknown rule, or ignores one that must be seen."""
+    """A rule list names an unknown rule, or ignores one that must be seen, or the rule set is unknown."""
 
 
 @dataclass(frozen=True)
 class Rules:
-    """The project's `[tool.orlgen.diff]`: rules promoted to breaking, and rules not reported."""
+    """The project's `[tool.orlgen.diff]`: rules promoted to breaking, rules not reported, and
+    the rule set that classes the rest (None: the latest)."""
 
     breaking: frozenset[str] = frozenset()
     ignore: frozenset[str] = frozenset()
+    rule_set: str | None = None
 
     @classmethod
-    def of(cls, breaking: Iterable[str] = (), ignore: Iterable[str] = ()) -> Rules:
-        """Validated lists: every name a rule, no TRUST rule ignored, no rule in both."""
-        rules = cls(frozenset(breaking), frozenset(ignore))
-        unknown = sorted((rules.breaking | rules.ignore) - RULES.keys())
+    def of(cls, breaking: Iterable[str] = (), ignore: Iterable[str] = (), rule_set: str | None = None) -> Rules:
+        """Validated lists: a known set, every name a rule, no TRUST rule ignored, no rule in both."""
+        rules = cls(frozenset(breaking), frozenset(ignore), None if rule_set is None else known_rule_set(rule_set))
+        every = known_rules()
+        unknown = sorted((rules.breaking | rules.ignore) - every)
         if unknown:
-            close = difflib.get_close_matches(unknown[0], RULES, n=1)
+            close = difflib.get_close_matches(unknown[0], every, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            raise RuleError(f"unknown rule {unknown[0]!r}{hint}; the rules are: {', '.join(sorted(RULES))}")
-        trusted = sorted(rule for rule in rules.ignore if RULES[rule][0] == "TRUST")
+            raise RuleError(f"unknown rule {unknown[0]!r}{hint}; the rules are: {', '.join(sorted(every))}")
+        trusted = sorted(rule for rule in rules.ignore if classify(rule, rule_set)[0] == "TRUST")
         if trusted:
             raise RuleError(f"{trusted[0]} cannot be ignored: where the adapter connects is always reviewed")
         both = sorted(rules.breaking & rules.ignore)
@@ -126,7 +174,7 @@ class Rules:
     def applied(self, changes: Iterable[Change]) -> list[Change]:
         """The changes this project reports, each breaking as its rules say."""
         return [
-            replace(change, promoted=change.rule in self.breaking)
+            replace(change, promoted=change.rule in self.breaking, rule_set=self.rule_set)
             for change in changes
             if change.rule not in self.ignore
         ]

@@ -13,6 +13,9 @@ and `models` (datamodel-code-generator's params models).
 Template names are unique across trainers: a project's templates directory overrides them by
 name, in one flat directory (`module.py.jinja` is TRL's; another trainer prefixes its own, e.g.
 `verifiers_module.py.jinja`).
+
+`__all__` names what other packages import from here (a test holds every import from outside to
+it); each trainer's own package is reached through `trainer(name)`.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from orlgen.errors import OrlgenError
 
 if TYPE_CHECKING:  # the config reads the names; it need not import the plan
     from orlgen.plan.planner import ModulePlan
+
+__all__ = ["DEFAULT_TRAINERS", "TRAINER_NAMES", "Trainer", "module_suffix", "trainer"]
 
 TrainerName = Literal["trl", "verifiers", "skyrl"]
 TRAINER_NAMES: tuple[str, ...] = get_args(TrainerName)
