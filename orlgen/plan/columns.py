@@ -1,5 +1,6 @@
 """A task schema → the generated dataset's columns: names clear of the reserved ones, and
-which fields are stored as JSON text because no one Arrow type holds them."""
+which fields are stored as JSON text because no one Arrow type holds them exactly (a type that
+varies across tasks, or a dict whose keys do)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,17 @@ def _arrow_safe(node: Node, schema: Schema, depth: int = 0) -> bool:
     (kind,) = types
     node = schema.resolve(node)
     if kind == "object":
-        return bool(node.properties) and all(_arrow_safe(sub, schema, depth + 1) for _, sub in node.properties)
+        return _fixed_keys(node) and all(_arrow_safe(sub, schema, depth + 1) for _, sub in node.properties)
     if kind == "array":
         return node.items is None or _arrow_safe(node.items, schema, depth + 1)
     return True
+
+
+def _fixed_keys(node: Node) -> bool:
+    """Whether every object `node` admits has exactly its listed properties. An Arrow struct has
+    one set of keys and fills a dict's missing ones with None, so a dict whose keys vary between
+    tasks would come back with keys the env never gave. A snapshot's task schema is genson's
+    inference over the tasks read: a key some task's dict lacks is left out of `required`; an
+    empty dict lists no property; and a declared `additionalProperties` admits unlisted keys."""
+    listed = {name for name, _ in node.properties}
+    return bool(listed) and listed <= set(node.required) and (node.additional is None or node.additional is False)

@@ -4,8 +4,9 @@ A row is what TRL hands to `reset(**row)`: `prompt` (an empty user turn, which T
 the text `reset` returns, after the env's system message when it is conversation-shaped), `split`, `task_index`, and one column per task-spec field. Columns are
 decided at generation time from the snapshot's task schema, so every build of one module has
 the same columns and types whatever tasks it picks:
-- a field whose JSON type varies across tasks (an int here, a string there) is stored as JSON
-  text, since an Arrow column has one type (its `Column` has `as_json=True`);
+- a field whose JSON type varies across tasks (an int here, a string there), or that holds dicts
+  whose keys vary (a struct column would give each dict every other one's keys, as None), is
+  stored as JSON text, since an Arrow column has one type (its `Column` has `as_json=True`);
 - a field named like a column any trainer adds (`prompt`, `split`, `task_index`, `environment`
   here; the plan's `reserved.TRAINER_COLUMNS` for all) is stored under the `task_` prefix
   (`task_prompt`).
@@ -39,7 +40,7 @@ class DatasetError(OrlgenRuntimeError):
 class Column:
     name: str  # the dataset column
     field: str  # the task-spec field it holds
-    as_json: bool  # stored as JSON text (the field's type varies across tasks)
+    as_json: bool  # stored as JSON text (the field's type, or its dicts' keys, vary across tasks)
 
 
 @dataclass(frozen=True)
@@ -162,8 +163,23 @@ def columns(
     }
     for column in spec.columns:
         values = [tasks[i].get(column.field) for i in wanted]
-        table[column.name] = [_json(v) for v in values] if column.as_json else values
+        table[column.name] = [_json(v) for v in values] if column.as_json else _kept_whole(column.field, values)
     return table
+
+
+def _kept_whole(field: str, values: list[Any]) -> list[Any]:
+    """`values` for an Arrow column, refused when Arrow would change them: a dict of a task
+    fetched live may have keys the snapshot's tasks never had (a sampled split), and one struct
+    column would give every other dict those keys, as None. JSON text would have kept them, but a
+    column's type is fixed at generation time."""
+    shape = _shape(values)
+    if shape is not None and any(_unified(value, shape) != value for value in values):
+        raise DatasetError(
+            f"task field {field!r} holds dicts whose keys differ between tasks, which its column (a struct, "
+            "planned from the snapshot's tasks) would fill with None: re-run `orlgen snapshot` (`--tasks all` "
+            "for a sampled split) so the field is stored as JSON text"
+        )
+    return values
 
 
 _INT64 = 2**63
