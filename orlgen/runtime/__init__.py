@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .adapter import UNSET, DriftError, EnvAdapter, tool_method
+from .adapter import UNSET, DeploymentChanged, DriftError, EnvAdapter, tool_method
 from .budget import set_max_sessions
 from .connection import CallTimeout, ConfigError, Connection
 from .dataset import Column, DatasetError, DatasetSpec
@@ -31,6 +31,7 @@ __all__ = [
     "Connection",
     "DatasetError",
     "DatasetSpec",
+    "DeploymentChanged",
     "DriftError",
     "EnvAdapter",
     "EnvSpec",

@@ -8,7 +8,9 @@ Failures are sorted by who caused them. The model's mistakes (bad arguments, an 
 a call after the episode ended) come back as text the model can read and the rollout goes on.
 The environment's failures (server unreachable, session gone, a tool that crashed, no answer
 within `timeout`) come back as text too, but end the rollout unscored. Nothing raises into the
-trainer except a programming error, or tool drift under `on_drift="raise"`.
+trainer except a programming error, tool drift under `on_drift="raise"`, or a new deployment of
+the environment under `on_deployment_change="refuse"`. The first rollout of a process that an
+environment leaves unscored, and its circuit breaker opening, each say so in one line per env.
 
 The adapter owns its reward, as TRL's contract allows: both `GRPOTrainer` and `AsyncGRPOTrainer`
 call `get_reward()` once per finished rollout and log it in a column named after the class. A
@@ -23,6 +25,7 @@ import functools
 import inspect
 import json
 import logging
+import os
 import threading
 import time
 import weakref
@@ -41,7 +44,7 @@ from .connection import Connection, install_sigterm, on_exit
 from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
 from .missing_secrets import warn_missing_secrets
-from .redaction import mask_secrets, redact
+from .redaction import mask_secrets, public_url, redact
 from .secrets import choose_api_key, secrets_from_env
 from .spec import Aggregate, EnvSpec
 from .types import ToolOutput
@@ -65,12 +68,19 @@ STATE_ATTRIBUTES = (
     "tool_errors",
 )
 DriftPolicy = Literal["warn", "raise", "ignore"]
+DeploymentPolicy = Literal["warn", "refuse"]
+DEPLOYMENT_POLICY_VAR = "ORLGEN_ON_DEPLOYMENT_CHANGE"  # the policy when `on_deployment_change` is not given
 # What `copy.copy` carries over: the episode, never the session.
 _EPISODE = (*STATE_ATTRIBUTES, "_scored_by")
 
 
 class DriftError(OrlgenRuntimeError):
     """The live environment's tools differ from the snapshot the module was generated from."""
+
+
+class DeploymentChanged(DriftError):
+    """The live environment is another deployment than the snapshot's, and the policy refuses it.
+    A `DriftError`: whatever stops a run on drift stops it on this too."""
 
 
 class _Unset:
@@ -152,6 +162,7 @@ def _end_all_sessions() -> None:
 on_exit(_end_all_sessions)
 _drift_checked: set[type] = process.per_process(set())
 _drift_lock = process.lock()
+_deployment_refused: dict[type, str] = process.per_process({})  # class → its refusal, raised at every reset
 _scoring_lock = process.lock()
 _split_sizes: dict[tuple[Connection, str], int] = process.per_process({})  # for rows that name no task
 
@@ -172,6 +183,11 @@ class EnvAdapter:
             `orlgen.runtime.admission`); past it the rollout ends as an environment error.
         on_drift: what to do when the first session of the process lists tools that differ from
             the snapshot: "warn" (log), "raise" (DriftError from `reset`) or "ignore".
+        on_deployment_change: what to do when the first session of the process finds another
+            deployment of the environment than the snapshot recorded (its `/version`): "warn"
+            (log one line) or "refuse" (`DeploymentChanged`, a DriftError, from that `reset` and
+            from every later one of the class in the process). Default: `ORLGEN_ON_DEPLOYMENT_CHANGE`,
+            else "warn".
         reward: what `get_reward()` returns: "outcome" (the last non-null step reward) or
             "summed" (the sum of the non-null step rewards), None when nothing scored the rollout.
             Default: the rule the snapshot records (`spec.reward_rule`; "outcome" unless declared).
@@ -242,6 +258,7 @@ class EnvAdapter:
         split: str = "train",
         timeout: float = 600.0,
         on_drift: DriftPolicy = "warn",
+        on_deployment_change: DeploymentPolicy | None = None,
         reward: Aggregate | None = None,
         prefetch: int = 0,
         max_output_chars: int | None = None,
@@ -260,6 +277,7 @@ class EnvAdapter:
             "split": split,
             "timeout": timeout,
             "on_drift": on_drift,
+            "on_deployment_change": on_deployment_change,
             "reward": reward,
             "prefetch": prefetch,
             "max_output_chars": max_output_chars,
@@ -281,6 +299,7 @@ class EnvAdapter:
         self._split = split
         self._timeout = timeout
         self._on_drift = on_drift
+        self._on_deployment_change = deployment_policy(on_deployment_change)
         self._session_slot: list[Any] = []  # the open session, when there is one
         self._secret_values: tuple[str, ...] = ()  # masked as *** in server text (set at each reset)
         weakref.finalize(self, _close_slot, self._session_slot, self._connection)
@@ -369,6 +388,8 @@ class EnvAdapter:
         the next task of a seeded walk over the split (see `orlgen.runtime.draw`)."""
         self._end_session()
         self._clear_state()
+        if (refusal := _deployment_refused.get(type(self))) is not None:  # nothing is asked of that deployment
+            raise DeploymentChanged(refusal)
         split = row.get("split") or self._split
         secrets = self._secrets if self._secrets is not None else secrets_from_env(self.spec.secret_names)
         self._secret_values = _secret_values(secrets, self._connection.api_key) + _override_keys(self._env_overrides)
@@ -535,9 +556,32 @@ class EnvAdapter:
         return self.last_output
 
     def _env_failed(self, what: str, exc: BaseException) -> str:
-        """The environment failed: end the rollout, unscored, and tell the model in one line."""
+        """The environment failed: end the rollout, unscored, and tell the model in one line. The
+        first such rollout of the process says so in the log too: without it a run against a dead
+        env trains on error text, every reward None, and only TRL's "All reward functions
+        returned None" hints at it."""
+        text = self._end_unscored(what, exc)
+        self._say_once(
+            "unscored",
+            f"a rollout ended unscored because the environment failed ({self.error}); every rollout it "
+            "fails ends so, with reward None: said once per process, `env.error` holds each cause",
+        )
+        return text
+
+    def _wire_failed(self, what: str, exc: _wire.WireError) -> str:
+        """The server answered with a value the protocol does not allow: an environment error,
+        logged once with the env, what answered and the value."""
+        text = self._end_unscored(f"{what} answered badly", exc)
+        logger.warning("%s: %s", type(self).__name__, self.error)
+        return text
+
+    def _end_unscored(self, what: str, exc: BaseException) -> str:
+        """End the rollout as an environment error (counted by the env's breaker) and return the
+        line the model reads; the breaker's opening is said once per process and env."""
         self.error = redact(f"{what}: {type(exc).__name__}: {exc}", self._secret_values).splitlines()[0]
-        admission.env_failed(self._connection, exc)
+        opened = admission.env_failed(self._connection, exc)
+        if opened is not None:
+            self._say_once("breaker", opened)
         self.outcome = "env_error"
         self.finished = True
         self.reward = None
@@ -545,12 +589,13 @@ class EnvAdapter:
         self.last_output = f"Error: the environment failed ({self.error}); the episode is over."
         return self.last_output
 
-    def _wire_failed(self, what: str, exc: _wire.WireError) -> str:
-        """The server answered with a value the protocol does not allow: an environment error,
-        logged once with the env, what answered and the value."""
-        text = self._env_failed(f"{what} answered badly", exc)
-        logger.warning("%s: %s", type(self).__name__, self.error)
-        return text
+    def _say_once(self, what: str, line: str) -> None:
+        """One warning line per process, env and `what`, naming the env: the adapter class and
+        the address without credentials (server text in `line` masked as `env.error` is)."""
+        connection = self._connection
+        address = public_url(connection.url) if connection.url else f"catalog {connection.catalog}"
+        said = f"{type(self).__name__}: the environment {connection.env!r} at {address}: {redact(line, self._secret_values)}"
+        _content.log_once(f"{what} {admission.env_key(connection)}", said)
 
     def _masked(self, result: Any) -> Any:
         """Server text for the model with the session's secret values replaced by `***`: a
@@ -575,41 +620,65 @@ class EnvAdapter:
         _close_slot(self._session_slot, self._connection, wait=wait)
 
     def _check_drift(self, session: Any) -> None:
-        """Once per process and class: compare the session's tools with the snapshot's."""
+        """Once per process and class: compare the session's tools, then the env's deployment,
+        with the snapshot's. A pinned deployment ("refuse") is checked even when drift is ignored."""
         cls = type(self)
         with _drift_lock:
-            if self._on_drift == "ignore" or cls in _drift_checked:
+            if cls in _drift_checked or (self._on_drift == "ignore" and self._on_deployment_change == "warn"):
                 return
             _drift_checked.add(cls)
-        live = self._connection.run(lambda env: session.list_tools(), self._timeout)
-        problems = tool_drift(cls.spec.tool_fingerprints, {spec.name: spec for spec in live})
-        if not problems:
-            self._check_deployment()
-            return
-        message = (
-            f"{cls.__name__}: the live environment's tools differ from the snapshot ({'; '.join(problems)}); "
-            "run `orlgen snapshot` and review `orlgen diff`"
-        )
-        if self._on_drift == "raise":
-            raise DriftError(message)
-        logger.warning(message)
+        problems = [] if self._on_drift == "ignore" else self._tool_drift(session)
+        if problems:
+            message = (
+                f"{cls.__name__}: the live environment's tools differ from the snapshot ({'; '.join(problems)}); "
+                "run `orlgen snapshot` and review `orlgen diff`"
+            )
+            if self._on_drift == "raise":
+                raise DriftError(message)
+            logger.warning(message)
+        self._check_deployment(drifted=bool(problems))
 
-    def _check_deployment(self) -> None:
-        """Log "same schema, new deployment" when the env's /version differs from the capture's."""
+    def _tool_drift(self, session: Any) -> list[str]:
+        live = self._connection.run(lambda env: session.list_tools(), self._timeout)
+        return tool_drift(type(self).spec.tool_fingerprints, {spec.name: spec for spec in live})
+
+    def _check_deployment(self, drifted: bool) -> None:
+        """Compare the env's /version with the capture's: under "warn", log "same schema, new
+        deployment" (unless the tools `drifted`: that line already said to snapshot again); under
+        "refuse", raise `DeploymentChanged` now and at every later `reset` of the class."""
         cls = type(self)
-        if cls.spec.deployment is None:
+        if cls.spec.deployment is None or (drifted and self._on_deployment_change == "warn"):
             return
         from . import provenance
 
         try:
             now = self._connection.run(provenance.live, self._timeout)
-        except Exception:  # best effort: the tools matched, which is what training needs
+        except Exception:  # best effort: an unreadable /version is no evidence of a new deployment
             return
-        if change := provenance.changed(cls.spec.deployment, now):
-            logger.warning(
-                f"{cls.__name__}: same schema, new deployment of the environment ({change}); "
-                "the tools match the snapshot: `orlgen snapshot` records the new deployment"
+        change = provenance.changed(cls.spec.deployment, now)
+        if change is None:
+            return
+        if self._on_deployment_change == "refuse":
+            _deployment_refused[cls] = (
+                f"{cls.__name__}: the environment's deployment changed since the snapshot ({change}) and "
+                f"on_deployment_change (or {DEPLOYMENT_POLICY_VAR}) is 'refuse': no rollout of this class runs "
+                "in this process; review the new deployment and record it with `orlgen snapshot`"
             )
+            raise DeploymentChanged(_deployment_refused[cls])
+        logger.warning(
+            f"{cls.__name__}: same schema, new deployment of the environment ({change}); "
+            "the tools match the snapshot: `orlgen snapshot` records the new deployment"
+        )
+
+
+def deployment_policy(given: str | None) -> DeploymentPolicy:
+    """`given`, else `ORLGEN_ON_DEPLOYMENT_CHANGE`, else "warn"; a ValueError naming where a
+    wrong value came from."""
+    raw = given if given is not None else os.environ.get(DEPLOYMENT_POLICY_VAR) or "warn"
+    if raw not in ("warn", "refuse"):
+        source = "on_deployment_change" if given is not None else DEPLOYMENT_POLICY_VAR
+        raise ValueError(f"{source}={raw!r} is not 'warn' or 'refuse'")
+    return "refuse" if raw == "refuse" else "warn"
 
 
 def check_reachable(adapter: EnvAdapter, timeout: float) -> None:

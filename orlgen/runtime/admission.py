@@ -84,17 +84,20 @@ def open_sessions(
     return opened
 
 
-def env_failed(connection: Any, exc: BaseException) -> None:
+def env_failed(connection: Any, exc: BaseException) -> str | None:
     """A rollout's environment failed after its session opened: the breaker counts it; a server
-    found dead (refusing connections, or silent) opens it at once."""
+    found dead (refusing connections, or silent) opens it at once. Returns why the breaker
+    refuses from now on when this failure opened it, for the adapter to say once; else None."""
     if isinstance(exc, ServerDead):
         gate = breaker.for_env(env_key(connection))
-        gate.trip(f"{type(exc).__name__}: {exc}")
+        opened = gate.trip(f"{type(exc).__name__}: {exc}")
         # A server's own health: a catalog env's sessions host answers whatever the env's state.
         if connection.url is not None and gate.watch():
             connection.watch(functools.partial(_probe_until_answered, gate=gate))
-    elif not isinstance(exc, (*_NOT_THE_ENVS, CircuitOpen)):
-        breaker.for_env(env_key(connection)).failed()
+        return opened
+    if isinstance(exc, (*_NOT_THE_ENVS, CircuitOpen)):
+        return None
+    return breaker.for_env(env_key(connection)).failed()
 
 
 def call_refusal(connection: Any) -> str | None:

@@ -93,24 +93,26 @@ class Breaker:
             self.probing = False
             self.cooldown = self.base_cooldown
 
-    def failed(self) -> None:
+    def failed(self) -> str | None:
+        """Count a failure; when it opened the breaker, why it refuses from now on (else None)."""
         with self._lock:
-            self._count(self.threshold)
+            return self._count(self.threshold)
 
-    def trip(self, why: str) -> None:
-        """The server was found dead: open now, whatever the count."""
+    def trip(self, why: str) -> str | None:
+        """The server was found dead: open now, whatever the count (returns as `failed`)."""
         with self._lock:
             self.dead = why.splitlines()[0][:200]
-            self._count(1)
+            return self._count(1)
 
-    def _count(self, threshold: int) -> None:
+    def _count(self, threshold: int) -> str | None:
         self.failures += 1
         if self.probing:  # the probe failed: open again, for longer
             self.probing = False
             self.cooldown = min(MAX_COOLDOWN, self.cooldown * 2)
-            self.opened_at = time.monotonic()
-        elif self.opened_at is None and self.failures >= threshold:
-            self.opened_at = time.monotonic()
+        elif self.opened_at is not None or self.failures < threshold:
+            return None
+        self.opened_at = time.monotonic()
+        return self._why(self.cooldown)  # the adapter says it once (it knows which env this is)
 
     def watch(self) -> bool:
         """Claim the watch of a dead server: True for the one caller that should start probing
