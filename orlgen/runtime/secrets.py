@@ -1,7 +1,9 @@
-"""Session secrets on the wire: the `X-Secrets` header, and which host may receive which secret.
+"""Keys and session secrets: which key a connection carries, the `X-Secrets` header, and which
+host may receive which secret.
 
 ORS passes a session's secrets in one header at `/create_session` and `/create`: base64 of the
-JSON object `{name: {"value": ..., "allowed_domains": [...]}}`. On the OpenReward platform the
+JSON object `{name: {"value": ..., "allowed_domains": [...]}}` (ors-sdk 0.1.0 reads them from
+`/create`'s body instead: `ors.Client.secrets_in_body`). On the OpenReward platform the
 allowed domains are enforced by the sandbox's egress proxy: the secret can reach only those
 hosts. For the well-known names (vendor API keys) the domains come from `WELL_KNOWN_SECRETS`,
 orlgen's own copy of the SDK's table (`tests/test_ors_client.py` holds it equal to the SDK's),
