@@ -46,14 +46,16 @@ def check_across_fork(report: dict, not_reached: set[str]) -> None:
 
 
 @pytest.mark.slow
-def test_forked_child_starts_fresh_and_leaves_the_parent_working(serve):
+def test_forked_child_starts_fresh_and_leaves_the_parent_working(serve, ors_kind):
     """With every per-process state filled by real rollouts and every lock held by another thread
     at the fork: the child finds each state fresh, plays a rollout with a new adapter and one with
     an inherited adapter, and exits normally; then the parent finishes the session it kept open
     across the fork and plays again (the child deleted none of its sessions, closed none of its
     connections)."""
     report = run_across_fork(serve("examples.echo:Echo"))
-    check_across_fork(report, not_reached={"local._servers", "local._exit_hooks"})
+    # ors-sdk's server has no `/version`: no deployment to refuse there
+    unpinned = {"adapter._deployment_refused"} if ors_kind == "ors-sdk" else set()
+    check_across_fork(report, not_reached={"local._servers", "local._exit_hooks", *unpinned})
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ child's states that were not fresh), and the rollouts' rewards and outcomes.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -23,7 +24,7 @@ from typing import Any
 
 import orlgen.runtime
 from orlgen.runtime import backoff, content, process
-from orlgen.runtime.adapter import _live
+from orlgen.runtime.adapter import DeploymentChanged, _live
 from orlgen.runtime.episode import Episode
 from orlgen.runtime.metrics import COUNTERS
 from orlgen.runtime.scoring import COVERAGE, submit_final_message
@@ -76,9 +77,23 @@ def populate() -> EchoEnv:
     Episode(SPEC, base_url=URL)  # the episode's adapter class
     submit_final_message(completions=[[]])  # no environments: the once-per-process warning
     content.log_once("fork", "a line logged once per process")
+    refuse_another_deployment()
     held = EchoEnv(base_url=URL)
     held.reset(split="train", task_index=1)
     return held
+
+
+class PinnedEchoEnv(EchoEnv, spec=dataclasses.replace(SPEC, deployment={"build_sha": "another-build"})):
+    """The echo env pinned to a deployment the server is not (it reports no build)."""
+
+
+def refuse_another_deployment() -> None:
+    """A class refused for its deployment, a refusal kept for the rest of the process (not on a
+    server without `/version`, such as ors-sdk's: nothing there tells a deployment apart)."""
+    try:
+        PinnedEchoEnv(base_url=URL, on_deployment_change="refuse").reset(split="train", task_index=0)
+    except DeploymentChanged:
+        pass
 
 
 def filled(state: Any) -> bool | None:
