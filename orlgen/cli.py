@@ -20,7 +20,7 @@ from orlgen import __version__
 from orlgen.capture.toolsets import TOOLSETS
 from orlgen.errors import OrlgenError
 from orlgen.lookalike import escaped
-from orlgen.runtime.errors import OrlgenRuntimeError
+from orlgen.runtime.errors import OrlgenRuntimeError, first_line
 from orlgen.runtime.hermes import MAX_TOOL_CALLS_PER_TURN
 from orlgen.trainers import TRAINER_NAMES
 
@@ -299,7 +299,7 @@ def _token_counter(path: Path) -> Callable[[str], int]:
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: not a tokenizer directory ({str(exc).splitlines()[0]})") from None
+        raise UsageError(f"{path}: not a tokenizer directory ({first_line(str(exc))})") from None
     return lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 

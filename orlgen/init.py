@@ -21,6 +21,7 @@ from orlgen.config import PYPROJECT
 from orlgen.disk import write_atomic
 from orlgen.errors import OrlgenError
 from orlgen.review.files import is_regular
+from orlgen.runtime.errors import first_line
 from orlgen.snapshot.model import TASKS_SUFFIX
 
 PRE_COMMIT = ".pre-commit-config.yaml"
@@ -90,9 +91,7 @@ def _pyproject(root: Path, out: str) -> Step:
         return Step(path, "unchanged", "it has [tool.orlgen]")
     after_text = _appended(text, table)
     if not _only_orlgen_added(before, after_text):
-        return Step(
-            path, "skipped", f"[tool.orlgen] cannot be appended to it as is; add by hand: {table.splitlines()[0]}"
-        )
+        return Step(path, "skipped", f"[tool.orlgen] cannot be appended to it as is; add by hand: {first_line(table)}")
     return Step(path, "added to", "[tool.orlgen]", after_text)
 
 
@@ -170,4 +169,4 @@ def _yaml(path: Path, text: str) -> Any:
     try:
         return yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        raise InitError(f"{path}: not valid YAML ({str(exc).splitlines()[0]}); nothing was written") from None
+        raise InitError(f"{path}: not valid YAML ({first_line(str(exc))}); nothing was written") from None

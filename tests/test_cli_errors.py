@@ -50,3 +50,17 @@ def test_a_read_only_out_is_one_line_without_errno(tmp_path):
     assert result.stdout == ""
     assert result.stderr.startswith(f"orlgen: error: {out}/") and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.endswith(": Read-only file system\n") and "Errno" not in result.stderr
+
+
+def test_an_error_of_no_words_or_many_lines_is_named_in_one_line():
+    """The one-line idiom (`first_line`, `described`) takes an exception with no message, which
+    `str(exc).splitlines()[0]` raised on (IndexError) in its 18 copies; a server found dead with an
+    empty reason opened its breaker with an IndexError."""
+    from orlgen.runtime.breaker import Breaker
+    from orlgen.runtime.errors import described, first_line
+
+    assert (first_line(""), first_line("\n"), first_line("a\nb")) == ("", "", "a")
+    assert (described(ValueError()), described(OSError("x\ny"))) == ("ValueError: ", "OSError: x")
+    gate = Breaker(failures=3, cooldown=30.0)
+    gate.trip("")
+    assert gate.dead == "no reason given" and gate.opened_at is not None

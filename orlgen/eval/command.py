@@ -17,6 +17,7 @@ from orlgen.runtime.secrets import secrets_from_env
 
 from .. import __version__
 from ..disk import write_atomic
+from ..runtime.errors import first_line
 from . import report, rundir
 from .cache import Cache
 from .errors import EvalError, Unreachable
@@ -170,7 +171,7 @@ def _env_failed(options: Options, members: list[Member], rollouts: list[Rollout]
         except Unreachable:
             played = sum(r.env == member.name for r in rollouts)
             again = f"--resume {options.out}" if rundir.is_run_dir(options.out) else "a run with --out DIR --resume"
-            first = (failed[0].reason or "no reason given").splitlines()[0][:300]
+            first = first_line(failed[0].reason or "no reason given")[:300]
             return (
                 f"environment {member.name} failed during the run: {len(failed)} of {played} rollouts ended "
                 f"env_error (first: {first}) and it cannot be reached now; the rows are kept: {again} plays them again"

@@ -25,6 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from ..runtime.errors import described
 from .errors import Unreachable
 from .policy import PolicyError
 
@@ -44,9 +45,7 @@ class LocalModel:
         try:
             self._load()
         except Exception as exc:
-            raise Unreachable(
-                f"--hf-model {self.path}: cannot load: {type(exc).__name__}: {exc}".splitlines()[0]
-            ) from exc
+            raise Unreachable(f"--hf-model {self.path}: cannot load: {described(exc)}") from exc
 
     def start(self) -> Conversation:
         return Conversation(self)
@@ -92,7 +91,7 @@ class LocalModel:
                 return_dict=True,
             )
         except Exception as exc:  # a conversation the template cannot render
-            raise PolicyError(f"the chat template failed: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
+            raise PolicyError(f"the chat template failed: {described(exc)}") from exc
         return list(rendered["input_ids"])
 
     def tool_suffix_ids(self, tool_messages: list[dict[str, Any]]) -> list[int]:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from orlgen.runtime.content import data_url, png
 
 from ..plan.json_schema import json_schema_reader
+from ..runtime.errors import described
 from . import bounded_http
 from .bounded_http import MAX_ANSWER_BYTES, AnswerTooLarge, DeadlinePassed, RedirectRefused
 from .cache import Cache
@@ -258,4 +259,4 @@ def arguments_text(call: dict[str, Any]) -> str:
 
 def _reason(exc: BaseException) -> str:
     reason = getattr(exc, "reason", None) or exc
-    return f"{type(reason).__name__}: {reason}".splitlines()[0] if isinstance(reason, BaseException) else str(reason)
+    return described(reason) if isinstance(reason, BaseException) else str(reason)

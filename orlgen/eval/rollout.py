@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..runtime.errors import described, first_line
 from ..runtime.hermes import MAX_TOOL_CALLS_PER_TURN
 from ..runtime.trl import tool_methods
 from .policy import Policy, PolicyError
@@ -102,10 +103,10 @@ def play(
             rollout.reward = _score(env, reward_funcs, prompt, rollout.messages[len(prompt) :])
         rollout.outcome, rollout.reason = env.outcome, env.error
     except PolicyError as exc:
-        rollout.outcome, rollout.reason, rollout.stop = POLICY_ERROR, str(exc).splitlines()[0], "failed"
+        rollout.outcome, rollout.reason, rollout.stop = POLICY_ERROR, first_line(str(exc)), "failed"
     except Exception as exc:
         rollout.outcome, rollout.stop = CRASHED, "failed"
-        rollout.reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        rollout.reason = described(exc)
     finally:
         if env is not None:
             if rollout.outcome in (POLICY_ERROR, CRASHED):

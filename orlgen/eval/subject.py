@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..runtime.errors import described
 from .errors import EvalError
 
 
@@ -171,7 +172,7 @@ def _import_errors(path: Path) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        raise EvalError(f"cannot import {path}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
+        raise EvalError(f"cannot import {path}: {described(exc)}") from exc
 
 
 def _members(module: ModuleType, spec: str) -> list[Member]:

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 
 from orlgen.plan.planner import ModulePlan
+from orlgen.runtime.errors import first_line
 from orlgen.schema import SchemaError
 
 IMPORT_MARKER = "__orlgen_imports__"
@@ -54,7 +55,7 @@ def models(module_plan: ModulePlan) -> tuple[list[ast.stmt], str]:
                 aliases=module_plan.models_aliases or None,
             )
     except Exception as exc:  # dcg raises many unrelated types
-        raise SchemaError(f"datamodel-code-generator cannot model the schemas: {exc}".splitlines()[0]) from exc
+        raise SchemaError(f"datamodel-code-generator cannot model the schemas: {first_line(str(exc))}") from exc
     assert isinstance(source, str)  # given no output path, dcg returns the module's text
     return _split_imports(source)
 

@@ -41,7 +41,7 @@ from . import prefetch as _prefetch
 from . import secrets as _secrets
 from . import wire as _wire
 from .connection import Connection, install_sigterm, on_exit
-from .errors import OrlgenRuntimeError
+from .errors import OrlgenRuntimeError, described, first_line
 from .metrics import COUNTERS
 from .missing_secrets import warn_missing_secrets
 from .redaction import mask_secrets, public_url, redact
@@ -578,7 +578,7 @@ class EnvAdapter:
     def _end_unscored(self, what: str, exc: BaseException) -> str:
         """End the rollout as an environment error (counted by the env's breaker) and return the
         line the model reads; the breaker's opening is said once per process and env."""
-        self.error = redact(f"{what}: {type(exc).__name__}: {exc}", self._secret_values).splitlines()[0]
+        self.error = first_line(redact(f"{what}: {described(exc)}", self._secret_values))
         opened = admission.env_failed(self._connection, exc)
         if opened is not None:
             self._say_once("breaker", opened)
@@ -690,7 +690,7 @@ def check_reachable(adapter: EnvAdapter, timeout: float) -> None:
     try:
         connection.run(lambda env: env.list_splits(), timeout)
     except Exception as exc:
-        reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        reason = described(exc)
         raise ConnectionError(f"{connection!r} cannot be reached: {reason}") from exc
 
 

@@ -36,6 +36,7 @@ import time
 from typing import Any
 
 from . import process
+from .errors import first_line
 
 FAILURES_VAR = "ORLGEN_BREAKER_FAILURES"
 COOLDOWN_VAR = "ORLGEN_BREAKER_COOLDOWN"
@@ -101,7 +102,7 @@ class Breaker:
     def trip(self, why: str) -> str | None:
         """The server was found dead: open now, whatever the count (returns as `failed`)."""
         with self._lock:
-            self.dead = why.splitlines()[0][:200]
+            self.dead = first_line(why)[:200] or "no reason given"
             return self._count(1)
 
     def _count(self, threshold: int) -> str | None:

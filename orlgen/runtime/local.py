@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from . import process
-from .errors import OrlgenRuntimeError
+from .errors import OrlgenRuntimeError, described, first_line
 from .redaction import CREDENTIAL_NAME, MASKED_LENGTH, redact
 
 logger = logging.getLogger("orlgen")
@@ -69,7 +69,7 @@ def load_env_class(spec: str) -> type:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # a module that fails on import, however it fails
-        raise ServeError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}".splitlines()[0]) from exc
+        raise ServeError(f"cannot import {module_name!r}: {described(exc)}") from exc
     if not hasattr(module, attr):
         raise ServeError(f"module {module_name!r} has no class {attr!r}")
     env_cls = getattr(module, attr)
@@ -482,7 +482,7 @@ def main(argv: list[str] | None = None) -> None:
         print(_USAGE)
         return
     if not 1 <= len(args) <= 2 or args[0].startswith("-"):
-        _exit_usage(_USAGE.splitlines()[0])
+        _exit_usage(first_line(_USAGE))
     port = _port(args[1]) if len(args) > 1 else 0
     try:
         env_cls = load_env_class(args[0])

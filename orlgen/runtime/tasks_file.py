@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import OrlgenRuntimeError
+from .errors import OrlgenRuntimeError, first_line
 
 # What UTF-8 cannot hold (lone surrogates) and what `str.splitlines()` splits on that the JSON
 # encoder leaves raw: each is written as its `\uXXXX` escape.
@@ -103,7 +103,7 @@ def _row(line: str, number: int) -> None:
     try:
         row = json.loads(line)
     except (ValueError, RecursionError) as exc:
-        raise TasksFileError(f"line {number}: not one JSON row ({str(exc).splitlines()[0][:200]})") from exc
+        raise TasksFileError(f"line {number}: not one JSON row ({first_line(str(exc))[:200]})") from exc
     try:
         canonical = one_line(_ENCODER.encode(row)) == line
     except (ValueError, RecursionError):

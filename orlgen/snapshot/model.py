@@ -29,6 +29,7 @@ from orlgen.errors import OrlgenError
 from orlgen.names import MAX_WIRE_NAME_LENGTH
 from orlgen.runtime import tasks_file
 from orlgen.runtime.dataset import TASKS_SUFFIX, tasks_path
+from orlgen.runtime.errors import first_line
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 if TYPE_CHECKING:
@@ -431,7 +432,7 @@ def _read_interface(path: Path) -> dict[str, Any]:
     except RecursionError as exc:
         raise SnapshotError(f"{path}: not a valid snapshot: nested deeper than Python can read") from exc
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise SnapshotError(f"{path}: not valid JSON: {str(exc).splitlines()[0]}") from exc
+        raise SnapshotError(f"{path}: not valid JSON: {first_line(str(exc))}") from exc
     if not isinstance(data, dict):
         raise SnapshotError(f"{path}: not a valid snapshot: top level: not an object")
     return data
