@@ -25,7 +25,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 
 from orlgen import lookalike
-from orlgen.runtime.secrets import is_loopback
+from orlgen.runtime.secrets import on_loopback
 from orlgen.snapshot.model import Snapshot, Target
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -83,18 +83,10 @@ def _secrets_problem(target: Target, names: list[str], granted: Mapping[str, fro
 def _host_problem(target: Target, granted: Mapping[str, frozenset[str]]) -> str | None:
     """A URL target on another machine that no config entry names, whatever secrets it names."""
     where = origin(target.value)
-    if target.kind != "url" or where in granted or _on_loopback(target.value):
+    if target.kind != "url" or where in granted or on_loopback(target.value):
         return None
     return (
         f"TARGET_CHANGED: connects to {where!a}, which no [[tool.orlgen.envs]] target names (a training "
         f"script's api_key= and secrets= go there); declare it in pyproject.toml: [[tool.orlgen.envs]] "
         f"target = {target.value!a}"
     )
-
-
-def _on_loopback(url: str) -> bool:
-    try:
-        host = urllib.parse.urlsplit(url).hostname
-    except ValueError:
-        return False
-    return host is not None and is_loopback(host.rstrip("."))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import process
 from .errors import OrlgenRuntimeError
 from .redaction import public_url
-from .secrets import host_of, is_loopback, platform_key
+from .secrets import on_loopback, platform_key
 from .spec import Target
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class Connection:
         if url:
             return cls(url=url.rstrip("/"), catalog=None, env=target.env, api_key=api_key)
         if target.kind == "url":
-            trusted = is_loopback(host_of(target.value) or "")
+            trusted = on_loopback(target.value)
             key = api_key if trusted else None
             return cls(url=target.value, catalog=None, env=target.env, api_key=key, trusted=trusted)
         if target.kind == "catalog":

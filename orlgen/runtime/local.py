@@ -283,11 +283,12 @@ def _pump(source: IO[bytes], path: Path, secrets: list[str]) -> None:
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     masked = [value for value in secrets if len(value) >= MASKED_LENGTH]  # what `redact` masks
     pattern = re.compile("|".join(re.escape(value) for value in sorted(masked, key=len, reverse=True)) or "(?!)")
+    longest = max(map(len, masked), default=1)
     held = ""
     with source, open(fd, "wb") as log:
         for piece in iter(lambda: source.readline(_LINE), b""):
             text = held + decoder.decode(piece)
-            cut = len(text) if text.endswith("\n") else _safe_cut(text, pattern, max(map(len, masked), default=1))
+            cut = len(text) if text.endswith("\n") else _safe_cut(text, pattern, longest)
             held = text[cut:]
             log.write(redact(text[:cut], secrets).encode())
             log.flush()

@@ -591,14 +591,10 @@ class _Retry:
             self.refused_since = None
             if exc.status == 503 and exc.backend_starting:
                 return _capped(exc.retry_after, self.attempts) if now - self.started < starting_seconds() else None
-            busy = exc.status in REFUSED_STATUSES  # the env's own "not now": the caller may wait it out itself
-            delivered_maybe = not busy  # a 502/504: the request may have run behind the gateway
-            if (
-                exc.status in RETRY_STATUSES
-                and (self.busy or not busy)
-                and (idempotent or not delivered_maybe)
-                and self.attempts < MAX_ATTEMPTS
-            ):
+            # A 429/503 is the env's own "not now" (the caller may wait it out itself); a 502/504
+            # may come after a gateway forwarded the request, so only an idempotent one goes again.
+            busy = exc.status in REFUSED_STATUSES
+            if exc.status in RETRY_STATUSES and (self.busy if busy else idempotent) and self.attempts < MAX_ATTEMPTS:
                 return _capped(exc.retry_after, self.attempts)
             return None
         if isinstance(exc, aiohttp.ClientConnectorError):  # nothing reached the server

@@ -151,9 +151,9 @@ def for_host(secrets: Secrets, serving_url: str, platform: bool) -> Secrets:
     """The secrets that may be sent to the server at `serving_url`: all of them on the platform
     (its proxy enforces the domains); for a self-hosted server, those whose domains name its host,
     or all when it is on loopback. Each one left out is logged by name."""
-    host = host_of(serving_url) or ""
-    if platform or is_loopback(host):
+    if platform or on_loopback(serving_url):
         return secrets
+    host = host_of(serving_url) or ""
     kept = {name: entry for name, entry in secrets.items() if host in entry[1]}
     for name in sorted(set(secrets) - set(kept)):
         logger.warning(
@@ -169,6 +169,17 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def on_loopback(url: str) -> bool:
+    """Whether `url` names this machine (a trailing dot is the same host); a URL that cannot be
+    parsed names none. What may receive a key unasked: `check` and the runtime both ask here, so
+    a target `check` lets pass without a config entry is one the runtime trusts, and no other."""
+    try:
+        host = host_of(url)
+    except ValueError:
+        return False
+    return host is not None and is_loopback(host.rstrip("."))
 
 
 def for_unnamed_target(secrets: Mapping[str, Any] | None, url: str, api_key: str | None, how: str) -> Secrets:
