@@ -12,12 +12,22 @@ ORLGEN_HELPDESK_URL.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any, Literal
+try:  # before any other runtime import: says which orlgen to install if this one cannot run it
+    from orlgen.runtime.contract import require_contract
+except ModuleNotFoundError as exc:  # an orlgen older than 0.2.0: it speaks contract 1 only
+    if exc.name != "orlgen.runtime.contract":
+        raise
+    raise ImportError(
+        f"{__file__} needs orlgen's verifiers runtime contract 2; the installed orlgen speaks 1: "
+        "pip install 'orlgen>=0.2.0' or regenerate it with `orlgen generate`"
+    ) from None
+else:
+    require_contract(2, __file__, "0.2.0", trainer="verifiers")
 
-from orlgen.runtime import Column, DatasetSpec, EnvSpec, Target
+from typing import Any
+
+from orlgen.runtime.siblings import siblings
 from orlgen.runtime.verifiers import OrsTask, OrsTaskset, OrsToolset, tool
-from pydantic import BaseModel, Field
 
 __all__ = [
     "SNAPSHOT_SHA256",
@@ -29,165 +39,21 @@ __all__ = [
     "HelpdeskToolset",
 ]
 
-SNAPSHOT_SHA256 = "3b6cc77d65367b3ac2a41f6872f0eaa213417f9ac84169f0849c59d531eb2055"
-TARGET = Target(kind="module", value="examples.helpdesk:Helpdesk", env="helpdesk")
-SPLITS = {"test": 60, "train": 300}
-
-
-class CancelOrderParams(BaseModel):
-    order_id: Annotated[str, Field(description="The order id, e.g. 'ORD-12345'.", min_length=1)]
-    reason: Annotated[
-        Literal["customer_request", "duplicate_order", "payment_issue"],
-        Field(description="Why the order is cancelled."),
-    ]
-
-
-class EscalateParams(BaseModel):
-    priority: Annotated[int, Field(description="1 = urgent, 2 = high, 3 = normal.", ge=1, le=3)]
-    reason: Annotated[str, Field(description="Why the ticket needs a senior agent.", min_length=1)]
-
-
-class GetOrderParams(BaseModel):
-    order_id: Annotated[str, Field(description="The order id, e.g. 'ORD-12345'.", min_length=1)]
-
-
-class IssueRefundParamsRefundItem(BaseModel):
-    """
-    One order line to refund.
-    """
-
-    sku: Annotated[
-        str, Field(description="The SKU of the order line, e.g. 'KB-101'.", min_length=1)
-    ]
-    quantity: Annotated[int, Field(description="How many units of the line to refund.", ge=1)]
-
-
-class SearchOrdersParams(BaseModel):
-    query: Annotated[
-        str,
-        Field(
-            description="Text matched (case-insensitively) against order ids, SKUs and product names. An empty string matches every order."
-        ),
-    ]
-    status: Annotated[
-        Literal["processing", "shipped", "delivered", "cancelled"] | None,
-        Field(description="Only return orders in this status."),
-    ] = None
-    limit: Annotated[int, Field(description="Maximum number of orders to return.", ge=1, le=50)] = (
-        10
-    )
-
-
-class SubmitResolutionParams(BaseModel):
-    summary: Annotated[
-        str, Field(description="One or two sentences on what was done for the customer.")
-    ]
-    resolved: Annotated[
-        bool, Field(description="True if the customer's request was fulfilled, false if declined.")
-    ]
-
-
-class IssueRefundParams(BaseModel):
-    order_id: Annotated[str, Field(description="The order id, e.g. 'ORD-12345'.", min_length=1)]
-    items: Annotated[
-        list[IssueRefundParamsRefundItem],
-        Field(description="The order lines and quantities to refund.", min_length=1),
-    ]
-    reason: Annotated[
-        Literal["damaged", "wrong_item", "changed_mind", "not_delivered"],
-        Field(description="Why the items are refunded."),
-    ]
-    note: Annotated[
-        str | None, Field(description="Optional internal note stored with the refund.")
-    ] = None
-
-
-class SendReplyParams(BaseModel):
-    order_id: Annotated[str, Field(description="The order id, e.g. 'ORD-12345'.", min_length=1)]
-    template: Annotated[
-        Literal[
-            "refund_confirmation",
-            "address_confirmation",
-            "cancellation_confirmation",
-            "status_update",
-            "policy_decline",
-        ],
-        Field(description="The reply template to send."),
-    ]
-    tracking_number: Annotated[
-        str | None, Field(description="Tracking number to include (status updates).")
-    ] = None
-    body: Annotated[
-        str | None, Field(description="Optional personal text appended to the template.")
-    ] = None
-
-
-class UpdateShippingParamsAddress(BaseModel):
-    """
-    A postal address.
-    """
-
-    street: Annotated[
-        str, Field(description="House number and street, e.g. '12 Mill Lane'.", min_length=1)
-    ]
-    city: Annotated[str, Field(description="City or town.", min_length=1)]
-    postcode: Annotated[
-        str, Field(description="Postal code, in the country's usual format.", min_length=1)
-    ]
-    country: Annotated[
-        Literal["GB", "IE", "FR", "DE", "NL", "US"], Field(description="Destination country code.")
-    ]
-
-
-class UpdateShippingParams(BaseModel):
-    order_id: Annotated[str, Field(description="The order id, e.g. 'ORD-12345'.", min_length=1)]
-    address: Annotated[UpdateShippingParamsAddress, Field(description="The new shipping address.")]
-
-
-# What the runtime knows of this environment: its whole contract with this module but the tools.
-SPEC = EnvSpec(
-    target=TARGET,
-    env_var="ORLGEN_HELPDESK_URL",
-    tool_fingerprints={
-        "cancel_order": (True, "48a8958c1a61b4d1"),
-        "escalate": (False, "348b566ba7cb68bb"),
-        "get_order": (True, "452d985c62c12d63"),
-        "issue_refund": (True, "3626be82d935ff7c"),
-        "list_policies": (True, "e4df0046dfe0e8f6"),
-        "search_orders": (True, "f7dc049279da1d06"),
-        "send_reply": (True, "8d9106e976681451"),
-        "submit_resolution": (True, "988b13458b1a6a3a"),
-        "update_shipping": (True, "81b374331f4a77ab"),
-    },
-    dataset=DatasetSpec(
-        snapshot_file=Path(__file__).with_name("helpdesk.snapshot.json"),
-        snapshot_sha256=SNAPSHOT_SHA256,
-        num_tasks=SPLITS,
-        columns=(
-            Column(name="customer", field="customer", as_json=False),
-            Column(name="difficulty", field="difficulty", as_json=False),
-            Column(name="expected", field="expected", as_json=False),
-            Column(name="issue", field="issue", as_json=False),
-            Column(name="message", field="message", as_json=False),
-            Column(name="opened_hours_ago", field="opened_hours_ago", as_json=False),
-            Column(name="order", field="order", as_json=False),
-            Column(name="other_orders", field="other_orders", as_json=False),
-            Column(name="sla_hours", field="sla_hours", as_json=True),
-            Column(name="ticket_id", field="ticket_id", as_json=False),
-        ),
-    ),
-    probed_tasks=(
-        ("test", 0),
-        ("test", 1),
-        ("test", 35),
-        ("train", 0),
-        ("train", 1),
-        ("train", 155),
-    ),
-    offered_on={
-        "escalate": (("train", 1),),
-    },
-)
+# This env's params models and SPEC, shared by its trainers' modules: helpdesk_models.py beside
+# this file, imported with or without a package (see orlgen.runtime.siblings).
+(helpdesk_models,) = siblings(__package__, __file__, "helpdesk_models")
+SNAPSHOT_SHA256 = helpdesk_models.SNAPSHOT_SHA256
+TARGET = helpdesk_models.TARGET
+SPLITS = helpdesk_models.SPLITS
+SPEC = helpdesk_models.SPEC
+CancelOrderParams = helpdesk_models.CancelOrderParams
+EscalateParams = helpdesk_models.EscalateParams
+GetOrderParams = helpdesk_models.GetOrderParams
+IssueRefundParams = helpdesk_models.IssueRefundParams
+SearchOrdersParams = helpdesk_models.SearchOrdersParams
+SendReplyParams = helpdesk_models.SendReplyParams
+SubmitResolutionParams = helpdesk_models.SubmitResolutionParams
+UpdateShippingParams = helpdesk_models.UpdateShippingParams
 
 
 class HelpdeskToolset(OrsToolset):

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orlgen.capture import recapture
-from orlgen.capture.live import capture, identify
 from orlgen.capture.options import CaptureOptions
 from orlgen.capture.shadowing import shadow_warning
 from orlgen.capture.targets import server_url
@@ -159,7 +158,9 @@ class Project:
             if any(job.path in modules for job in stale):
                 verifier.start()
             rendered = {job.path: job.render().encode() for job in stale}
-            verifier.check([(path, rendered[path].decode(), modules[path]) for path in modules if path in rendered])
+            shared = {job.path: (kept | rendered)[job.path].decode() for job in jobs if job.inputs[1] == "models"}
+            checked = [(path, rendered[path].decode(), modules[path]) for path in modules if path in rendered]
+            verifier.check(checked, beside=shared)
         incremental.remember(jobs, rendered, verdicts)
         return kept | rendered
 
@@ -247,12 +248,13 @@ class Project:
         return [Drift(path, why, repair=TRUST) for path, why in found if why is not None]
 
     def _modules_of(self, snapshot_path: Path) -> list[Path]:
-        """The modules a snapshot file renders, by its file name alone: its own and its mixtures'.
-        An invalid snapshot is reported itself; its modules are not called orphans."""
+        """The modules a snapshot file renders, by its file name alone: its own, its models file
+        and its mixtures'. An invalid snapshot is reported itself; its modules are not called orphans."""
         name = snapshot_path.name.removesuffix(SUFFIX)
         mixtures = [mixture for mixture, members in self.mixtures().items() if name in members]
         return [
             *_owned_by_name([snapshot_path]),
+            snapshot_path.with_name(f"{name}{render.MODELS_SUFFIX}.py"),
             *(
                 snapshot_path.with_name(f"{module}{module_suffix(each)}.py")
                 for module in [name, *mixtures]
@@ -269,6 +271,8 @@ class Project:
     ) -> Snapshot:
         """Capture `target`; a `--name` that could not name a module is refused before any
         network traffic. With `out`, the capture takes the name its environment has there."""
+        from orlgen.capture.live import capture  # the wire: offline commands never import it
+
         if options.name is not None:
             check_name(options.name, "module name")
         captured = capture(target, options, progress=progress)
@@ -278,6 +282,8 @@ class Project:
         self, target: str, like: Snapshot, progress: Progress | None = None, secrets: Mapping[str, str] | None = None
     ) -> Snapshot:
         """Capture `target` the way `like` was captured (see `orlgen.capture.recapture`)."""
+        from orlgen.capture.live import capture  # the wire: offline commands never import it
+
         return capture(target, recapture.options_like(like, target, secrets), progress=progress)
 
     def save(self, captured: Snapshot, out: Path, generate: bool) -> tuple[Path, Written]:
@@ -344,6 +350,8 @@ class Project:
             if not path.exists():
                 raise UsageError(f"{path}: no checked-in snapshot to compare with")
             return path
+        from orlgen.capture.live import identify  # the wire: offline commands never import it
+
         reached = identify(target, options)
         found = existing_module(out, reached)
         if found is None:

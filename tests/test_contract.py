@@ -54,7 +54,7 @@ def test_a_module_for_a_newer_contract_fails_to_import_naming_the_orlgen_to_inst
 
 def test_a_runtime_that_dropped_the_modules_contract_names_the_orlgen_that_wrote_it(monkeypatch):
     """A newer runtime, faked by narrowing the supported range (the one place it is kept)."""
-    monkeypatch.setattr(contract, "SUPPORTED", range(CONTRACT + 1, CONTRACT + 3))
+    monkeypatch.setitem(contract.SUPPORTED, "trl", range(CONTRACT + 1, CONTRACT + 3))
     with pytest.raises(ImportError) as caught:
         load_module(GENERATED / "echo.py")
     assert str(caught.value) == (

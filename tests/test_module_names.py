@@ -42,13 +42,21 @@ def snapshot(*tools: Tool) -> Snapshot:
     ).canonical()
 
 
+def _bound_class(node: ast.Assign) -> bool:
+    """`CancelOrderParams = helpdesk_models.CancelOrderParams`: a params model bound from the env's
+    models file, a class like those the module defines itself."""
+    value = node.value
+    return isinstance(value, ast.Attribute) and value.attr[:1].isupper() and not value.attr.isupper()
+
+
 def _top_level_names(tree: ast.Module) -> set[str]:
-    """What the module binds at top level but its classes (the env class and the params models)."""
+    """What the module binds at top level but its classes (the env class and the params models,
+    defined or bound from the env's models file)."""
     found: set[str] = set()
     for node in tree.body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.Assign):
+        elif isinstance(node, ast.Assign) and not _bound_class(node):
             found |= {target.id for target in node.targets if isinstance(target, ast.Name)}
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             found.add(node.target.id)

@@ -68,8 +68,9 @@ def test_each_trainer_has_its_file_its_header_and_its_cache_inputs(verifiers: Tr
     path, snapshot = echo()
     found = render.jobs([(path, snapshot)], trainers={"echo": ["trl", "verifiers"]})
     assert [(job.path.name, job.inputs) for job in found] == [
-        ("echo.py", ("module", "trl", "echo", snapshot.sha256)),
-        ("echo_verifiers.py", ("module", "verifiers", "echo", snapshot.sha256)),
+        ("echo.py", ("module", "trl", "echo", snapshot.sha256, "_models")),
+        ("echo_verifiers.py", ("module", "verifiers", "echo", snapshot.sha256, "_models")),
+        ("echo_models.py", ("module", "models", "echo", snapshot.sha256)),
     ]
     written = header.parse(found[1].render().encode())
     assert written is not None and (written.trainer, written.written_for) == ("verifiers", "verifiers==0.4.0")
@@ -135,9 +136,11 @@ def test_check_owns_every_configured_trainers_module(tmp_path: Path, verifiers: 
     assert checked.exit_code == 1 and f"{module}: hand-edited" in checked.stdout
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n\n[tool.orlgen]\ntrainers = ['trl']\n")
     checked = invoke("check", "--no-cache", out)
-    assert checked.exit_code == 1 and checked.stdout.startswith(
-        f"{module}: orphaned: the verifiers module of echo, a trainer pyproject.toml does not list for it"
+    assert checked.exit_code == 1
+    assert f"{module}: orphaned: the verifiers module of echo, a trainer pyproject.toml does not list for it" in (
+        checked.stdout
     )
+    assert f"{out / 'echo.py'}: stale: the env's trainers changed" in checked.stdout  # its models move back in
     assert f"removed {module}" in invoke("generate", "--no-cache", out).stdout and not module.exists()
 
 

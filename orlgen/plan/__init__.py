@@ -4,4 +4,4 @@
 from outside to them); the others are this package's own.
 """
 
-__all__ = ["docstrings", "json_schema", "planner", "reserved", "sorting", "source"]
+__all__ = ["docstrings", "hints", "json_schema", "planner", "reserved", "sorting", "source"]

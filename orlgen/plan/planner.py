@@ -6,7 +6,10 @@ This is the boundary where untrusted text from the server becomes code. Schemas 
 `ClassName`; strings become `Source` (a Python literal, escaped here), or stay plain prose that a
 trainer lays out (`orlgen.trainers`: TRL's docstrings for `get_json_schema`, made safe there).
 The plan is trainer-neutral (sqlc's plugin model: one plain-data request, each trainer builds its
-own template context from it); a trainer never re-derives a name, a type or a description.
+own template context from it); a trainer never re-derives a name, a type or a description. What a
+trainer reads as a value rather than pastes (a hint's type, a shown name, the system message) the
+plan holds as data beside its literal (`Param.annotation`, `ToolPlan.shown_name`,
+`ModulePlan.system_text`), so no trainer parses Python text back (tests/test_plan_typed.py).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from orlgen.plan import docstrings, prose
 from orlgen.plan.aliases import field_aliases
 from orlgen.plan.bundle import Bundle
 from orlgen.plan.columns import ColumnPlan, dataset_columns
-from orlgen.plan.hints import python_hint
+from orlgen.plan.hints import Hint, python_annotation
 from orlgen.plan.reserved import RESERVED_CLASSES, RESERVED_METHODS
 from orlgen.plan.source import Source, docstring_literal, literal
 from orlgen.runtime.fingerprint import fingerprint
@@ -44,6 +47,7 @@ class Param:
     wire: Source  # the property name the server expects, as a literal
     name: ParamName
     hint: Source  # in the subset `get_json_schema` reads (`orlgen.plan.hints`): objects are `JSONObject`
+    annotation: Hint  # the same hint as data (`str(annotation) == hint`): a trainer reads it, never the text
     default: Source | None  # a literal, `UNSET` ("not given": nothing is sent), or None if required
     doc: str  # one line: the author's words, then what a hint cannot show (structure, limits, default,
     # examples); prose a trainer lays out (not yet escaped or made docstring-safe)
@@ -64,6 +68,7 @@ class ToolPlan:
     fingerprint: Source  # of the description and schema, for the runtime drift guard
     offered_on: Source | None  # a task-only tool: the probed (split, index) tasks that offer it
     shown: Source  # the name the model is shown (the wire name unless it misleads), a literal
+    shown_name: str  # the same name as text
     summary: str  # the description's prose without its parameter, return and raise sections
     offer: str  # a task-only tool: which probed tasks offer it, in words ("" for a shared tool)
     unmatched: tuple[tuple[str, str], ...]  # documented arguments the schema lacks: (name, text)
@@ -84,18 +89,19 @@ class ModulePlan:
     `PLAN_VERSION`). A trainer's context (`orlgen.trainers.Trainer.context`) reads it, adds its
     own layout, and never re-derives a name, type or description.
 
-    Identity: `snapshot_file`, `sha256` (literals), `env_class` (the adapter class's name),
-    `env_var`/`env_var_name` (the URL override variable, as a literal and as text), `target`
-    (kind, value, env key, literals) and `target_value` (its value as text).
+    Identity: `name` (the env's, as text), `snapshot_file`, `sha256` (literals), `env_class` (the
+    adapter class's name), `env_var`/`env_var_name` (the URL override variable, as a literal and
+    as text), `target` (kind, value, env key, literals) and `target_value` (its value as text).
     Words: `facts` (the splits captured and how to regenerate and re-capture, prose).
     Tools: `tools` (names, hints, defaults, the author's words and what hints cannot show), `terminal_tool`
     (literal wire name or None) and `has_terminal_tool`; `probed_tasks` when a tool is task-only.
     Models: `models_schema` (one JSON Schema bundle of every params model, for
     datamodel-code-generator) and `models_aliases`.
-    Tasks: `num_tasks` ({split: count}), `columns`, `conversation`, `system_prompt`.
+    Tasks: `num_tasks` ({split: count}), `columns`, `conversation`, `system_prompt` (and as text, `system_text`).
     Scoring: `reward_rule` (literal) and `reward_summed`. Trust: `secret_names`, `deployment`.
     """
 
+    name: PythonIdentifier  # the env's name: its modules' and files' stem
     snapshot_file: Source
     sha256: Source
     env_class: ClassName
@@ -118,6 +124,7 @@ class ModulePlan:
     deployment: Source | None = None  # the captured deployment, for the drift guard, if recorded
     conversation: bool = False  # the adapter reads the prompt as messages
     system_prompt: Source | None = None  # the system message build_dataset puts in `prompt`, if any
+    system_text: str | None = None  # the same message as text
     version: int = PLAN_VERSION
     toolset: Source | None = None  # the built-in toolset sessions open with, if captured with one
     score_group: bool = False  # the env scores groups (`/score_group`): the module offers `group_reward`
@@ -156,7 +163,8 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     # snapshot came with: re-hashing every task would cost more than the render itself.
     snapshot = snapshot.ordered().model_copy(update={"sha256": snapshot.sha256})
     env_class = names.class_name(snapshot.name, suffix="Env")
-    env_var = f"ORLGEN_{PythonIdentifier(snapshot.name).upper()}_URL"  # names are checked identifiers
+    name = PythonIdentifier(snapshot.name)  # names are checked identifiers
+    env_var = f"ORLGEN_{name.upper()}_URL"
     task_schema = parse_schema(snapshot.task_schema, "task schema")
     bundle = Bundle(taken=RESERVED_CLASSES | {env_class})
     probed = tuple((ref.split, ref.index) for ref in snapshot.probed_tasks)
@@ -164,6 +172,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
     tools = tuple(_plan_tool(parsed, *named[parsed[0].name], bundle, probed) for parsed in _parsed_tools(snapshot))
     definitions = bundle.definitions()
     return ModulePlan(
+        name=name,
         snapshot_file=literal(snapshot.file_name),
         sha256=literal(snapshot.sha256),
         env_class=env_class,
@@ -184,6 +193,7 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         deployment=literal(snapshot.deployment.model_dump(exclude_none=True)) if snapshot.deployment else None,
         conversation=snapshot.conversation,
         system_prompt=None if snapshot.system_prompt is None else literal(snapshot.system_prompt),
+        system_text=snapshot.system_prompt,
         target_value=snapshot.target.value,
         facts=_facts(snapshot),
         toolset=None if snapshot.toolset is None else literal(snapshot.toolset),
@@ -268,6 +278,7 @@ def _plan_tool(
         fingerprint=literal(fingerprint(tool.description, tool.input_schema)),
         offered_on=None if tool.shared else literal(offered),
         shown=literal(shown),
+        shown_name=shown,
         summary=docstrings.bounded_runs(docs.prose) or _sentence(_humanise(tool.name)),
         offer="" if tool.shared else docstrings.one_line(_offer_note(offered, probed)),
         unmatched=tuple((name, text) for name, text in docs.params.items() if name not in described),
@@ -296,16 +307,17 @@ def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[s
     out = []
     for (wire, node), name in zip(root.properties, names.param_names(wires, taken=taken), strict=True):
         required = wire in root.required
-        hint = python_hint(node, schema)
+        annotation = python_annotation(node, schema)
         default = _default(node, schema, required)
-        if default == "None" and hint != "Any" and "None" not in hint.split(" | "):
-            hint = f"{hint} | None"  # pydantic's `x: T = None`: the hint admits the default
+        if default == "None":
+            annotation = annotation.or_none()  # pydantic's `x: T = None`: the hint admits the default
         words = _words(wire, name, node, schema, docs)
         out.append(
             Param(
                 wire=literal(wire),
                 name=name,
-                hint=Source(hint),
+                hint=Source(str(annotation)),
+                annotation=annotation,
                 default=default,
                 doc=_param_doc(wire, words, node, schema),
             )

@@ -12,7 +12,6 @@ Each set lives here, in the stage that decides names: the plan is built before a
 from __future__ import annotations
 
 from orlgen import runtime
-from orlgen.runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
 from orlgen.runtime.dataset import RESERVED_COLUMNS
 
 # What the TRL templates may import, by module: `orlgen.render.models` imports those a module uses.
@@ -21,6 +20,7 @@ TRL_IMPORTS: dict[str, tuple[str, ...]] = {
     "pathlib": ("Path",),
     "typing": ("Any", "ClassVar", "Literal"),
     "orlgen.runtime": tuple(runtime.__all__),
+    "orlgen.runtime.siblings": ("siblings",),  # an env with several trainers: its models file
 }
 # What datamodel-code-generator's models import (the bundle it is given needs no other name).
 MODEL_IMPORTS = ("Annotated", "Any", "BaseModel", "ConfigDict", "Field", "Literal", "RootModel")
@@ -50,9 +50,37 @@ def _bound(imports: dict[str, tuple[str, ...]], own: tuple[str, ...]) -> frozens
 # the methods after it in the class body. tests/test_module_names.py holds this table, and the
 # other trainers', to what the checked-in modules bind.
 TRL_MODULE_NAMES = _bound(TRL_IMPORTS, TRL_GLOBALS)
-# TRL's special methods, the adapter's state and API, `spec` (which `EnvAdapter.__init_subclass__`
-# sets on the class, over a method of that name).
-TRL_METHODS = frozenset({"reset", "get_reward", "spec", *STATE_ATTRIBUTES, *dir(EnvAdapter)})
+# What a generated TRL class inherits and a tool method must not replace, as data (the plan does not
+# import the TRL shim): TRL's special methods, the adapter's state and API, `spec` (which
+# `EnvAdapter.__init_subclass__` sets on the class, over a method of that name) and what
+# `EnvAdapter` defines beyond `object`. tests/test_models_file.py holds it equal to what the
+# runtime's `EnvAdapter` really exposes, so it cannot go stale.
+TRL_ADAPTER_NAMES = frozenset(
+    {
+        "__annotations__",
+        "__copy__",
+        "__dict__",
+        "__module__",
+        "__setstate__",
+        "__weakref__",
+        "_call_tool",
+        "_score",
+        "_submit_final_message",
+        "error",
+        "finished",
+        "get_reward",
+        "last_output",
+        "metadata",
+        "outcome",
+        "reset",
+        "reward",
+        "rewards",
+        "spec",
+        "tool_calls",
+        "tool_errors",
+    }
+)
+TRL_METHODS = TRL_ADAPTER_NAMES | frozenset(dir(object))
 
 # verifiers 0.4 (shared/TRAINERS.md section 2): what its template may import, and binds itself
 # (besides the env's Toolset, Task and Taskset classes).
@@ -60,16 +88,18 @@ VERIFIERS_IMPORTS: dict[str, tuple[str, ...]] = {
     "pathlib": ("Path",),
     "typing": ("Any",),
     "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target"),
+    "orlgen.runtime.siblings": ("siblings",),
     "orlgen.runtime.verifiers": ("OrsTask", "OrsTaskset", "OrsToolset", "tool"),
 }
-VERIFIERS_GLOBALS = ("SNAPSHOT_SHA256", "SPEC", "SPLITS", "TARGET", "annotations")
+VERIFIERS_GLOBALS = ("SNAPSHOT_SHA256", "SPEC", "SPLITS", "TARGET", "annotations", "require_contract")
 VERIFIERS_MODULE_NAMES = _bound(VERIFIERS_IMPORTS, VERIFIERS_GLOBALS)
 # skyrl-gym 0.4 (section 4): the same, the env class aside.
 SKYRL_IMPORTS: dict[str, tuple[str, ...]] = {
     "pathlib": ("Path",),
     "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target", "skyrl"),
+    "orlgen.runtime.siblings": ("siblings",),
 }
-SKYRL_GLOBALS = (*VERIFIERS_GLOBALS, "SYSTEM_PROMPT", "TOOLS", "build_dataset", "register", "require_contract")
+SKYRL_GLOBALS = (*VERIFIERS_GLOBALS, "SYSTEM_PROMPT", "TOOLS", "build_dataset", "register")
 SKYRL_MODULE_NAMES = _bound(SKYRL_IMPORTS, SKYRL_GLOBALS)
 
 # Names a generated model class may not take, in any trainer's module.

@@ -24,9 +24,11 @@ LINES = 2
 _LINE_1 = re.compile(
     rf"^{re.escape(PREFIX)} (?P<orlgen>\S+) from (?P<sources>.+) \(sha256 (?P<sha256>[0-9a-f]{{64}})\)\. DO NOT EDIT\.$"
 )
+MODELS = "models"  # the trainer word of an env's models file (`<env>_models.py`), shared by its trainers
+_SHARED = "Shared by the env's trainer modules"
 _LINE_2 = re.compile(
-    r"^# (?:For trainer (?P<trainer>[a-z]+) \((?P<written_for>[^()\s]+)\); m|M)odels by datamodel-code-generator "
-    r"(?P<dcg>\S+), formatted by black (?P<black>\S+)\.$"
+    rf"^# (?:For trainer (?P<trainer>[a-z]+) \((?P<written_for>[^()\s]+)\); m|(?P<shared>{_SHARED}); m|M)odels by "
+    r"datamodel-code-generator (?P<dcg>\S+), formatted by black (?P<black>\S+)\.$"
 )
 
 
@@ -39,7 +41,8 @@ class Header:
     sha256: str  # the snapshot's sha256, or a combined hash of a mixture's snapshots
     dcg: str
     black: str
-    trainer: str | None  # None: a header of an orlgen that wrote TRL modules only, and named no trainer
+    trainer: str | None  # None: a header of an orlgen that wrote TRL modules only, and named no trainer;
+    # `MODELS`: an env's models file
     written_for: str | None  # the framework's version range, e.g. `trl>=1.16,<2`
 
     def versions(self) -> tuple[str, str, str]:
@@ -60,12 +63,19 @@ def current(sources: str, sha256: str, trainer: str, written_for: str) -> Header
     )
 
 
+def models(sources: str, sha256: str) -> Header:
+    """The header of an env's models file: no framework of its own (it holds pydantic models and
+    the runtime's `EnvSpec`), the trainers' modules that import it name theirs."""
+    versions = tool_versions()
+    return Header(__version__, sources, sha256, versions["datamodel-code-generator"], versions["black"], MODELS, None)
+
+
 def write(header: Header) -> str:
     """The header's lines, newline-terminated, to be put before the formatted body."""
+    for_whom = _SHARED if header.trainer == MODELS else f"For trainer {header.trainer} ({header.written_for})"
     return (
         f"{PREFIX} {header.orlgen} from {header.sources} (sha256 {header.sha256}). DO NOT EDIT.\n"
-        f"# For trainer {header.trainer} ({header.written_for}); models by datamodel-code-generator {header.dcg}, "
-        f"formatted by black {header.black}.\n"
+        f"# {for_whom}; models by datamodel-code-generator {header.dcg}, formatted by black {header.black}.\n"
     )
 
 
@@ -84,9 +94,8 @@ def parse(data: bytes) -> Header | None:
     one, two = _LINE_1.fullmatch(first), _LINE_2.fullmatch(second)
     if one is None or two is None:
         return None
-    return Header(
-        one["orlgen"], one["sources"], one["sha256"], two["dcg"], two["black"], two["trainer"], two["written_for"]
-    )
+    trainer = MODELS if two["shared"] else two["trainer"]
+    return Header(one["orlgen"], one["sources"], one["sha256"], two["dcg"], two["black"], trainer, two["written_for"])
 
 
 def is_generated(path: Path) -> bool:

@@ -18,18 +18,23 @@ from orlgen import __version__, lookalike
 from orlgen.disk import FileMap
 from orlgen.errors import OrlgenError, RefusedWrite
 from orlgen.names import check_name
-from orlgen.plan.planner import plan, plan_mixture
+from orlgen.plan.planner import ModulePlan, plan, plan_mixture
+from orlgen.plan.sorting import dunder_all_order
+from orlgen.plan.source import docstring_literal, literal
 from orlgen.render import header, sandbox
-from orlgen.render.models import IMPORT_MARKER, models, with_imports
+from orlgen.render.models import IMPORT_MARKER, MODELS_IMPORTS, models, with_imports
 from orlgen.render.numeric import allow_numeric_unions
-from orlgen.runtime.contract import CONTRACT
+from orlgen.runtime.contract import CONTRACTS
 from orlgen.schema import SchemaError, printable
 from orlgen.snapshot.model import Snapshot
 from orlgen.trainers import DEFAULT_TRAINERS, Trainer, trainer
 
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
-TEMPLATE_CONTEXT_VERSION = 4
+TEMPLATE_CONTEXT_VERSION = 5
+# `<env>_models.py`: an env rendered for several trainers keeps its params models and SPEC there, once.
+MODELS_SUFFIX = "_models"
+MODELS_TEMPLATE = "models.py.jinja"
 
 
 class RenderError(OrlgenError):
@@ -81,15 +86,7 @@ def jobs(
     chosen = {
         snapshot.name: _trainers((trainers or {}).get(snapshot.name, DEFAULT_TRAINERS)) for _, snapshot in snapshots
     }
-    found = [
-        Job(
-            module_path(path, snapshot, each.suffix),
-            ("module", each.name, snapshot.name, snapshot.sha256),
-            functools.partial(render_module, snapshot, templates, each.name),
-        )
-        for path, snapshot in snapshots
-        for each in chosen[snapshot.name]
-    ]
+    found = [job for path, snapshot in snapshots for job in _env_jobs(path, snapshot, chosen[snapshot.name], templates)]
     by_name = {snapshot.name: (path, snapshot) for path, snapshot in snapshots}
     for name, members in sorted((mixtures or {}).items()):
         check_name(name, "mixture name")
@@ -99,6 +96,52 @@ def jobs(
             found += _mixture_jobs(name, [by_name[member] for member in sorted(members)], chosen, templates)
     _refuse_shared_paths(found)
     return found
+
+
+def _env_jobs(path: Path, snapshot: Snapshot, chosen: tuple[Trainer, ...], templates: Path | None) -> list[Job]:
+    """One env's files: a module per trainer and, for several trainers, the models file they
+    share (after them). The plan and the models are computed once, by the first of them
+    rendered, and handed to the others. A module that imports the shared file says so in its
+    cache inputs: the same snapshot renders other bytes when it keeps its models inline."""
+    planned = PlannedEnv(snapshot)
+    shared = len(chosen) > 1
+    found = [
+        Job(
+            module_path(path, snapshot, each.suffix),
+            ("module", each.name, snapshot.name, snapshot.sha256, *((MODELS_SUFFIX,) if shared else ())),
+            functools.partial(render_module, snapshot, templates, each.name, shared, planned),
+        )
+        for each in chosen
+    ]
+    if shared:
+        found.append(
+            Job(
+                module_path(path, snapshot, MODELS_SUFFIX),
+                ("module", "models", snapshot.name, snapshot.sha256),
+                functools.partial(render_models, snapshot, templates, planned),
+            )
+        )
+    return found
+
+
+class PlannedEnv:
+    """One env's neutral plan and its datamodel-code-generator models, computed on first use and
+    shared by every file of the env (sqlc builds its request once): three trainers cost one plan
+    and one dcg call, not three."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+    @functools.cached_property
+    def planned(self) -> tuple[ModulePlan, list[ast.stmt], str]:
+        """(the plan, the models' imports, the models' classes); a schema dcg cannot model is
+        one line naming the snapshot."""
+        try:
+            module_plan = plan(self.snapshot)
+            imports, model_classes = models(module_plan)
+        except SchemaError as exc:
+            raise RenderError(f"{self.snapshot.file_name}: {exc}") from exc
+        return module_plan, imports, model_classes
 
 
 def _trainers(names: Sequence[str]) -> tuple[Trainer, ...]:
@@ -136,6 +179,8 @@ def _refuse_shared_paths(found: list[Job]) -> None:
 def _what(job: Job) -> str:
     """`the verifiers module of helpdesk`, `the trl mixture support_mix`."""
     kind, trainer_name, name = job.inputs[:3]
+    if trainer_name == "models":
+        return f"the models file of {name}"
     return f"the {trainer_name} {kind} {name}" if kind == "mixture" else f"the {trainer_name} module of {name}"
 
 
@@ -149,21 +194,65 @@ def generate(
     return {job.path: job.render().encode() for job in jobs(snapshots, templates, mixtures, trainers)}
 
 
-def render_module(snapshot: Snapshot, templates: Path | None = None, trainer_name: str = "trl") -> str:
-    """One trainer's module of a snapshot: the neutral plan, the models, the trainer's context
-    and template, the imports it uses, black."""
+def render_module(
+    snapshot: Snapshot,
+    templates: Path | None = None,
+    trainer_name: str = "trl",
+    shared: bool = False,
+    planned: PlannedEnv | None = None,
+) -> str:
+    """One trainer's module of a snapshot: the neutral plan, the models (inline, or with `shared`
+    bound from the env's models file), the trainer's context and template, the imports it uses,
+    black. `planned` is the env's plan when another file of the env computed it already."""
     chosen = trainer(trainer_name)
-    try:
-        module_plan = plan(snapshot)
-        imports, model_classes = models(module_plan)
-    except SchemaError as exc:
-        raise RenderError(f"{snapshot.file_name}: {exc}") from exc
-    context = {**chosen.context(module_plan), "imports": IMPORT_MARKER, "models": model_classes}
+    module_plan, imports, model_classes = (planned or PlannedEnv(snapshot)).planned
+    models_module = f"{snapshot.name}{MODELS_SUFFIX}" if shared else None
+    context = {
+        **chosen.context(module_plan),
+        **_models_context(module_plan, model_classes, models_module),
+    }
     body = _render(templates, chosen, chosen.module_template, context)
-    body = allow_numeric_unions(with_imports(body, imports, chosen.imports))
+    body = allow_numeric_unions(with_imports(body, [] if shared else imports, chosen.imports))
     return header.write(header.current(snapshot.file_name, snapshot.sha256, chosen.name, chosen.written_for)) + _format(
         body
     )
+
+
+def render_models(snapshot: Snapshot, templates: Path | None = None, planned: PlannedEnv | None = None) -> str:
+    """An env's models file (`<env>_models.py`): its identity, params models and SPEC, which each
+    of its trainers' modules binds from it instead of holding a copy."""
+    module_plan, imports, model_classes = (planned or PlannedEnv(snapshot)).planned
+    shared_by = trainer("trl")  # the models file is rendered from orlgen's own templates, TRL's folder
+    description = (
+        f"Params models and SPEC of the ORS environment {module_plan.target_value!r}, shared by its trainers'\n"
+        f"modules ({snapshot.name}*.py beside this file), so a schema change is one hunk here.\n\n{module_plan.facts}"
+    )
+    exported = ["SNAPSHOT_SHA256", "SPEC", "SPLITS", "TARGET", *_params_classes(module_plan)]
+    context = {
+        **_models_context(module_plan, model_classes, None),
+        "plan": module_plan,
+        "description": docstring_literal(description, ""),
+        "exports": literal(dunder_all_order(exported)),
+    }
+    body = _render(templates, shared_by, MODELS_TEMPLATE, context)
+    body = allow_numeric_unions(with_imports(body, imports, MODELS_IMPORTS))
+    return header.write(header.models(snapshot.file_name, snapshot.sha256)) + _format(body)
+
+
+def _models_context(module_plan: ModulePlan, model_classes: str, models_module: str | None) -> dict[str, object]:
+    """What `env_models.py.jinja` reads: the models inline, or the shared file's name and the
+    params classes a module binds from it."""
+    return {
+        "imports": IMPORT_MARKER,
+        "models": model_classes,
+        "models_module": models_module,
+        "models_literal": literal(models_module),
+        "model_names": _params_classes(module_plan),
+    }
+
+
+def _params_classes(module_plan: ModulePlan) -> list[str]:
+    return [tool.params_class for tool in module_plan.tools if tool.params_class]
 
 
 def render_mixture(
@@ -210,7 +299,12 @@ def _render(overrides: Path | None, chosen: Trainer, name: str, context: dict[st
     """A template rendered in the sandbox (`orlgen.render.sandbox`): the context becomes plain
     values, and what it renders must be Python, or the error names the template, not a
     traceback from the formatter."""
-    common = {"context_version": TEMPLATE_CONTEXT_VERSION, "contract": CONTRACT, "generated_by": __version__}
+    common = {
+        "context_version": TEMPLATE_CONTEXT_VERSION,
+        "contract": CONTRACTS.get(chosen.name),
+        "trainer": chosen.name,
+        "generated_by": __version__,
+    }
     directories = template_dirs(overrides, chosen)
     source = sandbox.render(directories, name, {**common, **context})
     try:

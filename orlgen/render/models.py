@@ -19,6 +19,11 @@ from orlgen.runtime.errors import first_line
 from orlgen.schema import SchemaError
 
 IMPORT_MARKER = "__orlgen_imports__"
+# What an env's models file may import beside its models' own imports (`templates/models.py.jinja`).
+MODELS_IMPORTS: dict[str, tuple[str, ...]] = {
+    "pathlib": ("Path",),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target"),
+}
 _ISORT_LINE_LENGTH = 88  # ruff's default: a longer import is written one name per line
 
 

@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,17 +159,25 @@ class Verifier:
             self._child.kill()
             self._child.wait()
 
-    def check(self, modules: Sequence[tuple[Path, str, Snapshot]]) -> None:
-        """Raise `VerifyError` unless every module (path, source, snapshot) passes."""
+    def check(self, modules: Sequence[tuple[Path, str, Snapshot]], beside: Mapping[Path, str] | None = None) -> None:
+        """Raise `VerifyError` unless every module (path, source, snapshot) passes. `beside` holds
+        the sources of files the modules import from their own directory (an env's models file,
+        through `orlgen.runtime.siblings`): each is written under its own name next to them."""
         if not modules:
             return
         self.start()
         assert self._child is not None
         with tempfile.TemporaryDirectory(prefix="orlgen-verify-") as tmp:
+            folders = {
+                path.parent: Path(tmp) / f"d{i}" for i, path in enumerate(dict.fromkeys(p for p, _, _ in modules))
+            }
+            for path, source in {**(beside or {}), **{path: source for path, source, _ in modules}}.items():
+                if path.parent in folders:
+                    folders[path.parent].mkdir(exist_ok=True)
+                    (folders[path.parent] / path.name).write_text(source, encoding="utf-8")
             jobs = []
-            for i, (path, source, snapshot) in enumerate(modules):
-                file = Path(tmp) / f"m{i}.py"
-                file.write_text(source, encoding="utf-8")
+            for path, _, snapshot in modules:
+                file = folders[path.parent] / path.name
                 jobs.append(
                     {"name": str(path), "file": str(file), "samples": samples(snapshot), "shown": shown(snapshot)}
                 )

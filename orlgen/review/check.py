@@ -7,6 +7,7 @@ caught whatever the file says about itself. The header is read only to word the 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -142,6 +143,9 @@ def cause(actual: bytes, expected: bytes) -> str:
     if (found.trainer, found.written_for) != (wanted.trainer, wanted.written_for):
         said = f"trainer {found.trainer} ({found.written_for})" if found.trainer else "no trainer (an older orlgen)"
         return f"stale: the header names {said}; this is trainer {wanted.trainer} ({wanted.written_for})"
+    if _shares_models(actual) != _shares_models(expected):
+        moved = "out of it into" if _shares_models(expected) else "back into it from"
+        return f"stale: the env's trainers changed, so its models move {moved} the env's models file"
     if (found.sources, found.sha256) != (wanted.sources, wanted.sha256):
         return (
             "stale: the snapshot changed since the module was generated (the header says "
@@ -151,6 +155,15 @@ def cause(actual: bytes, expected: bytes) -> str:
         "hand-edited (or rendered with other templates or another build of orlgen): the bytes differ from "
         "what `orlgen generate` renders from its snapshot"
     )
+
+
+# How a trainer's module binds its env's models file (`templates/env_models.py.jinja`).
+_MODELS_BINDING = re.compile(rb'= siblings\(__package__, __file__, "\w+_models"\)\n')
+
+
+def _shares_models(data: bytes) -> bool:
+    """Whether a module binds its models from the env's models file rather than holding them."""
+    return _MODELS_BINDING.search(data) is not None
 
 
 def _first_different_line(actual: bytes, expected: bytes, limit: int) -> int:

@@ -8,19 +8,22 @@ layout that Qwen's chat template renders, one `tojson` line per tool, in the ord
 the methods. So a model trained through either module reads the same tool surface.
 
 The method is not imported (its module is not rendered, let alone trusted, here): a stand-in
-function carries its name, docstring and signature, its hints turned into types by a reader of
-the few forms `orlgen.plan.hints` writes, and `get_json_schema` reads that.
+function carries its name, docstring and signature, each parameter's typed hint (`Param.annotation`,
+the data its hint text is written from) turned into the type that text evaluates to in the
+module, and `get_json_schema` reads that.
 """
 
 from __future__ import annotations
 
-import ast
+import functools
 import inspect
 import json
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from orlgen.errors import OrlgenError
+from orlgen.plan.hints import LITERAL, NONE, UNION, Hint
 from orlgen.plan.json_schema import json_schema_reader
 from orlgen.plan.planner import Param
 
@@ -80,7 +83,7 @@ def _stand_in(name: str, docstring: str, params: Sequence[Param]) -> Callable[..
             param.name,
             inspect.Parameter.KEYWORD_ONLY,
             default=inspect.Parameter.empty if param.default is None else param.default,
-            annotation=hint_type(param.hint),
+            annotation=runtime_type(param.annotation),
         )
         for param in params
     ]
@@ -91,31 +94,17 @@ def _stand_in(name: str, docstring: str, params: Sequence[Param]) -> Callable[..
     return tool
 
 
-def hint_type(text: str) -> Any:
-    """The type a hint of `orlgen.plan.hints` evaluates to in a generated module, read from its
-    text without evaluating it: builtins, `Any`, `JSONObject`/`JSONArray`, `list[...]`,
-    `dict[...]`, `tuple[...]`, `Literal[...]` of plain values, and `|` unions."""
-    return _type(ast.parse(text, mode="eval").body, text)
-
-
-def _type(node: ast.expr, text: str) -> Any:
-    if isinstance(node, ast.Constant) and node.value is None:
+def runtime_type(hint: Hint) -> Any:
+    """The type a hint of `orlgen.plan.hints` evaluates to in a generated module: builtins, `Any`,
+    `JSONObject`/`JSONArray`, `list[...]`, `dict[...]`, `tuple[...]`, `Literal[...]` and unions."""
+    if hint.name == UNION:
+        return functools.reduce(operator.or_, (runtime_type(member) for member in hint.members))
+    if hint.name == LITERAL:
+        return Literal[hint.values]
+    if hint == NONE:
         return type(None)
-    if isinstance(node, ast.Name) and node.id in _NAMES:
-        return _NAMES[node.id]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        return _type(node.left, text) | _type(node.right, text)
-    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if node.value.id == "Literal" and all(_plain(arg) for arg in args):
-            return Literal[tuple(ast.literal_eval(arg) for arg in args)]
-        if node.value.id in _GENERICS:
-            return _GENERICS[node.value.id][tuple(_type(arg, text) for arg in args)]
-    raise PromptError(f"a type hint orlgen does not write: {text!r}")
-
-
-def _plain(node: ast.expr) -> bool:
-    """A `Literal` value as `orlgen.plan.hints` writes one: a constant, or a negative number."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool))
+    if hint.name in _GENERICS and hint.args:
+        return _GENERICS[hint.name][tuple(runtime_type(arg) for arg in hint.args)]
+    if hint.name in _NAMES and not hint.args:
+        return _NAMES[hint.name]
+    raise PromptError(f"a type hint orlgen does not write: {str(hint)!r}")

@@ -63,10 +63,15 @@ def exports(env_class: ClassName, tools: tuple[ToolPlan, ...], terminal: bool, g
 
 
 def tool_docstring(tool: ToolPlan) -> Source:
-    """The method's docstring, as `get_json_schema` reads it. An `Args:` entry that names no
-    parameter of the schema (an argument the server reads some other way, or a stale one) stays
-    in the description, where the model can still read it, since `Args:` may only list the
-    method's parameters."""
+    """The method's docstring literal: `tool_docstring_text`, indented under the method."""
+    return docstring_literal(tool_docstring_text(tool), indent="        ")
+
+
+def tool_docstring_text(tool: ToolPlan) -> str:
+    """The method's docstring as text, as `get_json_schema` reads it (the skyrl trainer hands the
+    same text to it). An `Args:` entry that names no parameter of the schema (an argument the
+    server reads some other way, or a stale one) stays in the description, where the model can
+    still read it, since `Args:` may only list the method's parameters."""
     safe = docstrings.safe
     summary = safe(tool.summary)
     if tool.offer:
@@ -81,4 +86,4 @@ def tool_docstring(tool: ToolPlan) -> Source:
         lines += ["", "Args:"] + [f"    {param.name}: {safe(param.doc)}" for param in tool.params]
     if tool.returns:
         lines += ["", "Returns:", f"    {safe(tool.returns)}"]
-    return docstring_literal("\n".join(lines), indent="        ")
+    return "\n".join(lines)
