@@ -320,6 +320,7 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
     tokens are the ones TRL renders for the first turn."""
     import torch
     from orlgen.runtime.trl import tool_methods
+    from orlgen.runtime.trl_rollout import trl_prompt
 
     from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokenizer, teach
 
@@ -328,9 +329,12 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
     examples = []
     for row in echo_module.build_dataset("train", num_tasks=2):
         env = echo_module.EchoEnv(base_url=echo_url)
-        user = {"role": "user", "content": env.reset(**row)}
         prompt_ids = tokenizer.apply_chat_template(
-            [user], tools=tool_methods(env), add_generation_prompt=True, tokenize=True, return_dict=True
+            trl_prompt(row, env.reset(**row)),
+            tools=tool_methods(env),
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
         )["input_ids"]
         env.get_reward()
         completion = tokenizer(ECHO_HELLO_CALL, add_special_tokens=False)["input_ids"]
@@ -390,8 +394,8 @@ def test_hf_turns_see_the_tokens_grpo_trainer_builds(taught_model, echo_module, 
     the model's own completion plus `_get_tool_suffix_ids` of the tool result (re-rendering the
     history would differ: Qwen3's training template adds an empty think block to past turns)."""
     from orlgen.eval.hf import LocalModel
-    from orlgen.eval.rollout import _prompt
     from orlgen.runtime.trl import tool_methods
+    from orlgen.runtime.trl_rollout import trl_prompt
 
     from tests.support.training import make_trainer
 
@@ -399,7 +403,7 @@ def test_hf_turns_see_the_tokens_grpo_trainer_builds(taught_model, echo_module, 
     dataset = echo_module.build_dataset(num_tasks=1)
     trainer, _ = make_trainer(str(taught_model), echo_module, echo_url, dataset, tmp_path)
     env = echo_module.EchoEnv(base_url=echo_url)
-    prompt = _prompt(dataset[0], env.reset(**dataset[0]))
+    prompt = trl_prompt(dataset[0], env.reset(**dataset[0]))
     chat = LocalModel(str(taught_model), max_tokens=40).start()
 
     reply = chat.turn(prompt, tool_methods(env), seed=0, temperature=0)

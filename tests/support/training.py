@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from orlgen.runtime.trl_rollout import trl_prompt
+
 from tests.support.models.tiny_qwen3 import EOS_TOKEN, tiny_qwen3_dir
 
 ONE_STEP: Mapping[str, Any] = {
@@ -98,11 +100,11 @@ def make_trainer(model_path, module, base_url, dataset, output_dir, reward_funcs
 
 def first_turn_ids(trainer, row: Mapping[str, Any], prompt: str, tools: Sequence[Any] | None = None) -> list[int]:
     """The token ids TRL renders for `row`'s first turn: the row's messages with the env's
-    `prompt` (what `reset` returned) appended to the last, with the trainer's tools (or `tools`,
-    an environment's own in a mixture) through the trainer's chat template."""
-    user = {**row["prompt"][-1], "content": row["prompt"][-1]["content"] + prompt}
+    `prompt` (what `reset` returned) appended to the last as TRL's loop appends it (the shared
+    `trl_prompt`), with the trainer's tools (or `tools`, an environment's own in a mixture)
+    through the trainer's chat template."""
     return trainer.processing_class.apply_chat_template(
-        [*row["prompt"][:-1], user],
+        trl_prompt(row, prompt),
         tools=trainer.tools if tools is None else tools,
         chat_template=trainer.chat_template,
         add_generation_prompt=True,
