@@ -37,7 +37,7 @@ async def _async_rollouts(envs: list[Any]) -> float:
     sdk = _sdk_loop().loop
 
     async def tool(env: Any, command: str) -> Any:
-        call = asyncio.run_coroutine_threadsafe(env._session.call_tool("run", {"command": command}), sdk)
+        call = asyncio.run_coroutine_threadsafe(env._episode._session.call_tool("run", {"command": command}), sdk)
         return env._record("run", await asyncio.wrap_future(call))
 
     async def rollout(pool: ThreadPoolExecutor, i: int, env: Any) -> float | None:

@@ -41,7 +41,7 @@ def play_one_rollout(module) -> None:
     from transformers.utils import get_json_schema
 
     env = module.EchoEnv()  # zero arguments: a module:Class target is served by this process
-    print(f"2. EchoEnv() serves {module.TARGET.value} at {env._connection.url}")
+    print(f"2. EchoEnv() serves {module.TARGET.value} at {env._episode.connection.url}")
     print("3. tools the model sees (transformers.utils.get_json_schema on the generated methods):")
     for name in module.TOOLS:
         schema = get_json_schema(getattr(env, name))["function"]

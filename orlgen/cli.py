@@ -83,7 +83,7 @@ def main() -> None:
 
 def _env_overrides(items: Sequence[str]) -> dict[str, str] | None:
     """`KEY=VALUE` items → the adapter's `env_overrides`; a key the SDK does not take is refused."""
-    from orlgen.runtime.adapter import ENV_OVERRIDE_KEYS
+    from orlgen.runtime.episode import ENV_OVERRIDE_KEYS
 
     overrides: dict[str, str] = {}
     for item in items:

@@ -72,7 +72,7 @@ def play(echo_module, url, **options):
 
 def learned_window(echo_module, url):
     """The capacity this process learned for the env at `url` (None: none yet)."""
-    connection = echo_module.EchoEnv(base_url=url)._connection
+    connection = echo_module.EchoEnv(base_url=url)._episode.connection
     return budget.for_env(admission.env_key(connection), echo_module.EchoEnv).window
 
 
@@ -157,7 +157,7 @@ def test_a_slot_comes_back_however_the_rollout_ends(echo_module, faulty, monkeyp
     make = lambda: echo_module.EchoEnv(base_url=url, timeout=3.0)  # noqa: E731
     env = make()
     env.reset(task_index=0)
-    assert copy.copy(env)._session_slot == []  # a copy holds no session, hence no slot
+    assert not copy.copy(env)._episode.open  # a copy holds no session, hence no slot
     env.echo(text="hello")  # finished: the env ended the episode
     other = make()
     assert not other.reset(task_index=0).startswith("Error"), other.error

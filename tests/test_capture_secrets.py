@@ -206,8 +206,8 @@ def _session_secrets(module, **options) -> dict:
     adapter = module.JudgedEnv(**options)
     adapter.reset(task_index=0)
     assert adapter.outcome == "running", adapter.error
-    session = adapter._session
-    output = adapter._connection.run(lambda client: session.call_tool("whoami", {}), 30)
+    session = adapter._episode._session
+    output = adapter._episode.connection.run(lambda client: session.call_tool("whoami", {}), 30)
     return json.loads(output.blocks[0].text)
 
 

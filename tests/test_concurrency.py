@@ -48,7 +48,7 @@ def rollout(env, index, barrier):
 
 
 def test_64_concurrent_rollouts(counting, drifted, caplog, monkeypatch):
-    monkeypatch.setattr("orlgen.runtime.adapter._drift_checked", set())
+    monkeypatch.setattr("orlgen.runtime.episode._drift_checked", {})
     COVERAGE.drain()
     envs = [counting.CountingEnv(base_url=drifted.url) for _ in range(N)]
     barrier = threading.Barrier(N)
@@ -61,7 +61,7 @@ def test_64_concurrent_rollouts(counting, drifted, caplog, monkeypatch):
         assert answers == ["waited", "waited", "finished"]
         assert reward == 1.0
     for env in envs:
-        assert (env.outcome, env.tool_calls, env.rewards, env._session_slot) == ("finished", 3, [None, None, 1.0], [])
+        assert (env.outcome, env.tool_calls, env.rewards, env._episode.open) == ("finished", 3, [None, None, 1.0], False)
 
     # The drift check ran once for the class, however many first resets raced for it.
     assert [r.message.count("differ from the snapshot") for r in caplog.records] == [1]

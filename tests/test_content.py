@@ -37,7 +37,7 @@ def test_prompt_and_tool_images_are_content_parts_in_order(canvas, canvas_url):
     assert shot[1]["text"] == "The canvas is 56x56 pixels."
     assert env.last_output == "[image: image/png, 56x56]\nThe canvas is 56x56 pixels."  # readable state
     assert env.answer(colour="blue") == "correct"  # a text-only output is still a str
-    assert env.reward == 1.0 and env._session_slot == []
+    assert env.reward == 1.0 and not env._episode.open
 
 
 def _async_worker_rollout(url: str, results) -> None:

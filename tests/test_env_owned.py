@@ -89,7 +89,7 @@ def test_grpo_trainer_trains_with_train_dataset_none(echo_module, echo_url, tmp_
     assert all(env.error is None for env in factory.created), [env.error for env in factory.created]
     (walk,) = draw._walks.values()
     assert walk.draws == 4  # 2 groups of 2 generations, each reset drew
-    assert all(env._session_slot == [] for env in factory.created)  # get_reward ended every session
+    assert all(not env._episode.open for env in factory.created)  # get_reward ended every session
 
 
 @pytest.mark.slow

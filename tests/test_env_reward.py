@@ -42,7 +42,7 @@ def test_get_reward_is_the_outcome_and_ends_the_session(echo_module, echo_url):
     row = echo_module.build_dataset(indices=[0])[0]
     env.reset(**row)
     assert env.get_reward() is None  # nothing scored yet: unscored, not zero
-    assert env._session_slot == []  # TRL asks for the reward when the rollout is over
+    assert not env._episode.open  # TRL asks for the reward when the rollout is over
     env.reset(**row)
     env.echo(text="hello")
     assert env.get_reward() == 1.0 and env.get_reward() == 1.0  # asking twice is stable
@@ -85,7 +85,7 @@ def test_a_rollout_is_scored_once_whatever_the_user_combines(stepped, stepped_ur
     assert fresh.get_reward() == 0.0
     assert summed_reward([fresh]) == [None]  # get_reward read it first
     fresh.reset(task_index=0)  # a new rollout has no owner yet
-    assert fresh._scored_by is None
+    assert fresh._episode.scored_by is None
 
 
 def test_reward_functions_need_environments_and_say_so(stepped):
@@ -100,7 +100,7 @@ def test_copy_keeps_the_episode_but_never_the_session(stepped, stepped_url):
     env.advance()
     env.advance()
     snapshot = copy.copy(env)
-    assert type(snapshot) is type(env) and snapshot._options == env._options
+    assert type(snapshot) is type(env) and snapshot._episode.options == env._episode.options
     for name in (
         "reward",
         "rewards",
@@ -113,7 +113,7 @@ def test_copy_keeps_the_episode_but_never_the_session(stepped, stepped_url):
         "tool_errors",
     ):
         assert getattr(snapshot, name) == getattr(env, name), name
-    assert snapshot._session is None and snapshot._session_slot == [] and env._session_slot
+    assert not snapshot._episode.open and env._episode.open
     assert snapshot.rewards is not env.rewards  # the original's next steps do not leak into the copy
 
     # The copy cannot touch the live session: its calls are refused, its end closes nothing.
@@ -132,8 +132,8 @@ def test_copy_keeps_the_episode_but_never_the_session(stepped, stepped_url):
 def test_pickling_keeps_only_the_options(stepped, stepped_url):
     env = play_stepped(stepped, stepped_url, reward="summed")
     clone = pickle.loads(pickle.dumps(env))
-    assert (clone.reward, clone.rewards, clone.outcome, clone._session) == (None, [], "running", None)
-    assert clone._options == env._options
+    assert (clone.reward, clone.rewards, clone.outcome, clone._episode._session) == (None, [], "running", None)
+    assert clone._episode.options == env._episode.options
     clone.reset(task_index=0)
     for _ in range(4):
         clone.advance()

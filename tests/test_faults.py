@@ -101,7 +101,7 @@ def test_tool_slower_than_the_timeout_ends_the_rollout(counting, server):
 def test_session_deleted_under_us(counting, server):
     env = counting.CountingEnv(base_url=server.url)
     env.reset(task_index=0)
-    request = urllib.request.Request(f"{server.url}/delete", method="POST", headers={"X-Session-ID": env._session.sid})
+    request = urllib.request.Request(f"{server.url}/delete", method="POST", headers={"X-Session-ID": env._episode._session.sid})
     urllib.request.urlopen(request, timeout=10).read()
     text = env.wait(seconds=0)
     assert text.startswith("Error: the environment failed") and env.outcome == "env_error"
@@ -156,11 +156,11 @@ def test_secrets_reach_the_session_and_nowhere_else(counting, server, caplog):
 def test_drift_guard(counting, monkeypatch, caplog, ors_kind):
     """Served: the counting env after an upstream change (one tool reworded, one added)."""
     with server_process(ors_kind, "tests.support.envs.counting:DriftedCounting") as drifted:
-        monkeypatch.setattr("orlgen.runtime.adapter._drift_checked", set())
+        monkeypatch.setattr("orlgen.runtime.episode._drift_checked", {})
         strict = counting.CountingEnv(base_url=drifted.url, on_drift="raise")
         with pytest.raises(DriftError, match=r"'finish' changed; 'extra' is new\); run `orlgen snapshot`"):
             strict.reset(task_index=0)
-        monkeypatch.setattr("orlgen.runtime.adapter._drift_checked", set())
+        monkeypatch.setattr("orlgen.runtime.episode._drift_checked", {})
         with caplog.at_level(logging.WARNING, logger="orlgen"):
             counting.CountingEnv(base_url=drifted.url).reset(task_index=0)
             counting.CountingEnv(base_url=drifted.url).reset(task_index=1)
@@ -168,7 +168,7 @@ def test_drift_guard(counting, monkeypatch, caplog, ors_kind):
 
 
 def test_no_drift_against_the_captured_env(counting, server, caplog, monkeypatch):
-    monkeypatch.setattr("orlgen.runtime.adapter._drift_checked", set())
+    monkeypatch.setattr("orlgen.runtime.episode._drift_checked", {})
     with caplog.at_level(logging.WARNING, logger="orlgen"):
         counting.CountingEnv(base_url=server.url, on_drift="raise").reset(task_index=0)
     assert caplog.records == []
@@ -208,7 +208,7 @@ def _rollouts(args):
 def test_rollouts_from_several_processes(counting, server):
     env = counting.CountingEnv(base_url=server.url)
     clone = pickle.loads(pickle.dumps(env))
-    assert clone._connection == env._connection and clone._session is None
+    assert clone._episode.connection == env._episode.connection and not clone._episode.open
     work = [(env, [0, 1]), (env, [2, 3]), (env, [4, 5])]
     with multiprocessing.get_context("spawn").Pool(3) as pool:
         results = [r for chunk in pool.map(_rollouts, work) for r in chunk]

@@ -122,17 +122,36 @@ def test_importing_eval_imports_no_renderer():
     assert loaded.strip() == "[]"
 
 
+RUNTIME = SOURCE / "runtime"
+
+
+def _runtime_modules() -> dict[str, Path]:
+    """Every runtime module by its dotted name under `orlgen.runtime` (`episode`, `session.budget`;
+    a package's `__init__` is the package itself, the runtime's own is `__init__`)."""
+    modules = {}
+    for path in RUNTIME.rglob("*.py"):
+        parts = path.relative_to(RUNTIME).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
+        modules[name] = path
+    return modules
+
+
 def _runtime_graph() -> dict[str, set[str]]:
     """Each runtime module's imports of other runtime modules, lazy ones included."""
-    modules = {path.stem: path for path in (SOURCE / "runtime").glob("*.py")}
-    return {
-        name: {
-            imported.split(".")[2]
-            for imported in _imports(path.read_text(encoding="utf-8"), "orlgen.runtime")
-            if imported.count(".") >= 2 and imported.split(".")[2] in modules and imported.split(".")[2] != name
-        }
-        for name, path in modules.items()
-    }
+    modules = _runtime_modules()
+    graph = {}
+    for name, path in modules.items():
+        inside = name if path.name == "__init__.py" and name != "__init__" else name.rpartition(".")[0]
+        package = ".".join(part for part in ("orlgen.runtime", inside) if part)
+        found = set()
+        for imported in _imports(path.read_text(encoding="utf-8"), package):
+            parts = imported.split(".")[2:]
+            while parts and ".".join(parts) not in modules:
+                parts.pop()
+            if parts and ".".join(parts) != name:
+                found.add(".".join(parts))
+        graph[name] = found
+    return graph
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -162,3 +181,104 @@ def test_the_runtime_has_no_import_cycle():
 def test_the_cycle_check_can_fail():
     graph = {"connection": {"local"}, "local": {"redaction", "connection"}, "redaction": set()}
     assert _cycles(graph) == [["connection", "local", "connection"]]
+
+
+TRL_SHIM = {"trl", "trl.adapter", "trl.scoring", "trl.group", "trl.mixture", "trl.tools", "trl.rollout"}
+
+
+def _closure(graph: dict[str, set[str]], module: str) -> set[str]:
+    """Every runtime module `module` imports, directly or through another, lazy imports included."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        for imported in graph[todo.pop()] - seen:
+            seen.add(imported)
+            todo.append(imported)
+    return seen
+
+
+@pytest.mark.parametrize("core", ["episode", "skyrl", "verifiers"])
+def test_the_episode_core_and_the_other_shims_import_nothing_of_trls(core: str):
+    """`Episode` is the trainer-neutral core: it, and the skyrl and verifiers shims that sit on it,
+    reach none of TRL's shim (the adapter, its reward functions, its mixtures) by any import."""
+    assert _closure(_runtime_graph(), core) & TRL_SHIM == set()
+
+
+def test_the_closure_check_can_fail():
+    graph = {"episode": {"content"}, "content": {"adapter"}, "adapter": set()}
+    assert _closure(graph, "episode") == {"content", "adapter"}
+
+
+# The runtime's layers, bottom up: a module imports only its own layer and those below. The trainer
+# shims sit on top, side by side, and none imports another; `__init__` (the public surface) is
+# above them all.
+RUNTIME_LAYERS = (
+    ("base", {"errors", "process", "redaction", "types", "unset", "fingerprint", "contract", "siblings", "log"}),
+    ("data", {"data"}),
+    ("ors", {"ors"}),
+    ("session", {"session"}),
+    ("core", {"episode", "content", "offers", "coverage", "hermes", "surface"}),
+    ("shims", {"trl", "verifiers", "skyrl"}),
+)
+SHIMS = dict(RUNTIME_LAYERS)["shims"]
+
+
+def _runtime_layer(module: str) -> int:
+    head = module.split(".")[0]
+    for rank, (_, members) in enumerate(RUNTIME_LAYERS):
+        if head in members:
+            return rank
+    raise AssertionError(f"runtime module {module} is in no layer: add it to RUNTIME_LAYERS")
+
+
+def _against_the_layers(graph: dict[str, set[str]]) -> list[str]:
+    """Each import that runs up the runtime's layers, or from one trainer's shim into another's."""
+    found = []
+    for module, imported in sorted(graph.items()):
+        if module == "__init__":
+            continue
+        for other in sorted(imported):
+            up = _runtime_layer(other) > _runtime_layer(module)
+            across = module.split(".")[0] in SHIMS and other.split(".")[0] in SHIMS - {module.split(".")[0]}
+            if up or across:
+                found.append(f"{module} -> {other}")
+    return found
+
+
+def test_the_runtimes_layers_import_one_way():
+    assert _against_the_layers(_runtime_graph()) == []
+
+
+def test_the_layer_check_can_fail():
+    graph = {"ors.client": {"session.backoff"}, "skyrl": {"trl.tools", "episode"}, "episode": set()}
+    assert _against_the_layers(graph) == ["ors.client -> session.backoff", "skyrl -> trl.tools"]
+
+
+def test_generated_modules_import_only_the_runtimes_public_surfaces():
+    """A generated module names only what the runtime promises to keep: the names `orlgen.runtime`
+    exports, `require_contract`, `siblings`, and the public names of the verifiers and skyrl shims."""
+    import importlib
+
+    public = {"orlgen.runtime": set(importlib.import_module("orlgen.runtime").__all__)}
+    public |= {"orlgen.runtime.contract": {"require_contract"}, "orlgen.runtime.siblings": {"siblings"}}
+    public["orlgen.runtime"] |= {"skyrl"}  # the skyrl shim, imported as a module
+    for shim in ("verifiers", "skyrl"):
+        text = (RUNTIME / f"{shim}.py").read_text(encoding="utf-8")
+        names = next(
+            ast.literal_eval(node.value)
+            for node in ast.parse(text).body
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "__all__"
+        )
+        public[f"orlgen.runtime.{shim}"] = set(names)
+    found = []
+    for path in sorted((SOURCE.parent / "generated").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("orlgen"):
+                found += [
+                    f"{path.name}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name not in public.get(node.module, set())
+                ]
+            elif isinstance(node, ast.Import):
+                found += [f"{path.name}: {alias.name}" for alias in node.names if alias.name.startswith("orlgen")]
+    assert found == []

@@ -35,7 +35,7 @@ from generated.helpdesk import HelpdeskEnv, build_dataset
 from orlgen.runtime import local
 
 first, second = HelpdeskEnv(), HelpdeskEnv()
-assert first._connection.url == second._connection.url, (first._connection, second._connection)
+assert first._episode.connection.url == second._episode.connection.url, (first._episode.connection, second._episode.connection)
 row = build_dataset("train", num_tasks=1)[0]
 print("PROMPT", first.reset(**row).splitlines()[0])
 print("CALL", first.list_policies()[:40].replace("\\n", " "))

@@ -274,7 +274,7 @@ def recorders(echo_url, helpdesk_url):
     yield made
     for recorder in made.values():
         for env in recorder.created:
-            env._end_session()
+            env._episode.close()
 
 
 @pytest.mark.slow
@@ -353,7 +353,7 @@ def test_grpo_step_on_the_mixture_routes_tools_per_environment(
 
     # Echo adapters: one call each, `echo`, scored by the echo server against the task's target.
     for env in echo_envs:
-        assert env.outcome == "finished" and env._session is None and len(env.rewards) == 1, env
+        assert env.outcome == "finished" and not env._episode.open and len(env.rewards) == 1, env
     assert sorted(env.reward for env in echo_envs) == [0.0, 0.0, 1.0, 1.0]
     assert sorted(env.last_output for env in echo_envs) == ["correct", "correct", "wrong: 'hello'", "wrong: 'hello'"]
 
@@ -381,7 +381,7 @@ def test_grpo_step_on_the_mixture_routes_tools_per_environment(
     # Only echo rollouts are scored (a helpdesk rollout ends before submit_resolution): 2 of 4 won.
     assert metrics["rewards/EchoEnv/mean"] == pytest.approx(0.5) and metrics["reward"] == pytest.approx(0.5)
     assert metrics["rewards/HelpdeskEnv/mean"] is None  # no helpdesk rollout was scored
-    assert all(env._session_slot == [] for env in helpdesk_envs)  # get_reward ended the open tickets' sessions
+    assert all(not env._episode.open for env in helpdesk_envs)  # get_reward ended the open tickets' sessions
     assert metrics["orlgen/scored_fraction"] == 0.5 and metrics["orlgen/unfinished"] == 4.0
     assert metrics["orlgen/env_errors"] == 0.0
 

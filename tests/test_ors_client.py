@@ -110,14 +110,14 @@ def test_an_error_status_on_a_call_ends_the_rollout_unscored_unretried(ticker, f
     arm(faulty, "status", code=code, n=5)
     text = env.tick()
     assert text.startswith("Error: the environment failed") and says in env.error, env.error
-    assert (env.outcome, env.get_reward(), env._session_slot) == ("env_error", None, [])
+    assert (env.outcome, env.get_reward(), env._episode.open) == ("env_error", None, False)
     assert calls(faulty) == 1 and ticks(files) == 0  # asked once, never run
 
 
 def test_a_deleted_session_is_a_real_404(ticker, faulty, files):
     env = ticker.TickerEnv(base_url=faulty.url)
     env.reset(task_index=0)
-    sid = env._session.sid
+    sid = env._episode._session.sid
     request = urllib.request.Request(f"{faulty.url}/delete", method="POST", headers={"X-Session-ID": sid})
     urllib.request.urlopen(request, timeout=5)  # the server drops the session under the rollout
     env.tick()

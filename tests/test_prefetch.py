@@ -9,7 +9,7 @@ import time
 
 import pytest
 from orlgen.runtime import prefetch
-from orlgen.runtime.adapter import _close_slot
+from orlgen.runtime.admission import close_sessions
 
 from tests.support.modules import generated
 from tests.support.servers.both import server_process
@@ -54,7 +54,7 @@ def test_a_cut_group_costs_its_unused_sessions_and_they_are_deleted(counting, se
     assert server.counts()["opened"] == 5
     env.get_reward()
     for connection, session in prefetch.drain():  # what the exit hook does with what is left
-        _close_slot([session], connection)
+        close_sessions([session], connection)
     assert wait_for(lambda: server.counts()["closed"] == server.counts()["opened"] == 5)
 
 
@@ -64,7 +64,7 @@ def test_prefetch_is_off_by_default_and_crosses_processes_as_an_option(counting,
     env = counting.CountingEnv(base_url=server.url)
     env.reset(task_index=0)
     assert server.counts()["opened"] == 1
-    assert pickle.loads(pickle.dumps(counting.CountingEnv(base_url=server.url, prefetch=8)))._prefetch == 8
+    assert pickle.loads(pickle.dumps(counting.CountingEnv(base_url=server.url, prefetch=8)))._episode.options["prefetch"] == 8
 
 
 def test_a_process_that_sees_half_of_each_group_learns_to_open_half(counting, server):

@@ -54,7 +54,7 @@ def test_forked_child_starts_fresh_and_leaves_the_parent_working(serve, ors_kind
     connections)."""
     report = run_across_fork(serve("examples.echo:Echo"))
     # ors-sdk's server has no `/version`: no deployment to refuse there
-    unpinned = {"adapter._deployment_refused"} if ors_kind == "ors-sdk" else set()
+    unpinned = {"episode._deployment_refused"} if ors_kind == "ors-sdk" else set()
     check_across_fork(report, not_reached={"local._servers", "local._exit_hooks", *unpinned})
 
 
@@ -98,6 +98,8 @@ NOT_PER_PROCESS = {
     "budget._class_max": "configuration (set_max_sessions): a child keeps its parent's",
     "connection._exit_hooks": "hooks registered at import: a child runs them on its own state",
     "connection._sigterm_checked": "guards the SIGTERM handler, which a fork's child inherits",
+    "contract.SUPPORTED": "a constant table (each trainer's contract range)",
+    "contract.CONTRACTS": "a constant table (derived from SUPPORTED)",
     "provenance.FIELDS": "a constant table",
     "secrets._KNOWN": "a constant table",
     "secrets.WELL_KNOWN_SECRETS": "a constant table",

@@ -43,7 +43,7 @@ def test_a_url_capture_records_the_deployment_and_check_notes_a_new_one(redeploy
 @pytest.mark.slow
 def test_the_drift_guard_logs_a_new_deployment_of_the_same_tools(redeployed, caplog, monkeypatch):
     url, out = redeployed
-    monkeypatch.setattr("orlgen.runtime.adapter._drift_checked", set())
+    monkeypatch.setattr("orlgen.runtime.episode._drift_checked", {})
     module = load_module(out / "echo.py")
     assert module.EchoEnv.spec.deployment["build_sha"] == "aaa111"
     env = module.EchoEnv(base_url=url)

@@ -56,7 +56,7 @@ def test_snapshot_records_the_summed_rule_and_the_adapter_defaults_to_it(tmp_pat
     assert 'the sum of the non-null step rewards (reward="summed"' in module.environment_factory.__doc__
     # Step rewards [None, None, 0.005, 0.0]: the author's score is their sum, not the last one.
     assert scripted_score(module, stepped_url) == pytest.approx(0.005)
-    assert module.environment_factory(base_url=stepped_url, reward="outcome")._aggregate == "outcome"
+    assert module.environment_factory(base_url=stepped_url, reward="outcome")._episode.rule == "outcome"
 
 
 def test_the_default_outcome_rule_is_left_out_of_the_snapshot(tmp_path, stepped_url):

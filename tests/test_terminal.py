@@ -55,7 +55,7 @@ def test_the_final_message_is_graded_by_the_terminal_tool(quiz, quiz_url):
     assert submit_final_message(environments=[right, wrong], completions=completions) == [None, None]
     assert (right.rewards, right.last_output, right.outcome) == ([None, 1.0], "correct", "finished")
     assert (wrong.reward, wrong.last_output, wrong.outcome) == (0.0, "incorrect", "finished")
-    assert right._session_slot == [] and wrong._session_slot == []  # the terminal tool ended the rollout
+    assert not right._episode.open and not wrong._episode.open  # the terminal tool ended the rollout
     assert [right.get_reward(), wrong.get_reward()] == [1.0, 0.0]
 
 
@@ -109,7 +109,7 @@ def test_grpo_step_scores_the_final_message(quiz, quiz_url, tiny_model_path, tmp
 
     assert len(factory.created) == 4
     for env in factory.created:
-        assert env.outcome == "finished" and env.tool_calls == 0 and env._session_slot == [], env
+        assert env.outcome == "finished" and env.tool_calls == 0 and not env._episode.open, env
     assert sorted(env.last_output for env in factory.created) == ["correct", "correct", "incorrect", "incorrect"]
     metrics = trainer.state.log_history[0]
     assert metrics["reward"] == pytest.approx(0.5)

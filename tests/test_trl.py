@@ -47,7 +47,7 @@ def test_trainer_discovers_exactly_the_generated_tools(name, request, tiny_model
     assert trainer.processing_class.chat_template == qwen3_chat_template()
     assert sorted(tool.__name__ for tool in trainer.tools) == sorted(module.TOOLS)
     assert len(factory.created) == 1  # the probe instance, which opened no session
-    assert factory.created[0]._session_slot == [] and factory.created[0].outcome == "running"
+    assert not factory.created[0]._episode.open and factory.created[0].outcome == "running"
 
     schemas = rendered_tools(trainer, [{"role": "user", "content": "hi"}])
     assert [schema["function"]["name"] for schema in schemas] == [tool.__name__ for tool in trainer.tools]
@@ -68,7 +68,7 @@ def teach_echo_hello(trainer, module, base_url, rows) -> float:
         env = module.EchoEnv(base_url=base_url)
         prompt = env.reset(**row)
         answer = env.echo(text="hello")  # what the server will answer to the taught call
-        assert env._session_slot == []
+        assert not env._episode.open
         prompt_ids = first_turn_ids(trainer, row, prompt)
         call_ids = answer_ids(tokenizer, ECHO_HELLO_CALL)
         examples.append((prompt_ids, call_ids))
@@ -121,7 +121,7 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(
     assert len(factory.created) == 4
     for env in factory.created:
         assert env.outcome == "finished", env  # the echo call reached the server and ended the episode
-        assert env._session_slot == [] and env._session is None  # no session left open
+        assert not env._episode.open and not env._episode.open  # no session left open
         assert len(env.rewards) == 1  # exactly one call went through
     played = sorted(factory.created, key=lambda env: env.reward)
     assert [env.reward for env in played] == [0.0, 0.0, 1.0, 1.0]

@@ -55,7 +55,7 @@ def test_a_restarted_server_is_used_again_as_soon_as_its_health_answers(both_mod
         assert env.reset(task_index=0).startswith("Task 0:"), env.error
         server.process.stop()  # killed mid-episode, as a crash
         assert env.guess(guess=5).startswith("Error: the environment failed")
-        gate = breaker.for_env(admission.env_key(env._connection))
+        gate = breaker.for_env(admission.env_key(env._episode.connection))
         assert gate.state == "open" and gate.dead, (gate.state, env.error)
 
         env.reset(task_index=0)  # down: refused at once, nothing sent
@@ -81,7 +81,7 @@ def test_a_dead_server_is_probed_one_request_at_a_time_until_the_process_gives_u
         env.reset(task_index=0)
         server.process.stop()
         env.guess(guess=5)
-    gate = breaker.for_env(admission.env_key(env._connection))
+    gate = breaker.for_env(admission.env_key(env._episode.connection))
     assert wait_for(lambda: gate.probes >= 2, seconds=10)
     first = gate.probes
     assert wait_for(lambda: gate.probes >= first + 2, seconds=10)

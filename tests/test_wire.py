@@ -83,7 +83,7 @@ def orlgen_lines(caplog) -> list[str]:
 
 
 def assert_environment_error(env, server, caplog, what: str, case: str) -> None:
-    assert (env.outcome, env.finished, env.reward, env._session_slot) == ("env_error", True, None, [])
+    assert (env.outcome, env.finished, env.reward, env._episode.open) == ("env_error", True, None, False)
     assert env.get_reward() is None, "unscored"
     lines = orlgen_lines(caplog)
     assert len(lines) == 1, lines
@@ -119,7 +119,7 @@ def test_a_malformed_prompt_ends_the_rollout_at_reset(wire, server, caplog):
     with caplog.at_level(logging.WARNING, logger="orlgen"):
         prompt = env.reset(task_index=3)
     assert prompt.startswith("Error: the environment failed (the prompt of task train[3] answered badly")
-    assert (env.outcome, env.reward, env._session_slot) == ("env_error", None, [])
+    assert (env.outcome, env.reward, env._episode.open) == ("env_error", None, False)
     assert orlgen_lines(caplog) == [
         "WireEnv: the prompt of task train[3] answered badly: WireError: a text block's text 5 is not a string"
     ]
@@ -166,7 +166,7 @@ def test_grpo_training_survives_a_malformed_terminal_reward(wire, server, tiny_m
     assert len(factory.created) == 4  # one per rollout (the first also served TRL's tool discovery)
     outcomes = sorted((env.outcome, env.get_reward()) for env in factory.created)
     assert outcomes == [("env_error", None), ("env_error", None), ("finished", 1.0), ("finished", 1.0)]
-    assert all(env._session_slot == [] for env in factory.created)
+    assert all(not env._episode.open for env in factory.created)
     assert (
         sum(
             "tool submit answered badly: WireError: reward [1.0] is not a number" in line

@@ -53,7 +53,7 @@ class _Binders:
         return found
 
     def close(self) -> None:
-        self.orlgen._end_session()
+        self.orlgen._episode.close()
         self._raw_context.__exit__(None, None, None)
         if self.trl is not None:
             self.trl._close()
@@ -116,7 +116,7 @@ def _own_cost(module: Any, calls: int = 20000) -> dict[str, float] | None:
     thread.start()
     try:
         adapter = module.HelpdeskEnv(base_url="http://127.0.0.1:9")
-        adapter._session = InstantSession()
+        adapter._episode._session = InstantSession()
         raw = Session(InstantSession(), loop)
         probe = adapter.get_order(order_id="ORD-1")
         if probe.startswith("Error"):
@@ -134,7 +134,7 @@ def _own_cost(module: Any, calls: int = 20000) -> dict[str, float] | None:
                 for _ in range(calls // 10):
                     fn()
                 found[name].append((time.perf_counter() - started) / (calls // 10))
-        adapter._session = None
+        adapter._episode._session = None
         return {name: median(values) for name, values in found.items()}
     except Exception:  # the probe depends on orlgen internals
         return None

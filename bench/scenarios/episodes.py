@@ -18,7 +18,7 @@ def _episode(env: Any, side: str, index: int, order_id: str) -> list[str]:
     outputs.append(env.search_orders(query=""))
     outputs.append(env.get_order(order_id=order_id))
     if side == "orlgen":
-        env._end_session()
+        env._episode.close()
     else:
         env._close()
     return outputs

@@ -6,11 +6,11 @@ from __future__ import annotations
 from .adapter import UNSET, DeploymentChanged, DriftError, EnvAdapter, tool_method
 from .budget import set_max_sessions
 from .connection import CallTimeout, ConfigError, Connection
+from .coverage import COVERAGE
 from .dataset import Column, DatasetError, DatasetSpec
 from .group import group_reward
 from .mixture import mix, mixture_builder
 from .scoring import (
-    COVERAGE,
     final_message,
     outcome_reward,
     outcome_reward_with,
@@ -19,7 +19,8 @@ from .scoring import (
     summed_reward,
 )
 from .spec import EnvSpec, Target
-from .surface import dataset_builder, reward_funcs_getattr
+from .surface import dataset_builder
+from .trl import reward_funcs_getattr
 from .types import JSONArray, JSONObject, ToolOutput
 
 __all__ = [

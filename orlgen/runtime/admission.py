@@ -1,9 +1,10 @@
 """Opening sessions within what an environment can take: the circuit breaker first, then a slot
 of the session budget, then the opening itself, retried while the env says it is busy.
 
-The adapter calls `open_sessions` to open and `env_failed` when the environment failed a
-rollout; `_close_slot` gives a session's slot back through `budget.release` once the server has
-deleted it. A server found dead is watched (`_probe_until_answered`) so that its breaker closes
+This module is the only owner of a session's budget slot: `open_sessions` takes it (and gives
+it back when the opening fails), `close_sessions` gives it back once the server has let the
+session go. An `Episode` calls those two, and `env_failed` when the environment failed a
+rollout. A server found dead is watched (`_probe_until_answered`) so that its breaker closes
 as soon as it answers again. See `budget`, `backoff` and `breaker` for each rule.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,20 +36,21 @@ def env_key(connection: Any) -> tuple[str | None, str]:
 
 def open_sessions(
     connection: Any,
-    adapter_class: type,
+    owner: type | None,
     timeout: float,
     open_once: Callable[[Any], Awaitable[Any]],
     count: int = 1,
 ) -> list[Any]:
     """Open up to `count` sessions together (at least one, or raise): the first waits for a
-    budget slot, the others take only slots free right now. Each session holds its slot."""
+    budget slot, the others take only slots free right now. Each session holds its slot.
+    `owner` is the class whose run-wide budget applies (`set_max_sessions(n, owner)`)."""
     key = env_key(connection)
     gate = breaker.for_env(key)
     refusal = gate.admit()
     if refusal is not None:
         COUNTERS.add("breaker_rejections")
         raise CircuitOpen(refusal)
-    slots = budget.for_env(key, adapter_class)
+    slots = budget.for_env(key, owner)
     deadline = time.monotonic() + timeout
     taken = 0
     try:
@@ -160,3 +163,30 @@ def _requeue(slots: budget.Budget, refusal: BaseException) -> None:
     to close (woken when its slot frees) rather than sleeping out `Retry-After` and asking again."""
     if slots.refused():
         raise budget.Requeue("the environment is at its session limit") from refusal
+
+
+def close_sessions(slot: list[Any], connection: Any, wait: bool = True) -> None:
+    """Delete the sessions in `slot` (emptying it) and give their budget slots back: waited for
+    (bounded) normally; started in the background after a failure, or from the loop's own
+    thread (a finalizer may run there). Best effort: the server reaps what we miss after 15 idle
+    minutes."""
+    while slot:
+        session = slot.pop()
+        close = lambda env, s=session: _deleted(s)  # noqa: E731
+        if not wait or threading.current_thread().name == "orlgen-sdk":
+            connection.run_nowait(close)
+            continue
+        try:
+            connection.run(close, timeout=10.0)
+        except Exception:
+            pass
+
+
+async def _deleted(session: Any) -> None:
+    """Delete the session; its slot is given back as soon as the env has let it go (`/delete`
+    answered), so a rollout queued for a slot does not wait for the session id's retirement."""
+    try:
+        await session.delete()
+    finally:
+        budget.release(session)
+    session.retire()

@@ -42,8 +42,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from . import process
 from .errors import OrlgenRuntimeError
+from .log import log_once
 from .metrics import COUNTERS
 
 logger = logging.getLogger("orlgen")
@@ -52,9 +52,6 @@ logger = logging.getLogger("orlgen")
 ASYNC_WORKER_PROCESS = "grpo-rollout-worker-child"
 
 Parts = list[dict[str, Any]]
-
-_logged: set[str] = process.per_process(set())
-_logged_lock = process.lock()
 
 
 @dataclass(frozen=True)
@@ -343,12 +340,3 @@ def _pil_marker(image: Any) -> str:
     fmt = getattr(image, "format", None)
     mime = f"image/{fmt.lower()}" if isinstance(fmt, str) else "image"
     return f"[image: {mime}, {size[0]}x{size[1]}]" if size else f"[image: {mime}]"
-
-
-def log_once(key: str, message: str) -> None:
-    """One warning line per process for `key`: what repeats every rollout is said once."""
-    with _logged_lock:
-        if key in _logged:
-            return
-        _logged.add(key)
-    logger.warning("orlgen: %s", message)

@@ -42,8 +42,8 @@ def _groups(environments: Sequence[Any]) -> list[list[int]]:
     """Runs of consecutive rollouts that played the same task."""
     groups: list[list[int]] = []
     for i, env in enumerate(environments):
-        task = getattr(env, "_task", None)
-        if groups and task is not None and getattr(environments[groups[-1][0]], "_task", None) == task:
+        task = env._episode.task
+        if groups and task is not None and environments[groups[-1][0]]._episode.task == task:
             groups[-1].append(i)
         else:
             groups.append([i])
@@ -52,17 +52,16 @@ def _groups(environments: Sequence[Any]) -> list[list[int]]:
 
 def _score(environments: Sequence[Any], texts: list[str], group: list[int]) -> list[float | None]:
     """One `/score_group` request for `group`, over the first of its rollouts' open sessions."""
-    holder = next((environments[i] for i in group if getattr(environments[i], "_session", None) is not None), None)
+    holder = next((environments[i]._episode for i in group if environments[i]._episode.open), None)
     if holder is None:
         logger.warning("group_reward: no open session for a group of %d rollouts: left unscored", len(group))
         return [None] * len(group)
-    session = holder._session
     candidates = [
         {"messages": [{"role": "assistant", "blocks": [{"type": "text", "text": texts[i]}]}], "metadata": None}
         for i in group
     ]
     try:
-        scores = holder._connection.run(lambda client: session.score_group(candidates), holder._timeout)
+        scores = holder.score_group(candidates)
     except Exception as exc:  # the env's judge failed, or the server lacks the route: unscored
         logger.warning("group_reward: the environment could not score a group of %d: %s", len(group), exc)
         return [None] * len(group)

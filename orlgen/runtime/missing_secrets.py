@@ -1,4 +1,4 @@
-"""A warning, once per adapter class and process, naming each secret the snapshot records that
+"""A warning, once per episode owner (an adapter class) and process, naming each secret the snapshot records that
 the process does not have.
 
 A generated adapter forwards the secrets its snapshot names (`spec.secret_names`) from the
@@ -12,32 +12,37 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import process
 from .secrets import API_KEY_SECRETS
 
+if TYPE_CHECKING:
+    from .spec import EnvSpec
+
 logger = logging.getLogger("orlgen")
 
-_checked: set[type] = process.per_process(set())
+_checked: set[str] = process.per_process(set())
 _lock = process.lock()
 
 
-def warn_missing_secrets(cls: Any, secrets: Mapping[str, Any] | None, api_key: str | None) -> None:
-    """Log which of `cls.spec.secret_names` no environment variable provides, the first time an
-    adapter of `cls` is built. Explicit `secrets=` replace the variables, so they are not read;
-    `api_key=` provides the two names the SDK forwards it as."""
+def warn_missing_secrets(
+    owner: str, name: str, spec: EnvSpec, secrets: Mapping[str, Any] | None, api_key: str | None
+) -> None:
+    """Log which of `spec.secret_names` no environment variable provides, the first time an
+    episode of `owner` is built (`name` names it in the line). Explicit `secrets=` replace the
+    variables, so they are not read; `api_key=` provides the two names the SDK forwards it as."""
     with _lock:
-        if cls in _checked:
+        if owner in _checked:
             return
-        _checked.add(cls)
+        _checked.add(owner)
     if secrets is not None:
         return
     covered = set(API_KEY_SECRETS) if api_key else set()
-    missing = [name for name in cls.spec.secret_names if not os.environ.get(name) and name not in covered]
+    missing = [secret for secret in spec.secret_names if not os.environ.get(secret) and secret not in covered]
     if missing:
         names = ", ".join(missing)
         logger.warning(
-            f"{cls.__name__}: the snapshot records the secret(s) {names}, but no such environment variable is "
+            f"{name}: the snapshot records the secret(s) {names}, but no such environment variable is "
             f"set: every session opens without it (set {names}, or pass secrets={{...}} to the adapter)"
         )

@@ -44,7 +44,7 @@ from typing import Any
 
 import aiohttp
 
-from . import backoff, budget, process, sse, transport
+from . import backoff, process, sse, transport
 from . import secrets as _secrets
 from .errors import OrlgenRuntimeError, ServerDead
 
@@ -65,7 +65,7 @@ BROKEN_RETRIES = 5  # re-sends of a call whose stream broke after its task_id
 CONNECT_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 5.0  # per delete request: a stopped server must not hold the exit
 PING_EVERY = 10.0  # as the SDK pings: a server whose clock or reaper runs fast still sees each session alive
-END_WAIT = 1.0  # seconds a stream is read past its `end` event, for its connection to be reused
+END_WAIT = 1.0  # seconds a call waits past its stream's `end` for the body's end; then read in the background
 DEFAULT_LIMIT = 256 * 1024 * 1024  # bytes in one answer, streams included, unless the connection sets one
 HANG_VAR = sse.HANG_VAR
 STARTING_VAR = "ORLGEN_STARTING_SECONDS"  # riding out "503 starting", and an env being built
@@ -168,6 +168,7 @@ class Client:
         self.limit = limit or DEFAULT_LIMIT
         self._http: aiohttp.ClientSession | None = None
         self._trailing: set[asyncio.Task[None]] = set()  # requests nobody waits for (`in_background`)
+        self._draining: set[asyncio.Task[None]] = set()  # answered streams read to their body's end (`_release`)
         self._secrets_in_body: bool | None = None  # asked once (`secrets_in_body`)
 
     def http(self) -> aiohttp.ClientSession:
@@ -253,13 +254,15 @@ class Client:
         while True:
             payload = {**body, "task_id": task_id} if task_id else body
             try:
-                async with self.http().post(
+                response = await self.http().post(
                     self.address.base + path,
                     json=payload,
                     headers=self.headers(sid, {"Accept": "text/event-stream", **(extra or {})}),
                     timeout=timeout,
                     proxy=self.proxy,
-                ) as response:
+                )
+                answered = False  # the server sent its last event: the body's end follows
+                try:
                     await _raise_for_status(response)
                     parts: list[str] = []
                     async for event, data in sse.events(response.content, hang):
@@ -270,12 +273,16 @@ class Client:
                         elif event in ("chunk", "end"):
                             parts.append(data)
                             if event == "end":
+                                answered = True
                                 text = "".join(parts)
-                                await _read_to_end(response.content)
+                                await _read_to_end(response.content, END_WAIT)
                                 return (json.loads(text) if text else None), task_id
                         elif event == "error":
+                            answered = True
                             raise ToolRaised(data or "the tool raised (no message)")
                     raise StreamBroken("the stream ended before its end event")
+                finally:
+                    self._release(response, answered)
             except (ToolRaised, sse.Hung, sse.EventTooLarge, transport.AnswerTooLarge):
                 raise
             except Exception as exc:
@@ -379,9 +386,27 @@ class Client:
         self._trailing.add(task)
         task.add_done_callback(self._trailing.discard)
 
+    def _release(self, response: aiohttp.ClientResponse, answered: bool) -> None:
+        """Give a stream's connection back. aiohttp pools a connection only once its response's
+        body has ended, and closes it otherwise. A stream the server has `answered` (its last
+        event sent) ends its body next, but under load that end can come after the caller stopped
+        waiting for it (`END_WAIT`): the body is then read to its end in the background, bounded by
+        the hang bound, and the connection pooled after all (closing it instead cost a new TCP
+        connection per late stream: at 256 sessions, half of all calls). A stream left mid-way
+        (broken, hung, too large) is closed at once: its connection holds unread bytes."""
+        if not answered or response.content.is_eof():
+            response.release()
+            return
+        drain = asyncio.get_running_loop().create_task(_release_at_body_end(response, hang_seconds()))
+        self._draining.add(drain)
+        drain.add_done_callback(self._draining.discard)
+
     async def aclose(self) -> None:
         if self._trailing:
             await asyncio.wait(set(self._trailing))
+        for drain in self._draining:  # nobody waits for a body's end any more: its connection goes
+            drain.cancel()
+        await asyncio.gather(*self._draining, return_exceptions=True)
         if self._http is not None:
             await self._http.close()
 
@@ -417,7 +442,8 @@ class Session:
         self.client = client
         self.sid = sid
         self.gone: BaseException | None = None  # set when a ping learns the server dropped it
-        self.closed = False
+        self.closed = False  # `/delete` sent
+        self.retired = False  # `/delete_session` sent
         self._terminal: Any = None
         self._tools: list[Any] | None = None
         self._messages_route = True
@@ -519,20 +545,27 @@ class Session:
                 self.gone = _session_status(exc)
 
     async def close(self) -> None:
-        """`/delete`, then `/delete_session`; each bounded, failures ignored (the server reaps
-        what we miss). Idempotent. Once `/delete` is answered the env has let the session go (an
-        ORS server deletes its env instance there): the session's budget slot is given back, and
-        `/delete_session`, which only retires the session's id, is sent in the background
-        (`Client.in_background`), so neither a rollout queued for a slot nor the rollout's own
-        last call (the adapter deletes a finished episode's session inside it) waits for its
-        round trip. The caller's own `budget.release` after this finds nothing left to give back."""
+        """`/delete`, then `/delete_session` in the background: `delete` and `retire`."""
+        await self.delete()
+        self.retire()
+
+    async def delete(self) -> None:
+        """`/delete`, bounded, failures ignored (the server reaps what we miss); idempotent. Once
+        it is answered the env has let the session go (an ORS server deletes its env instance
+        there): what the session held can be given back (`admission.close_sessions`)."""
         if self.closed:
             return
         self.closed = True
         await self._bounded_post("/delete")
-        budget.release(self)
         _open_sessions(asyncio.get_running_loop()).discard(self)
-        self.client.in_background(self._bounded_post("/delete_session"))
+
+    def retire(self) -> None:
+        """`/delete_session`, which only retires the session's id, sent in the background
+        (`Client.in_background`), so neither a rollout queued for a slot nor the rollout's own
+        last call (a finished episode's session is deleted inside it) waits for its round trip."""
+        if not self.retired:
+            self.retired = True
+            self.client.in_background(self._bounded_post("/delete_session"))
 
     async def _bounded_post(self, path: str) -> None:
         try:
@@ -609,18 +642,25 @@ class _Retry:
         return None
 
 
-async def _read_to_end(content: Any) -> None:
-    """Read a stream past its `end` event to the end of the HTTP body (the chunked terminator
-    follows at once), so that aiohttp puts the connection back in its pool: a response left
-    before its end closes the connection, and the next request pays a new TCP connection on both
-    sides (measured: half of all calls did). Bounded by `END_WAIT`: a server that keeps its
-    stream open past `end` costs that, and its connection."""
+async def _read_to_end(content: Any, within: float) -> None:
+    """Read a stream past its last event to the end of the HTTP body (the chunked terminator,
+    which the server sends next), for at most `within` seconds, so that aiohttp can put the
+    connection back in its pool (`Client._release`); the connection itself is none of its business."""
     try:
-        async with asyncio.timeout(END_WAIT):
+        async with asyncio.timeout(within):
             while await content.readany():
                 pass
     except (TimeoutError, aiohttp.ClientError, transport.AnswerTooLarge):
         pass
+
+
+async def _release_at_body_end(response: aiohttp.ClientResponse, within: float) -> None:
+    """The rest of an answered stream read in the background, then its connection given back:
+    pooled if its body ended, closed if not within `within` seconds (or the client closes)."""
+    try:
+        await _read_to_end(response.content, within)
+    finally:
+        response.release()
 
 
 def _capped(retry_after: float | None, attempt: int) -> float:

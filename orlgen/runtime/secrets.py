@@ -30,7 +30,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .content import log_once
+from .log import log_once
 from .redaction import public_url
 
 logger = logging.getLogger("orlgen")

@@ -60,7 +60,7 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
     give `split`, `task_index` and `max_turns` (default 10).
 
     Rewards: 0.0 on every step but the last, which carries the whole rollout's reward by the
-    env's rule (`Episode.reward`; 0.0 when unscored): SkyRL adds a rollout's step rewards up, so
+    env's rule (`Episode.score`; 0.0 when unscored): SkyRL adds a rollout's step rewards up, so
     this gives the rule's value whether it is the outcome or the sum.
     """
 
@@ -84,17 +84,16 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
         self.split: str = extras.get("split") or self.ors_spec.default_split
         index = extras.get("task_index")
         self.task_index: int | None = None if index is None else int(index)
-        self.refused = 0  # calls refused here, before the Episode: not JSON, unknown tool or argument
         self.reward: float | None = None  # the rollout's reward once it is over (None: unscored)
-        self.episode = Episode(self.ors_spec, name=type(self).__name__, **options)
+        self.episode = Episode(self.ors_spec, name=type(self).__name__, owner=type(self), **options)
 
     def init(self, prompt: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Open the task's session and return the chat: the row's messages (the system prompt
         showing the tools) with the task's prompt as the user's turn."""
         messages = json.loads(prompt) if isinstance(prompt, str) else [dict(message) for message in prompt or ()]
         carried = [{"role": "system", "content": self.env_system_prompt}] if self.env_system_prompt else None
-        task = self.episode.start(self.split, self.task_index, carried=carried)
-        content = content_parts(task, self.images) if isinstance(task, list) else [{"type": "text", "text": task}]
+        task = self.episode.start(self.split, self.task_index, carried=carried).content
+        content = content_parts(task, self.images)
         return [*messages, {"role": "user", "content": joined(content)}], {}
 
     def step(self, action: str) -> dict[str, Any]:
@@ -122,7 +121,7 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
         done = not calls or self.episode.state.finished or self.turns >= self.max_turns
         reward = 0.0
         if done:
-            self.reward = self.episode.reward()
+            self.reward = self.episode.score()
             reward = 0.0 if self.reward is None else float(self.reward)
         observations = [tool_response(results, self.images)] if results else []  # SkyRL drops the last one itself
         return {
@@ -144,12 +143,12 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
         arguments = tool.wire_arguments(call.arguments)
         if isinstance(arguments, str):
             return self._refuse(f"invalid arguments for {call.name}: {arguments}")
-        return self.episode.call(tool.wire, arguments, tool.params)
+        return self.episode.call(tool.wire, arguments, tool.params).content
 
     def _refuse(self, problem: str, count: int = 1) -> str:
-        """The answer to `count` calls refused before the Episode, counted as the model's errors."""
-        self.refused += count
-        return f"Error: {problem}"
+        """The answer to `count` calls refused here, before the Episode's `call` (counted by it as
+        the model's failed calls)."""
+        return self.episode.refuse(problem, count).text
 
     def get_metrics(self) -> dict[str, Any]:
         """Per episode (SkyRL averages them over a batch): turns, tool calls and the calls the
@@ -158,8 +157,8 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
         state = self.episode.state
         metrics: dict[str, Any] = {
             "turns": self.turns,
-            "tool_calls": state.tool_calls + self.refused,
-            "tool_errors": state.tool_errors + self.refused,
+            "tool_calls": state.tool_calls,
+            "tool_errors": state.tool_errors,
             "scored": float(self.reward is not None),
             "env_error": float(state.outcome == "env_error"),
         }

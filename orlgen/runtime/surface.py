@@ -1,9 +1,10 @@
-"""The module-level names every generated module has, built from its `EnvSpec` here instead of
-repeated in each module: `build_dataset` and the `__getattr__` that makes `reward_funcs`."""
+"""`build_dataset`, the dataset builder every generated module has, built from its `EnvSpec` here
+instead of repeated in each module: the env's tasks as rows, the same for every trainer (the
+skyrl shim reshapes them, `orlgen eval` plays them)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .connection import Connection
@@ -77,19 +78,3 @@ def _fetcher(spec: EnvSpec, base_url: str | None, api_key: str | None) -> Callab
         return connection.run(lambda env: env.get_task_range(split, start, stop), timeout=FETCH_TIMEOUT)
 
     return fetch
-
-
-def reward_funcs_getattr(module: str, funcs: Iterable[Callable[..., Any]]) -> Callable[[str], list[Any]]:
-    """The module's `__getattr__`: `reward_funcs` is a new list on every access, because
-    GRPOTrainer appends its get_reward wrapper to the list it is given, and a shared list would
-    hand that wrapper to the next trainer (the reward counted twice). Each adapter class scores
-    its own rollouts through get_reward() (the column named after the class), so the list holds
-    no scorer, only `submit_final_message` when an env has a terminal tool (once, in a mixture)."""
-    chosen = tuple(dict.fromkeys(funcs))
-
-    def __getattr__(name: str) -> list[Any]:
-        if name == "reward_funcs":
-            return list(chosen)
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-
-    return __getattr__

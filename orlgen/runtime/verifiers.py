@@ -39,9 +39,23 @@ from mcp.types import ImageContent, TextContent  # type: ignore[import-not-found
 from pydantic import BaseModel, Field
 from verifiers.v1.utils.decorators import discover_decorated  # type: ignore[import-not-found, unused-ignore]
 
-from .content import as_text, png
+from .content import png
 from .episode import Episode
 from .spec import EnvSpec
+
+# What a generated verifiers module may import (the rest is this shim's own).
+__all__ = [
+    "PLACEHOLDER",
+    "OrsState",
+    "OrsTask",
+    "OrsTaskConfig",
+    "OrsTaskData",
+    "OrsTaskset",
+    "OrsTasksetConfig",
+    "OrsToolset",
+    "OrsToolsetConfig",
+    "tool",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 TaskT = TypeVar("TaskT")
@@ -126,10 +140,10 @@ class OrsToolset(vf.Toolset[OrsToolsetConfig, OrsState]):  # type: ignore[misc]
 
     async def setup_task(self, task: OrsTaskData) -> None:
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        self.episode = Episode(self.SPEC, name=self.NAME, base_url=self.config.base_url)
+        self.episode = Episode(self.SPEC, name=self.NAME, owner=type(self), base_url=self.config.base_url)
         self._exit_stack.callback(self.episode.close)
         prompt = self.episode.start(task.split, task.task_index)
-        await self._with_state(self._publish)(prompt=as_text(prompt))
+        await self._with_state(self._publish)(prompt=prompt.text)
 
     def register(self, mcp: Any) -> None:
         add_tools(self, mcp, self.episode.offered)
@@ -137,9 +151,9 @@ class OrsToolset(vf.Toolset[OrsToolsetConfig, OrsState]):  # type: ignore[misc]
     async def call(self, name: str, arguments: dict[str, Any], params: type[BaseModel] | None) -> Any:
         """Run the ORS tool `name` (its wire name); text, or MCP text and image content. Scores
         the rollout and deletes the session when the env says the episode is finished."""
-        output = self.episode.call(name, arguments, params)
+        output = self.episode.call(name, arguments, params).content
         if self.episode.state.finished:
-            self.episode.reward()
+            self.episode.score()
         await self._publish()
         return output if isinstance(output, str) else [_mcp_part(part) for part in output]
 

@@ -23,11 +23,11 @@ import threading
 from typing import Any
 
 import orlgen.runtime
-from orlgen.runtime import backoff, content, process
-from orlgen.runtime.adapter import DeploymentChanged, _live
-from orlgen.runtime.episode import Episode
+from orlgen.runtime import backoff, log, process
+from orlgen.runtime.coverage import COVERAGE
+from orlgen.runtime.episode import DeploymentChanged, Episode, _live
 from orlgen.runtime.metrics import COUNTERS
-from orlgen.runtime.scoring import COVERAGE, submit_final_message
+from orlgen.runtime.scoring import submit_final_message
 
 from examples.echo import TARGETS
 from generated.echo import SPEC, EchoEnv
@@ -74,9 +74,9 @@ def populate() -> EchoEnv:
     ahead = EchoEnv(base_url=URL, prefetch=2)  # task 2's spare is dropped at task 3: a run learned
     rollout(ahead, 2)
     ahead.reset(split="train", task_index=3)
-    Episode(SPEC, base_url=URL)  # the episode's adapter class
+    Episode(SPEC, base_url=URL)  # an episode of no class: its missing-secrets key
     submit_final_message(completions=[[]])  # no environments: the once-per-process warning
-    content.log_once("fork", "a line logged once per process")
+    log.log_once("fork", "a line logged once per process")
     refuse_another_deployment()
     held = EchoEnv(base_url=URL)
     held.reset(split="train", task_index=1)
@@ -103,7 +103,7 @@ def filled(state: Any) -> bool | None:
     if state is COUNTERS or state is COVERAGE:
         return any(state._raw.values()) if state is COUNTERS else state.rollouts > 0
     if state is _live:
-        return any(adapter._session_slot for adapter in state)
+        return any(episode.open for episode in state)
     return len(state) > 0
 
 
@@ -114,7 +114,7 @@ def fresh(state: Any, parent_random: object) -> bool:
     if state is backoff._random:
         return state.getstate() != parent_random
     if state is _live:
-        return all(adapter._session is None and not adapter._session_slot for adapter in state)
+        return all(episode._session is None and not episode.open for episode in state)
     return not filled(state)
 
 

@@ -75,14 +75,14 @@ def main(url: str, out: Path) -> None:
     )
     trainer.add_callback(scoring_callback(trainer))
     trainer.train()
-    slots = budget.for_env(admission.env_key(adapters[0]._connection), CountedEchoEnv)
+    slots = budget.for_env(admission.env_key(adapters[0]._episode.connection), CountedEchoEnv)
     result = {
         "rank": rank,
         "resets": resets,
         "share": slots.slots,
         "shared": slots.shared,
         "peak": slots.peak,
-        "held": sum(len(adapter._session_slot) for adapter in adapters),
+        "held": sum(int(adapter._episode.open) for adapter in adapters),
         "logged": trainer.state.log_history[0],
     }
     (out / f"rank{rank}.json").write_text(json.dumps(result))
@@ -113,7 +113,7 @@ def shared_cap(url: str, out: Path) -> None:
     dist.init_process_group("gloo")
     rank = int(os.environ["RANK"])
     echo = load_module(REPO / "generated" / "echo.py")
-    key = admission.env_key(echo.EchoEnv(base_url=url)._connection)
+    key = admission.env_key(echo.EchoEnv(base_url=url)._episode.connection)
 
     def play(count: int) -> tuple[list, int]:
         budget.forget()
