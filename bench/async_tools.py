@@ -31,14 +31,14 @@ REPS = 3
 
 
 async def _async_rollouts(envs: list[Any]) -> float:
-    from orlgen.runtime.connection import _sdk_loop
+    from orlgen.runtime.session.connection import _sdk_loop
 
     loop = asyncio.get_running_loop()
     sdk = _sdk_loop().loop
 
     async def tool(env: Any, command: str) -> Any:
         call = asyncio.run_coroutine_threadsafe(env._episode._session.call_tool("run", {"command": command}), sdk)
-        return env._record("run", await asyncio.wrap_future(call))
+        return env._episode._record("run", await asyncio.wrap_future(call)).content
 
     async def rollout(pool: ThreadPoolExecutor, i: int, env: Any) -> float | None:
         await loop.run_in_executor(pool, functools.partial(env.reset, task_index=i // GENERATIONS))

@@ -56,7 +56,7 @@ def line(seen: dict) -> str:
 def measure(module, url: str, rollouts: int, limit: int | None, floor: float) -> dict:
     """One batch from a fresh budget and fresh server counts: its wall, ratio to the floor, the
     rollouts that ran and the server's counts."""
-    from orlgen.runtime import breaker, budget
+    from orlgen.runtime.session import breaker, budget
 
     from tests.support.servers.capacity import post, stats
 

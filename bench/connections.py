@@ -34,7 +34,7 @@ KINDS = ("openreward-sdk", "ors-sdk")
 
 def measure(kind: str, late: bool) -> dict[str, Any]:
     """New connections per call, first round and later rounds, at each session count."""
-    from orlgen.runtime import ors
+    from orlgen.runtime.ors import client as ors
 
     from tests.support.servers.both import BothServer
     from tests.support.wire_peers import LATE_VAR

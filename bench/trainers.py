@@ -64,7 +64,7 @@ def render_verifiers(snapshot_path: Path, out: Path) -> str:
     """The verifiers module of a snapshot, written to `out` beside copies of the snapshot's files;
     its module name."""
     from orlgen.render.jobs import render_module
-    from orlgen.runtime.dataset import tasks_path
+    from orlgen.runtime.data.dataset import tasks_path
     from orlgen.snapshot.model import load
 
     snapshot = load(snapshot_path)

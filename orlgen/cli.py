@@ -432,7 +432,7 @@ def preflight(loop: Literal["sync", "async"], old_loop: str | None, max_sessions
     """Print the peak sessions each process and the run will hold open against the env;
     exit 1 when the session budget cannot serve the run."""
     from orlgen.preflight import plan, render
-    from orlgen.runtime.budget import run_limit
+    from orlgen.runtime.session.budget import run_limit
 
     if old_loop is not None:
         loop = "async" if old_loop == "async" else "sync"
@@ -489,7 +489,7 @@ def _print_live_changes(path: Path, changes: list[Change], deployment: str | Non
 
 def _new_deployment(recorded: Snapshot, live: Snapshot) -> str | None:
     """How the live deployment differs from the one the checked-in snapshot recorded, if it does."""
-    from orlgen.runtime.provenance import changed
+    from orlgen.runtime.ors.provenance import changed
 
     if recorded.deployment is None:
         return None

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orlgen.errors import OrlgenError
-from orlgen.runtime import budget
-from orlgen.runtime.prefetch import rows_per_process
+from orlgen.runtime.session import budget
+from orlgen.runtime.session.prefetch import rows_per_process
 
 # "trainer" names a generation target (trl, verifiers, skyrl) everywhere else in orlgen; here the
 # question is which of TRL's two rollout loops drives the env: GRPOTrainer's (sync) or

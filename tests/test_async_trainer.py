@@ -23,7 +23,7 @@ import queue
 import sys
 
 import pytest
-from orlgen.runtime.trl import tool_methods
+from orlgen.runtime.trl.tools import tool_methods
 from orlgen.serve import ServerProcess
 
 from tests.support.models.completion_server import CompletionModel, serving_completions
@@ -210,7 +210,7 @@ def test_async_worker_single_env(counting, counting_url, count_file, model_url, 
 def test_async_worker_mixture(counting, counting_url, count_file, echo, model_url, monkeypatch):
     """Two environments in one run, one reward column per class, each rollout scored by its own
     class only (the other column is NaN for it). The echo adapter gets no URL: its target is
-    `examples.echo:Echo`, which the spawned worker serves itself (`orlgen.runtime.local`)."""
+    `examples.echo:Echo`, which the spawned worker serves itself (`orlgen.runtime.session.local`)."""
     import math
 
     from datasets import Dataset

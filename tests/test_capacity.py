@@ -18,7 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from orlgen.runtime import admission, breaker, budget, set_max_sessions
+from orlgen.runtime import set_max_sessions
+from orlgen.runtime.session import admission, breaker, budget
 from orlgen.serve import ServerProcess
 
 from tests.support.servers.capacity import post, stats

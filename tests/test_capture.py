@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from orlgen.capture.live import CaptureError, CaptureOptions, capture
 from orlgen.capture.sampling import SAMPLE_SIZE
-from orlgen.runtime.connection import Connection
+from orlgen.runtime.session.connection import Connection
 from orlgen.serve import ServerProcess
 from orlgen.snapshot import model as snapshot_mod
 from orlgen.snapshot.model import TaskRef

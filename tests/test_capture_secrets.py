@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from orlgen.runtime.spec import Target
+from orlgen.runtime.data.spec import Target
 from orlgen.serve import ServerProcess
 
 from tests.support.cli import invoke, run_orlgen

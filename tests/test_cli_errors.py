@@ -56,8 +56,8 @@ def test_an_error_of_no_words_or_many_lines_is_named_in_one_line():
     """The one-line idiom (`first_line`, `described`) takes an exception with no message, which
     `str(exc).splitlines()[0]` raised on (IndexError) in its 18 copies; a server found dead with an
     empty reason opened its breaker with an IndexError."""
-    from orlgen.runtime.breaker import Breaker
     from orlgen.runtime.errors import described, first_line
+    from orlgen.runtime.session.breaker import Breaker
 
     assert (first_line(""), first_line("\n"), first_line("a\nb")) == ("", "", "a")
     assert (described(ValueError()), described(OSError("x\ny"))) == ("ValueError: ", "OSError: x")

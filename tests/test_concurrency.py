@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from orlgen.runtime import COVERAGE
-from orlgen.runtime.connection import _sdk_loop
+from orlgen.runtime.session.connection import _sdk_loop
 
 from tests.support.modules import generated
 from tests.support.servers.both import server_process
@@ -61,7 +61,12 @@ def test_64_concurrent_rollouts(counting, drifted, caplog, monkeypatch):
         assert answers == ["waited", "waited", "finished"]
         assert reward == 1.0
     for env in envs:
-        assert (env.outcome, env.tool_calls, env.rewards, env._episode.open) == ("finished", 3, [None, None, 1.0], False)
+        assert (env.outcome, env.tool_calls, env.rewards, env._episode.open) == (
+            "finished",
+            3,
+            [None, None, 1.0],
+            False,
+        )
 
     # The drift check ran once for the class, however many first resets raced for it.
     assert [r.message.count("differ from the snapshot") for r in caplog.records] == [1]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from orlgen.runtime import ors
+from orlgen.runtime.ors import client as ors
 
 from tests.support.servers.both import BothServer
 from tests.support.wire_peers import LATE_VAR

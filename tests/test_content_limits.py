@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 from orlgen.runtime import content
-from orlgen.runtime.metrics import COUNTERS
+from orlgen.runtime.session.metrics import COUNTERS
 
 from tests.support.modules import REPO, generated
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from orlgen.plan.columns import dataset_columns
 from orlgen.runtime import DatasetError
-from orlgen.runtime.dataset import build
+from orlgen.runtime.data.dataset import build
 from orlgen.schema import infer_task_schema, parse_schema
 
 from tests.support.cli import invoke

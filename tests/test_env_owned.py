@@ -6,7 +6,7 @@ steps on the SDK's server."""
 from __future__ import annotations
 
 import pytest
-from orlgen.runtime import draw
+from orlgen.runtime.session import draw
 
 from tests.support.training import Recorder, grpo_trainer
 

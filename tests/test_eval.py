@@ -252,7 +252,7 @@ def test_preflight_names_a_dead_env_url_in_one_line(echo_module, echo_url):
     from orlgen.eval.errors import Unreachable
     from orlgen.eval.run import preflight
     from orlgen.eval.subject import load
-    from orlgen.runtime.adapter import check_reachable
+    from orlgen.runtime.trl.adapter import check_reachable
 
     (member,) = load(str(REPO / "generated" / "echo.py"))
     preflight([member], echo_url)  # a live env passes
@@ -319,8 +319,8 @@ def taught_model(tmp_path_factory, echo_module, echo_url):
     `echo(text="hello")`: a random model almost never writes a parseable tool call. The prompt
     tokens are the ones TRL renders for the first turn."""
     import torch
-    from orlgen.runtime.trl import tool_methods
-    from orlgen.runtime.trl_rollout import trl_prompt
+    from orlgen.runtime.trl.rollout import trl_prompt
+    from orlgen.runtime.trl.tools import tool_methods
 
     from tests.support.models.tiny_qwen3 import EOS_TOKEN, build_model, build_tokenizer, teach
 
@@ -394,8 +394,8 @@ def test_hf_turns_see_the_tokens_grpo_trainer_builds(taught_model, echo_module, 
     the model's own completion plus `_get_tool_suffix_ids` of the tool result (re-rendering the
     history would differ: Qwen3's training template adds an empty think block to past turns)."""
     from orlgen.eval.hf import LocalModel
-    from orlgen.runtime.trl import tool_methods
-    from orlgen.runtime.trl_rollout import trl_prompt
+    from orlgen.runtime.trl.rollout import trl_prompt
+    from orlgen.runtime.trl.tools import tool_methods
 
     from tests.support.training import make_trainer
 

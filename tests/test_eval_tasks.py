@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from orlgen.runtime.dataset import plain_rows, to_dataset
+from orlgen.runtime.data.dataset import plain_rows, to_dataset
 from orlgen.runtime.surface import task_rows
 
 from bench.chat_server import ChatServer, serving

@@ -1,4 +1,4 @@
-"""`orlgen eval` plays TRL's loop (`orlgen.runtime.trl_rollout`): given another trainer's module it
+"""`orlgen eval` plays TRL's loop (`orlgen.runtime.trl.rollout`): given another trainer's module it
 refuses in one line naming why and what to run instead; given a snapshot it plays the env's TRL
 module rendered in memory, whichever trainers the project writes modules for.
 

@@ -101,7 +101,9 @@ def test_tool_slower_than_the_timeout_ends_the_rollout(counting, server):
 def test_session_deleted_under_us(counting, server):
     env = counting.CountingEnv(base_url=server.url)
     env.reset(task_index=0)
-    request = urllib.request.Request(f"{server.url}/delete", method="POST", headers={"X-Session-ID": env._episode._session.sid})
+    request = urllib.request.Request(
+        f"{server.url}/delete", method="POST", headers={"X-Session-ID": env._episode._session.sid}
+    )
     urllib.request.urlopen(request, timeout=10).read()
     text = env.wait(seconds=0)
     assert text.startswith("Error: the environment failed") and env.outcome == "env_error"

@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from orlgen.runtime.trl import tool_methods
+from orlgen.runtime.trl.tools import tool_methods
 from transformers.utils import get_json_schema
 
 from tests.support.modules import REPO

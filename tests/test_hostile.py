@@ -10,7 +10,7 @@ import pytest
 from orlgen.capture.live import capture
 from orlgen.render.jobs import generate
 from orlgen.review.files import write_files
-from orlgen.runtime.trl import tool_methods
+from orlgen.runtime.trl.tools import tool_methods
 from orlgen.serve import ServerProcess
 from transformers.utils import get_json_schema
 
@@ -148,7 +148,7 @@ def test_unicode_property_names_validate_under_their_wire_name(tmp_path):
 @pytest.mark.slow
 @pytest.mark.usefixtures("quiet_and_single_threaded")
 def test_tool_methods_is_what_grpo_trainer_shows(hostile, tmp_path):
-    """The one rule (`orlgen.runtime.trl.tool_methods`) against TRL's own: a real `GRPOTrainer`
+    """The one rule (`orlgen.runtime.trl.tools.tool_methods`) against TRL's own: a real `GRPOTrainer`
     probes the adapter at init and keeps its tool list; the hostile env's tools are named `reset`,
     `get_reward` and `_private` on the wire, so a rule that read `__name__` would differ."""
     from datasets import Dataset

@@ -1,5 +1,5 @@
 """Adapters of a `module:EnvClass` target serve the class themselves when given no URL
-(`orlgen.runtime.local`): real child servers on loopback, real sessions, real process exits."""
+(`orlgen.runtime.session.local`): real child servers on loopback, real sessions, real process exits."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from orlgen.runtime import ConfigError
-from orlgen.runtime.connection import Connection
-from orlgen.runtime.spec import Target
+from orlgen.runtime.data.spec import Target
+from orlgen.runtime.session.connection import Connection
 
 from tests.support.modules import REPO
 from tests.support.waiting import process_state
@@ -32,7 +32,7 @@ def gone(pid: int, seconds: float = 20.0) -> bool:
 
 PLAY = """
 from generated.helpdesk import HelpdeskEnv, build_dataset
-from orlgen.runtime import local
+from orlgen.runtime.session import local
 
 first, second = HelpdeskEnv(), HelpdeskEnv()
 assert first._episode.connection.url == second._episode.connection.url, (first._episode.connection, second._episode.connection)
@@ -112,7 +112,7 @@ def test_local_server_dies_with_a_killed_parent(forks):
 
 LEAK = """
 import os, signal
-from orlgen.runtime import local
+from orlgen.runtime.session import local
 
 spec = "tests.support.envs.leaky:Leaky"
 local.local_url(spec)
@@ -149,7 +149,7 @@ def test_the_server_log_is_masked_and_kept_only_on_failure(tmp_path, dies):
 
 def test_a_log_name_planted_in_advance_is_never_followed(tmp_path, monkeypatch):
     """Log files are created new (O_EXCL|O_NOFOLLOW) under a random name, private to the user."""
-    from orlgen.runtime.local import open_log
+    from orlgen.runtime.session.local import open_log
 
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     first, second = open_log("examples.helpdesk:Helpdesk"), open_log("examples.helpdesk:Helpdesk")
@@ -185,7 +185,7 @@ def test_a_target_this_process_cannot_import_says_so_and_how_out(monkeypatch):
 
 
 def test_a_missing_class_is_named():
-    from orlgen.runtime.local import ServeError, load_env_class
+    from orlgen.runtime.session.local import ServeError, load_env_class
 
     with pytest.raises(ServeError, match=r"^module 'examples.echo' has no class 'Nope'$"):
         load_env_class("examples.echo:Nope")

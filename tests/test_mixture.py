@@ -16,7 +16,7 @@ from collections import Counter
 
 import pytest
 from orlgen.runtime import COVERAGE, DatasetError, scoring_callback
-from orlgen.runtime.trl import tool_methods
+from orlgen.runtime.trl.tools import tool_methods
 
 from generated import echo, helpdesk, support_mix
 from tests.support.models import tiny_qwen3 as tiny_model

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from orlgen.plan.reserved import TRL_ADAPTER_NAMES
 from orlgen.render import jobs as render
-from orlgen.runtime.adapter import STATE_ATTRIBUTES, EnvAdapter
+from orlgen.runtime.trl.adapter import STATE_ATTRIBUTES, EnvAdapter
 from orlgen.snapshot.model import load
 
 from tests.support import cli

@@ -1,5 +1,5 @@
 """Offline commands import no network client: `orlgen check` and `orlgen generate` read snapshots
-and render modules, so the wire (`orlgen.runtime.ors`, aiohttp) stays unimported; only a capture
+and render modules, so the wire (`orlgen.runtime.ors.client`, aiohttp) stays unimported; only a capture
 (`snapshot`, `sync`, `diff --against TARGET`) imports it, when it runs."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.modules import REPO
 
-WIRE = ("aiohttp", "orlgen.runtime.ors", "orlgen.capture.live")
+WIRE = ("aiohttp", "orlgen.runtime.ors.client", "orlgen.capture.live")
 
 
 def _tiny_project(root: Path) -> Path:

@@ -1,4 +1,4 @@
-"""orlgen's own ORS client (`orlgen.runtime.ors`) on the wire, against the SDK's real `Server`.
+"""orlgen's own ORS client (`orlgen.runtime.ors.client`) on the wire, against the SDK's real `Server`.
 SDK-specific by construction: its fault middleware wraps the SDK's app and counts what reached it.
 The faults whose outcome could differ by server (a resumed stream, long outputs, refused calls,
 `503 starting`, a stopped server at the default hang bound, a 25 s call kept alive by pings) run on
@@ -25,8 +25,9 @@ import time
 import urllib.request
 
 import pytest
-from orlgen.runtime import breaker, ors
-from orlgen.runtime import secrets as runtime_secrets
+from orlgen.runtime.ors import client as ors
+from orlgen.runtime.ors import secrets as runtime_secrets
+from orlgen.runtime.session import breaker
 from orlgen.serve import ServerProcess
 
 from tests.support.modules import generated

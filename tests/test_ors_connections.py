@@ -10,7 +10,7 @@ import asyncio
 import json
 
 import pytest
-from orlgen.runtime import ors
+from orlgen.runtime.ors import client as ors
 from orlgen.serve import ServerProcess
 
 pytestmark = pytest.mark.slow  # a server of its own

@@ -8,8 +8,8 @@ import json
 import time
 
 import pytest
-from orlgen.runtime import prefetch
-from orlgen.runtime.admission import close_sessions
+from orlgen.runtime.session import prefetch
+from orlgen.runtime.session.admission import close_sessions
 
 from tests.support.modules import generated
 from tests.support.servers.both import server_process
@@ -64,7 +64,10 @@ def test_prefetch_is_off_by_default_and_crosses_processes_as_an_option(counting,
     env = counting.CountingEnv(base_url=server.url)
     env.reset(task_index=0)
     assert server.counts()["opened"] == 1
-    assert pickle.loads(pickle.dumps(counting.CountingEnv(base_url=server.url, prefetch=8)))._episode.options["prefetch"] == 8
+    assert (
+        pickle.loads(pickle.dumps(counting.CountingEnv(base_url=server.url, prefetch=8)))._episode.options["prefetch"]
+        == 8
+    )
 
 
 def test_a_process_that_sees_half_of_each_group_learns_to_open_half(counting, server):

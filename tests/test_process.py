@@ -34,7 +34,7 @@ def run_across_fork(url: str) -> dict:
 
 def check_across_fork(report: dict, not_reached: set[str]) -> None:
     holds_nothing = {name for name, filled in report["populated"].items() if filled is None}
-    assert holds_nothing == {n for n in report["populated"] if n.endswith("lock") or n == "backoff._random"}
+    assert holds_nothing == {n for n in report["populated"] if n.endswith("lock") or n == "session.backoff._random"}
     empty = {name for name, filled in report["populated"].items() if filled is False}
     assert empty == not_reached, "the parent's rollouts left these states empty: the fork test would not test them"
     assert report["unnamed"] == [] and report["stale"] == [], report
@@ -55,7 +55,7 @@ def test_forked_child_starts_fresh_and_leaves_the_parent_working(serve, ors_kind
     report = run_across_fork(serve("examples.echo:Echo"))
     # ors-sdk's server has no `/version`: no deployment to refuse there
     unpinned = {"episode._deployment_refused"} if ors_kind == "ors-sdk" else set()
-    check_across_fork(report, not_reached={"local._servers", "local._exit_hooks", *unpinned})
+    check_across_fork(report, not_reached={"session.local._servers", "session.local._exit_hooks", *unpinned})
 
 
 @pytest.mark.slow
@@ -95,15 +95,15 @@ def test_what_a_child_forgets_is_not_finalized_even_at_its_exit():
 NOT_PER_PROCESS = {
     "process._declared": "the mechanism's own list of declarations",
     "process._inherited": "what a fork's child forgot; it must outlive every reset",
-    "budget._class_max": "configuration (set_max_sessions): a child keeps its parent's",
-    "connection._exit_hooks": "hooks registered at import: a child runs them on its own state",
-    "connection._sigterm_checked": "guards the SIGTERM handler, which a fork's child inherits",
+    "session.budget._class_max": "configuration (set_max_sessions): a child keeps its parent's",
+    "session.connection._exit_hooks": "hooks registered at import: a child runs them on its own state",
+    "session.connection._sigterm_checked": "guards the SIGTERM handler, which a fork's child inherits",
     "contract.SUPPORTED": "a constant table (each trainer's contract range)",
     "contract.CONTRACTS": "a constant table (derived from SUPPORTED)",
-    "provenance.FIELDS": "a constant table",
-    "secrets._KNOWN": "a constant table",
-    "secrets.WELL_KNOWN_SECRETS": "a constant table",
-    "tasks_file._KEYS": "a constant list",
+    "ors.provenance.FIELDS": "a constant table",
+    "ors.secrets._KNOWN": "a constant table",
+    "ors.secrets.WELL_KNOWN_SECRETS": "a constant table",
+    "data.tasks_file._KEYS": "a constant list",
 }
 # Calls that make immutable or stateless values (or the declarations themselves).
 IMMUTABLE_CALLS = {
@@ -152,13 +152,14 @@ def mutable_globals(path: Path) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Global):
             found.update(node.names)
-    return {f"{path.stem}.{name}" for name in found}
+    module = ".".join(path.relative_to(RUNTIME).with_suffix("").parts) if path.is_relative_to(RUNTIME) else path.stem
+    return {f"{module}.{name}" for name in found}
 
 
 def test_every_runtime_registry_is_declared_per_process():
     """A module-level dict, list, set, lock, weak collection or object of the runtime is declared
     through `orlgen.runtime.process` (or listed above with its reason): a forked child resets it."""
-    found = set().union(*(mutable_globals(path) for path in sorted(RUNTIME.glob("*.py"))))
+    found = set().union(*(mutable_globals(path) for path in sorted(RUNTIME.rglob("*.py"))))
     assert found - NOT_PER_PROCESS.keys() == set(), "declare these with process.per_process or process.lock"
     assert NOT_PER_PROCESS.keys() - found == set(), "stale entries in NOT_PER_PROCESS"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from orlgen.runtime import provenance
+from orlgen.runtime.ors import provenance
 from orlgen.serve import ServerProcess
 from orlgen.snapshot import model as snapshot_mod
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from orlgen.runtime.trl import tool_methods
+from orlgen.runtime.trl.tools import tool_methods
 
 from examples.helpdesk import scripted_solution
 from tests.support.servers.both import server_process

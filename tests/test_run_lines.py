@@ -14,9 +14,9 @@ import json
 import logging
 
 import pytest
-from orlgen.runtime import adapter as runtime_adapter
-from orlgen.runtime import breaker
-from orlgen.runtime import content as runtime_content
+from orlgen.runtime import log as runtime_log
+from orlgen.runtime.session import breaker
+from orlgen.runtime.trl import adapter as runtime_adapter
 from orlgen.serve import ServerProcess
 
 from tests.support.modules import generated
@@ -32,7 +32,7 @@ def orlgen_lines(caplog) -> list[str]:
 @pytest.fixture
 def fresh_process_state(monkeypatch):
     """Each env starts with a closed breaker and nothing said yet (both are per process)."""
-    monkeypatch.setattr(runtime_content, "_logged", set())
+    monkeypatch.setattr(runtime_log, "_logged", set())
     breaker.forget()
     yield
     breaker.forget()

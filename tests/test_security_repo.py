@@ -30,7 +30,13 @@ from test_check import GENERATED, REPO, Result, hand_edit, orlgen, problems
 
 from tests.support.cli import run_orlgen
 
-ROOT_CONFIG = '[tool.orlgen]\nout = "generated"\n{extra}\n[[tool.orlgen.mixtures]]\nname = "support_mix"\nenvs = ["echo", "helpdesk"]\n'
+# helpdesk as the project renders it, for three trainers: its TRL module imports its models file.
+HELPDESK_ENV = '[[tool.orlgen.envs]]\ntarget = "examples.helpdesk:Helpdesk"\ntrainers = ["trl", "verifiers", "skyrl"]\n'
+ROOT_CONFIG = (
+    '[tool.orlgen]\nout = "generated"\n{extra}\n'
+    + HELPDESK_ENV
+    + '[[tool.orlgen.mixtures]]\nname = "support_mix"\nenvs = ["echo", "helpdesk"]\n'
+)
 CANARY_NAME = "CANARY-written-by-a-template"
 
 
@@ -39,7 +45,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the project: root pyproject with override templates in `tpl/`, `generated/`.
     HOME and the cache are private, so no test touches the real ones."""
     root = tmp_path / "project"
-    keep = ("echo.", "helpdesk.", "support_mix.")  # the smallest copy with a mixture: quick to render
+    keep = ("echo.", "helpdesk", "support_mix.")  # the smallest copy with a mixture: quick to render
     shutil.copytree(GENERATED, root / "generated", ignore=lambda _, names: [n for n in names if not n.startswith(keep)])
     shutil.copytree(REPO / "templates", root / "tpl")
     (root / "pyproject.toml").write_text(ROOT_CONFIG.format(extra='templates = "tpl"'))

@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 from orlgen import lookalike, names
-from orlgen.runtime import tasks_file
-from orlgen.runtime.trl import tool_methods
+from orlgen.runtime.data import tasks_file
+from orlgen.runtime.trl.tools import tool_methods
 from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Task, Tool, tasks_path
 from transformers.utils import get_json_schema
 
@@ -115,7 +115,7 @@ def assert_sound(outcome: Outcome, tool_names: list[str]) -> Any:
 
 
 def methods(module: Any) -> dict[str, Any]:
-    from orlgen.runtime.adapter import EnvAdapter
+    from orlgen.runtime.trl.adapter import EnvAdapter
 
     (cls,) = {
         v for v in vars(module).values() if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter

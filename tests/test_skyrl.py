@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from orlgen.runtime.hermes import BadCall, Call, Tool, parse_tool_calls, tool_response
-from orlgen.runtime.trl import tool_methods
+from orlgen.runtime.trl.tools import tool_methods
 from orlgen.serve import ServerProcess
 from pydantic import BaseModel, Field
 
@@ -310,7 +310,7 @@ def test_a_conversation_shaped_env_keeps_its_system_message_as_the_system_role(s
     the system turn, before the tools, and is not repeated in the user turn, which carries the
     other messages as labelled text (as the TRL module's prompt does)."""
     from orlgen.render.jobs import render_module
-    from orlgen.runtime.dataset import tasks_path
+    from orlgen.runtime.data.dataset import tasks_path
     from orlgen.snapshot.model import load
 
     from examples.interview import SYSTEM

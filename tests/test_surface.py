@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from orlgen.runtime.trl import tool_methods
+from orlgen.runtime.trl.tools import tool_methods
 from transformers.utils import get_json_schema
 
 from tests.support.models.tiny_qwen3 import build_tokenizer
@@ -121,7 +121,7 @@ class Generated:
 
     @property
     def env_class(self) -> type:
-        from orlgen.runtime.adapter import EnvAdapter
+        from orlgen.runtime.trl.adapter import EnvAdapter
 
         (cls,) = {
             v

@@ -16,7 +16,7 @@ from typing import ClassVar
 import pytest
 from orlgen.capture.toolsets import TOOLSETS
 from orlgen.review.diff import diff
-from orlgen.runtime import backoff
+from orlgen.runtime.session import backoff
 from orlgen.serve import ServerProcess
 from orlgen.snapshot.model import load
 

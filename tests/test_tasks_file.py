@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from orlgen.runtime import tasks_file
-from orlgen.runtime.dataset import DatasetError
-from orlgen.runtime.tasks_file import TasksFileError
+from orlgen.runtime.data import tasks_file
+from orlgen.runtime.data.dataset import DatasetError
+from orlgen.runtime.data.tasks_file import TasksFileError
 from orlgen.snapshot import model as snapshot_model
 
 from tests.support.cli import invoke
@@ -101,7 +101,7 @@ def test_every_other_line_shape_is_one_message_naming_the_line(text, cause):
 
 def test_the_runtime_reads_with_the_reader_check_uses(tmp_path):
     """`build_dataset`'s reader is `tasks_file.decode`: a file check would refuse is refused."""
-    from orlgen.runtime.dataset import _rows
+    from orlgen.runtime.data.dataset import _rows
 
     data = TWO.replace("\n", "\x1e", 1).encode()
     with pytest.raises(TasksFileError, match="line 1: holds a raw line separator U\\+001E"):

@@ -82,7 +82,7 @@ def test_final_message_shapes():
 
 def test_without_environments_the_limit_is_logged_once(caplog, monkeypatch):
     """AsyncGRPOTrainer passes reward functions no environments: nothing can reach the env."""
-    monkeypatch.setattr("orlgen.runtime.scoring._warned", [])
+    monkeypatch.setattr("orlgen.runtime.trl.scoring._warned", [])
     with caplog.at_level(logging.WARNING, logger="orlgen"):
         assert submit_final_message(completions=[answer("paris")] * 2) == [None, None]
         submit_final_message(completions=[answer("paris")])

@@ -1,4 +1,4 @@
-"""TRL's rollout loop, stated once in the runtime (`orlgen.runtime.trl_rollout`): one rollout of a
+"""TRL's rollout loop, stated once in the runtime (`orlgen.runtime.trl.rollout`): one rollout of a
 generated adapter played as GRPOTrainer plays it, the model's turns from any callable.
 
 Real ORS server of the echo example on loopback, the checked-in generated module; the model is a
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from orlgen.runtime.trl import tool_methods
-from orlgen.runtime.trl_rollout import Limits, TrlRollout, trl_prompt
+from orlgen.runtime.trl.rollout import Limits, TrlRollout, trl_prompt
+from orlgen.runtime.trl.tools import tool_methods
 
 
 def echo_call(text: str, index: int = 0) -> dict:

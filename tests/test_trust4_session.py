@@ -20,10 +20,10 @@ import sys
 import threading
 
 import pytest
-from orlgen.runtime import admission, breaker
-from orlgen.runtime.local import _LINE, _pump
-from orlgen.runtime.metrics import COUNTERS
-from orlgen.runtime.spec import Target
+from orlgen.runtime.data.spec import Target
+from orlgen.runtime.session import admission, breaker
+from orlgen.runtime.session.local import _LINE, _pump
+from orlgen.runtime.session.metrics import COUNTERS
 from orlgen.serve import ServerProcess
 
 from tests.support.envs.both import TASKS
@@ -100,8 +100,8 @@ def test_a_failing_env_on_a_live_server_is_not_probed(fresh_breakers, monkeypatc
 
 CHILD = """
 import json, os, sys
-from orlgen.runtime import admission, breaker
-from orlgen.runtime.connection import Connection
+from orlgen.runtime.session import admission, breaker
+from orlgen.runtime.session.connection import Connection
 connection = Connection(url=sys.argv[1], catalog=None, env="echo", api_key=None)
 gate = breaker.for_env(admission.env_key(connection))
 admission.env_failed(connection, admission.ServerDead("gone"))
@@ -208,7 +208,7 @@ def test_a_target_named_for_the_run_gets_them(moved_env, header_log, monkeypatch
 def test_a_well_known_secret_still_goes_where_its_domains_say():
     """On a moved target the rule is the table's (or a pair's): a vendor key is not sent to another
     host, and a pair that names the host goes."""
-    from orlgen.runtime import secrets
+    from orlgen.runtime.ors import secrets
 
     given = {"OPENAI_API_KEY": "sk-1", "MINE": ("v", ["10.99.0.1"]), "CUSTOM": "c"}
     kept = secrets.for_unnamed_target(given, MOVED, api_key=None, how="base_url=")

@@ -201,7 +201,7 @@ def workdir(tmp_path, monkeypatch) -> Path:
 
 
 def test_a_snapshot_holding_a_megabyte_tool_name_is_refused_in_one_line(workdir):
-    from orlgen.runtime import tasks_file
+    from orlgen.runtime.data import tasks_file
     from orlgen.snapshot.model import tasks_path
 
     snapshot = workdir / "generated" / "attacked.snapshot.json"

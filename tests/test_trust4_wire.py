@@ -96,7 +96,7 @@ def _refused_after(flood: _Flood, max_event: int) -> int:
     """The bytes the parser read from `flood` before it refused the event."""
     import asyncio
 
-    from orlgen.runtime import sse
+    from orlgen.runtime.ors import sse
 
     async def drain() -> None:
         async for _ in sse.events(flood, hang=5.0, max_event=max_event):
@@ -119,7 +119,7 @@ def test_an_event_of_empty_lines_is_refused_at_its_byte_bound(line):
 def test_an_event_of_many_short_lines_is_refused_at_its_line_bound():
     """16 MiB of `data:` lines would be 2.8 million lines: the line bound refuses far sooner, so
     the CPU a flood costs is bounded by lines, not only bytes."""
-    from orlgen.runtime import sse
+    from orlgen.runtime.ors import sse
 
     consumed = _refused_after(_Flood(b"data:\n", sse.MAX_EVENT, prefix=b"event: end\n"), sse.MAX_EVENT)
     assert consumed <= (sse.MAX_EVENT_LINES + 1) * len(b"data:\n") + PIECE
@@ -130,7 +130,7 @@ def test_a_large_event_in_many_data_lines_still_arrives_whole():
     """What the bound must not refuse: a 2 MB answer in 2 KB `data` lines, joined with newlines."""
     import asyncio
 
-    from orlgen.runtime import sse
+    from orlgen.runtime.ors import sse
 
     lines = [f"{i:04d}" * 512 for i in range(1000)]
     body = ("event: end\n" + "".join(f"data: {line}\n" for line in lines) + "\n").encode()
@@ -159,7 +159,7 @@ def test_a_flood_of_empty_data_lines_costs_bounded_memory(tmp_path):
 
     script = textwrap.dedent("""
         import asyncio, json, resource
-        from orlgen.runtime import sse
+        from orlgen.runtime.ors import sse
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         piece = b"data:\\n" * (65536 // 6)
         consumed = 0
@@ -217,7 +217,7 @@ def test_an_env_slower_to_build_than_the_hang_bound_captures_and_plays(tmp_path,
 def test_a_session_build_past_its_bound_names_the_variable(monkeypatch):
     """Past `ORLGEN_STARTING_SECONDS` a session's build is called hung, and the message says
     which variable changes the bound (the constructor takes 3 s, the bound is 1 s)."""
-    from orlgen.runtime.connection import Connection
+    from orlgen.runtime.session.connection import Connection
 
     monkeypatch.setenv("ORLGEN_STARTING_SECONDS", "1")
     monkeypatch.setenv("ORLGEN_TEST_BUILD_SECONDS", "3")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from orlgen.render.verify import samples
-from orlgen.runtime.trl import tool_methods
+from orlgen.runtime.trl.tools import tool_methods
 from orlgen.snapshot.model import load
 
 from tests.support.cli import invoke

@@ -79,7 +79,7 @@ _module_counter = itertools.count()
 
 def orlgen_view(group: Group, workdir: Path) -> View:
     from orlgen.render.jobs import render_module
-    from orlgen.runtime.adapter import EnvAdapter
+    from orlgen.runtime.trl.adapter import EnvAdapter
 
     view = View()
     try:

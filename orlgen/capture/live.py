@@ -1,6 +1,6 @@
 """ORS environment → Snapshot. The only module that talks to a server.
 
-Capture speaks the wire through the runtime's own client (`orlgen.runtime.ors`), in few
+Capture speaks the wire through the runtime's own client (`orlgen.runtime.ors.client`), in few
 requests: discovery without sessions (`/splits`, `num_tasks` per split, `/tools` once, which
 also says whether the env scores groups and names its terminal tool), a handful of probe
 sessions per split to find task-only tools, and `task_range` in batches for tasks. A server
@@ -35,11 +35,12 @@ from orlgen.capture.options import CaptureOptions
 from orlgen.capture.sampling import probe_indices, reads
 from orlgen.capture.targets import server_url, target_kind
 from orlgen.errors import CaptureError
-from orlgen.runtime import backoff, provenance
-from orlgen.runtime.connection import CallTimeout, Connection, run_on_loop
-from orlgen.runtime.ors import STARTING_VAR, Client, Hung, platform_urls, starting_seconds
-from orlgen.runtime.secrets import choose_api_key, platform_key
-from orlgen.runtime.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
+from orlgen.runtime.ors import provenance
+from orlgen.runtime.ors.client import STARTING_VAR, Client, Hung, platform_urls, starting_seconds
+from orlgen.runtime.ors.secrets import choose_api_key, platform_key
+from orlgen.runtime.ors.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
+from orlgen.runtime.session import backoff
+from orlgen.runtime.session.connection import CallTimeout, Connection, run_on_loop
 from orlgen.schema import infer_task_schema
 from orlgen.snapshot.model import (
     Deployment,
@@ -150,7 +151,7 @@ def _catalog_target(target: str) -> Target:
 
 def _env_class(target: str) -> Any:
     """The user's Environment subclass, imported; a failure is a one-line CaptureError."""
-    from orlgen.runtime.local import ServeError, load_env_class
+    from orlgen.runtime.session.local import ServeError, load_env_class
 
     try:
         return load_env_class(target)
@@ -161,9 +162,9 @@ def _env_class(target: str) -> Any:
 @contextmanager
 def _served(target: str, secrets: Mapping[str, str]) -> Iterator[tuple[str, str]]:
     """A `module:EnvClass` target served in this process, its output going to a private log file
-    with `secrets` masked (`orlgen.runtime.local.open_log`); yields the URL and the env key. The
+    with `secrets` masked (`orlgen.runtime.session.local.open_log`); yields the URL and the env key. The
     log is removed after a capture that succeeds; a failure's message names it."""
-    from orlgen.runtime.local import ServeError, open_log, serving
+    from orlgen.runtime.session.local import ServeError, open_log, serving
 
     env_cls = _env_class(target)
     log = open_log(target.split(":")[-1])

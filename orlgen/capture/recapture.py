@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from orlgen.capture.options import CaptureOptions
 from orlgen.capture.targets import target_kind
 from orlgen.errors import ConfigFileError
-from orlgen.runtime.secrets import secrets_from_env
+from orlgen.runtime.ors.secrets import secrets_from_env
 from orlgen.snapshot.model import Snapshot
 from orlgen.snapshot.recorded import probes_like, tasks_like
 

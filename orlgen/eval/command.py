@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import click
 from orlgen.runtime.hermes import MAX_TOOL_CALLS_PER_TURN
+from orlgen.runtime.ors.secrets import secrets_from_env
 from orlgen.runtime.redaction import redact
-from orlgen.runtime.secrets import secrets_from_env
 
 from .. import __version__
 from ..disk import write_atomic

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from orlgen.runtime.content import data_url, png
+from orlgen.runtime.data.tasks_file import one_line
 from orlgen.runtime.redaction import redact
-from orlgen.runtime.tasks_file import one_line
 
 from .errors import EvalError
 from .policy import arguments_text, tool_schemas

@@ -1,4 +1,4 @@
-"""One eval rollout: TRL's rollout loop (`orlgen.runtime.trl_rollout`, the loop GRPOTrainer
+"""One eval rollout: TRL's rollout loop (`orlgen.runtime.trl.rollout`, the loop GRPOTrainer
 plays) on a fresh generated adapter, the model's turns from the run's policy, and the record a
 run keeps of it: which task and sample it was, when it ran, and why it has no reward if it has
 none. A rollout never raises: whatever fails is recorded in `outcome` and `reason`.
@@ -14,7 +14,7 @@ from typing import Any
 
 from ..runtime.errors import described, first_line
 from ..runtime.hermes import MAX_TOOL_CALLS_PER_TURN
-from ..runtime.trl_rollout import Limits, NextTurn, TrlRollout
+from ..runtime.trl.rollout import Limits, NextTurn, TrlRollout
 from .policy import Policy, PolicyError
 
 # Why a rollout has no reward, besides the adapter's outcomes.

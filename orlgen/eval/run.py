@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..runtime.adapter import check_reachable
+from ..runtime.trl.adapter import check_reachable
 from .errors import Unreachable
 from .policy import Policy
 from .rollout import POLICY_ERROR, Rollout, Settings, play

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from orlgen.plan.reserved import RESERVED_COLUMN_NAMES
 from orlgen.plan.source import Source, literal
-from orlgen.runtime.dataset import RESERVED_PREFIX
+from orlgen.runtime.data.dataset import RESERVED_PREFIX
 from orlgen.schema import Node, Schema
 
 

@@ -12,7 +12,7 @@ Each set lives here, in the stage that decides names: the plan is built before a
 from __future__ import annotations
 
 from orlgen import runtime
-from orlgen.runtime.dataset import RESERVED_COLUMNS
+from orlgen.runtime.data.dataset import RESERVED_COLUMNS
 
 # What the TRL templates may import, by module: `orlgen.render.models` imports those a module uses.
 TRL_IMPORTS: dict[str, tuple[str, ...]] = {

@@ -29,7 +29,7 @@ def fail(message: object) -> NoReturn:
 def run(job: dict[str, Any], get_json_schema: JsonSchema | None) -> None:
     module = _import(job)
     from orlgen.runtime import EnvAdapter
-    from orlgen.runtime.trl import tool_methods
+    from orlgen.runtime.trl.tools import tool_methods
 
     classes = list(
         {c for c in vars(module).values() if isinstance(c, type) and issubclass(c, EnvAdapter) and c is not EnvAdapter}

@@ -25,7 +25,7 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 
 from orlgen import lookalike
-from orlgen.runtime.secrets import on_loopback
+from orlgen.runtime.ors.secrets import on_loopback
 from orlgen.snapshot.model import Snapshot, Target
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from .adapter import UNSET, DeploymentChanged, DriftError, EnvAdapter, tool_method
-from .budget import set_max_sessions
-from .connection import CallTimeout, ConfigError, Connection
 from .coverage import COVERAGE
-from .dataset import Column, DatasetError, DatasetSpec
-from .group import group_reward
-from .mixture import mix, mixture_builder
-from .scoring import (
+from .data.dataset import Column, DatasetError, DatasetSpec
+from .data.spec import EnvSpec, Target
+from .session.budget import set_max_sessions
+from .session.connection import CallTimeout, ConfigError, Connection
+from .surface import dataset_builder
+from .trl.adapter import UNSET, DeploymentChanged, DriftError, EnvAdapter, tool_method
+from .trl.group import group_reward
+from .trl.mixture import mix, mixture_builder
+from .trl.scoring import (
     final_message,
     outcome_reward,
     outcome_reward_with,
@@ -18,9 +20,7 @@ from .scoring import (
     submit_final_message,
     summed_reward,
 )
-from .spec import EnvSpec, Target
-from .surface import dataset_builder
-from .trl import reward_funcs_getattr
+from .trl.tools import reward_funcs_getattr
 from .types import JSONArray, JSONObject, ToolOutput
 
 __all__ = [

@@ -44,7 +44,7 @@ from typing import Any
 
 from .errors import OrlgenRuntimeError
 from .log import log_once
-from .metrics import COUNTERS
+from .session.metrics import COUNTERS
 
 logger = logging.getLogger("orlgen")
 

@@ -17,7 +17,7 @@ leaves unscored, and its circuit breaker opening, each say so in one line per en
 
 A rollout is scored once: whichever scorer reads it first (`score(scorer)`) owns it and counts it
 in the scoring coverage; the others get None, so a trainer that passes two scorers never counts a
-reward twice (see `orlgen.runtime.scoring`).
+reward twice (see `orlgen.runtime.trl.scoring`).
 """
 
 from __future__ import annotations
@@ -31,22 +31,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import admission, budget, process
 from . import content as _content
-from . import draw as _draw
 from . import offers as _offers
-from . import prefetch as _prefetch
-from . import secrets as _secrets
-from . import wire as _wire
-from .connection import Connection, install_sigterm, on_exit
+from . import process
 from .coverage import COVERAGE
+from .data.spec import Aggregate, EnvSpec
 from .errors import OrlgenRuntimeError, described, first_line
 from .log import log_once
-from .metrics import COUNTERS
-from .missing_secrets import warn_missing_secrets
+from .ors import blocks as _wire
+from .ors import secrets as _secrets
+from .ors.errors import ToolRefused
+from .ors.secrets import choose_api_key, secrets_from_env
 from .redaction import mask_secrets, public_url, redact
-from .secrets import choose_api_key, secrets_from_env
-from .spec import Aggregate, EnvSpec
+from .session import admission, budget
+from .session import draw as _draw
+from .session import prefetch as _prefetch
+from .session.connection import Connection, install_sigterm, on_exit
+from .session.metrics import COUNTERS
+from .session.missing_secrets import warn_missing_secrets
 from .types import ToolOutput
 
 if TYPE_CHECKING:
@@ -197,7 +199,7 @@ class Episode:
         split: the split used when a start names none.
         timeout: seconds any one request may take (opening a session includes waiting for the
             environment's setup, for a slot of the session budget and for a busy env: see
-            `orlgen.runtime.admission`); past it the rollout ends as an environment error.
+            `orlgen.runtime.session.admission`); past it the rollout ends as an environment error.
         on_drift: what to do when the first session of the process lists tools that differ from
             the snapshot: "warn" (log), "raise" (DriftError from `start`) or "ignore".
         on_deployment_change: what to do when the first session of the process finds another
@@ -210,12 +212,12 @@ class Episode:
             Default: the rule the snapshot records (`spec.reward_rule`).
         prefetch: for serial starts of one task (GRPOTrainer's groups), `num_generations`: the
             first start of a task opens that many sessions together for the next starts (see
-            `orlgen.runtime.prefetch` for the cost). 0 (off) by default.
+            `orlgen.runtime.session.prefetch` for the cost). 0 (off) by default.
         max_output_chars: a tool output's or a prompt's text longer than this reaches the model
             cut, with a marker saying so (default: `ORLGEN_MAX_OUTPUT_CHARS`, else 100,000).
         num_generations: for starts that name no task, how many starts in a row play each drawn
             task, so a group plays one task.
-        seed: the seed of that draw (`orlgen.runtime.draw`).
+        seed: the seed of that draw (`orlgen.runtime.session.draw`).
         image_limits: how many images, and decoded pixels in all, one answer may bring the model
             (`orlgen.runtime.content.ImageLimits`; default: `ORLGEN_MAX_IMAGES` and
             `ORLGEN_MAX_IMAGE_PIXELS`, else 16 and 40,000,000); an image past them is a marker.
@@ -367,7 +369,7 @@ class Episode:
 
         The task is `index` in `split` (default: the `split` option), or an ad-hoc `task_spec`
         (a dict or its JSON text) that no split holds; with neither, the next task of a seeded
-        walk over the split (see `orlgen.runtime.draw`). `carried`: the messages the trainer's
+        walk over the split (see `orlgen.runtime.session.draw`). `carried`: the messages the trainer's
         prompt already holds with their roles (a conversation-shaped env's system message),
         which the prompt then does not repeat."""
         self.close()
@@ -418,8 +420,6 @@ class Episode:
         refusal = admission.call_refusal(self.connection)
         if refusal is not None:  # the env was found dead by another rollout: nothing is sent
             return self._env_failed(f"{name} was not run", admission.CircuitOpen(refusal))
-        from .ors import ToolRefused
-
         session = self._session
         started = time.monotonic()
         try:
@@ -447,8 +447,6 @@ class Episode:
         terminal = self.spec.terminal_tool
         if terminal is None or self._session is None or self._log.finished:
             return None
-        from .ors import ToolRefused
-
         session = self._session
         try:
             output = self.connection.run(lambda env: session.call_terminal_tool(message), self.timeout)
@@ -678,7 +676,7 @@ class Episode:
         recorded = self.spec.deployment
         if recorded is None or (drifted and self._on_deployment_change == "warn"):
             return
-        from . import provenance
+        from .ors import provenance
 
         try:
             now = self.connection.run(provenance.live, self.timeout)

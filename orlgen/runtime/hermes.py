@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from . import content as _content
-from .wire import quoted
+from .ors.blocks import quoted
 
 ImageMode = Literal["markers", "parts"]
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)

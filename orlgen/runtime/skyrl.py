@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from skyrl_gym.envs.base_text_env import BaseTextEnv  # type: ignore[import-not-found]
 
 from . import surface
+from .data.spec import EnvSpec
 from .episode import Episode
 from .hermes import (
     MAX_TOOL_CALLS_PER_TURN,
@@ -35,8 +36,7 @@ from .hermes import (
     parse_tool_calls,
     tool_response,
 )
-from .spec import EnvSpec
-from .wire import quoted
+from .ors.blocks import quoted
 
 __all__ = ["OrsTextEnv", "Tool", "dataset_builder"]
 

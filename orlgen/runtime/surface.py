@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from .connection import Connection
-from .dataset import build, columns, plain_rows, to_dataset
-from .spec import EnvSpec
+from .data.dataset import build, columns, plain_rows, to_dataset
+from .data.spec import EnvSpec
+from .session.connection import Connection
 
 FETCH_TIMEOUT = 120.0  # seconds for one batch of tasks
 

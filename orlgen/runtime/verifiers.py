@@ -40,8 +40,8 @@ from pydantic import BaseModel, Field
 from verifiers.v1.utils.decorators import discover_decorated  # type: ignore[import-not-found, unused-ignore]
 
 from .content import png
+from .data.spec import EnvSpec
 from .episode import Episode
-from .spec import EnvSpec
 
 # What a generated verifiers module may import (the rest is this shim's own).
 __all__ = [

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from orlgen import lookalike
 from orlgen.errors import OrlgenError
 from orlgen.names import MAX_WIRE_NAME_LENGTH
-from orlgen.runtime import tasks_file
-from orlgen.runtime.dataset import TASKS_SUFFIX, tasks_path
+from orlgen.runtime.data import tasks_file
+from orlgen.runtime.data.dataset import TASKS_SUFFIX, tasks_path
 from orlgen.runtime.errors import first_line
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -182,12 +182,12 @@ class SplitTasks(_Model):
         return len(self.tasks) if self.stored is None else self.stored
 
 
-_TOKEN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$"  # what `orlgen.runtime.provenance` keeps
+_TOKEN = r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$"  # what `orlgen.runtime.ors.provenance` keeps
 
 
 class Deployment(_Model):
     """Which deployment of the env was captured, as its server reported it at `/version` (see
-    `orlgen.runtime.provenance`): the openreward SDK it runs and its build commit, if set."""
+    `orlgen.runtime.ors.provenance`): the openreward SDK it runs and its build commit, if set."""
 
     sdk_version: str | None = Field(default=None, pattern=_TOKEN)
     build_sha: str | None = Field(default=None, pattern=_TOKEN)

@@ -23,11 +23,12 @@ import threading
 from typing import Any
 
 import orlgen.runtime
-from orlgen.runtime import backoff, log, process
+from orlgen.runtime import log, process
 from orlgen.runtime.coverage import COVERAGE
 from orlgen.runtime.episode import DeploymentChanged, Episode, _live
-from orlgen.runtime.metrics import COUNTERS
-from orlgen.runtime.scoring import submit_final_message
+from orlgen.runtime.session import backoff
+from orlgen.runtime.session.metrics import COUNTERS
+from orlgen.runtime.trl.scoring import submit_final_message
 
 from examples.echo import TARGETS
 from generated.echo import SPEC, EchoEnv
@@ -39,9 +40,9 @@ LOCK = type(threading.Lock())
 def runtime_modules() -> list[Any]:
     """Every module of the runtime this interpreter can import (verifiers and skyrl need theirs)."""
     modules = []
-    for info in pkgutil.iter_modules(orlgen.runtime.__path__):
+    for info in pkgutil.walk_packages(orlgen.runtime.__path__, "orlgen.runtime."):
         try:
-            modules.append(importlib.import_module(f"orlgen.runtime.{info.name}"))
+            modules.append(importlib.import_module(info.name))
         except ModuleNotFoundError as exc:
             if (exc.name or "").startswith("orlgen"):
                 raise
@@ -49,9 +50,9 @@ def runtime_modules() -> list[Any]:
 
 
 def names() -> dict[int, str]:
-    """Each declared state's module-qualified name."""
+    """Each declared state's name under `orlgen.runtime` (`session.budget._budgets`)."""
     found = {
-        id(value): f"{module.__name__.rpartition('.')[2]}.{name}"
+        id(value): f"{module.__name__.removeprefix('orlgen.runtime.')}.{name}"
         for module in runtime_modules()
         for name, value in vars(module).items()
     }

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orlgen.runtime.trl_rollout import trl_prompt
+from orlgen.runtime.trl.rollout import trl_prompt
 
 from tests.support.models.tiny_qwen3 import EOS_TOKEN, tiny_qwen3_dir
 

@@ -31,7 +31,8 @@ PER_DEVICE = 4
 def main(url: str, out: Path) -> None:
     import torch
     import torch.distributed as dist
-    from orlgen.runtime import admission, budget, prefetch, scoring_callback
+    from orlgen.runtime import scoring_callback
+    from orlgen.runtime.session import admission, budget, prefetch
     from transformers.utils import logging as hf_logging
 
     from tests.support.models.tiny_qwen3 import build_tiny_qwen3
@@ -105,7 +106,7 @@ def shared_cap(url: str, out: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     import torch.distributed as dist
-    from orlgen.runtime import admission, budget
+    from orlgen.runtime.session import admission, budget
 
     from tests.support.modules import load_module
     from tests.support.servers.capacity import post, stats

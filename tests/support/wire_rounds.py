@@ -8,7 +8,7 @@ import asyncio
 import json
 import urllib.request
 
-from orlgen.runtime import ors
+from orlgen.runtime.ors import client as ors
 
 from tests.support.wire_peers import ROUTE
 

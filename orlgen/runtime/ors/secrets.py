@@ -30,8 +30,8 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .log import log_once
-from .redaction import public_url
+from ..log import log_once
+from ..redaction import public_url
 
 logger = logging.getLogger("orlgen")
 

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from . import process
+from .. import process
 
 Raw = dict[str, float]
 

@@ -44,9 +44,18 @@ from typing import Any
 
 import aiohttp
 
-from . import backoff, process, sse, transport
+from .. import process
 from . import secrets as _secrets
-from .errors import OrlgenRuntimeError, ServerDead
+from . import sse, transport
+from .errors import (
+    ServerGone,
+    SessionGone,
+    StatusError,
+    StreamBroken,
+    ToolRaised,
+    ToolRefused,
+    payment_required,
+)
 
 DEFAULT_BASE_URL = "https://openreward.ai"
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -76,48 +85,6 @@ STARTING_VAR = "ORLGEN_STARTING_SECONDS"  # riding out "503 starting", and an en
 BUILDING = ("/create", "/task_tools", "/messages", "/prompt")
 
 
-class StatusError(OrlgenRuntimeError):
-    """The server answered with an HTTP error status (`status`, the server's `detail`)."""
-
-    def __init__(
-        self, status: int, detail: str, retry_after: float | None = None, starting: bool = False, said: str = ""
-    ) -> None:
-        super().__init__(f"{status}: {detail}")
-        self.status = status
-        self.detail = detail
-        self.said = said or detail  # the detail as sent, lines kept (capture shows its last line)
-        self.retry_after = retry_after
-        self.backend_starting = starting
-
-
-class ServerGone(ServerDead):
-    """The server refused connections for longer than `REFUSED_WINDOW` (it is not running)."""
-
-
-class SessionGone(OrlgenRuntimeError):
-    """The server no longer knows the session (404 or 410 on a session request)."""
-
-
-class StreamBroken(OrlgenRuntimeError):
-    """A stream ended before its `end` event."""
-
-
-class ToolRaised(OrlgenRuntimeError):
-    """The tool raised on the server (an SSE `error` event): the rollout cannot go on."""
-
-
-class ToolRefused(OrlgenRuntimeError):
-    """The server did not run the call (`ok: false`): `reason` and the server's `detail`."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
-
-
-Hung = sse.Hung
-
-
 def hang_seconds() -> float:
     return float(os.environ.get(HANG_VAR) or 30.0)
 
@@ -138,6 +105,9 @@ def platform_urls() -> tuple[str, str]:
 def _subdomain(url: str, name: str) -> str:
     parts = urllib.parse.urlparse(url)
     return urllib.parse.urlunparse(parts._replace(netloc=f"{name}.{parts.netloc}"))
+
+
+Hung = sse.Hung  # re-exported: capture tells a hung server apart
 
 
 @dataclass(frozen=True)
@@ -703,9 +673,9 @@ async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
 
 def _session_status(exc: StatusError) -> BaseException:
     """A session request's error status as the adapter reports it: 404/410 the session is gone,
-    402 the account's one line (`backoff.payment_required`), any other as it is."""
+    402 the account's one line (`payment_required`), any other as it is."""
     if exc.status == 402:
-        return backoff.payment_required()
+        return payment_required()
     if exc.status in (404, 410):
         gone = SessionGone(f"the server no longer has the session ({exc.status}: {exc.detail})")
         gone.status = exc.status  # type: ignore[attr-defined]

@@ -20,14 +20,14 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import process
-from .errors import OrlgenRuntimeError
-from .redaction import public_url
-from .secrets import on_loopback, platform_key
-from .spec import Target
+from .. import process
+from ..data.spec import Target
+from ..errors import OrlgenRuntimeError
+from ..ors.secrets import on_loopback, platform_key
+from ..redaction import public_url
 
 if TYPE_CHECKING:
-    from . import ors
+    from ..ors import client as ors
 
 T = TypeVar("T")
 
@@ -108,7 +108,7 @@ class Connection:
 
 def _serve_locally(target: Target, env_var: str) -> str:
     """A `module:EnvClass` target has no address: this process serves the class itself (see
-    `orlgen.runtime.local`), unless it cannot be imported here."""
+    `orlgen.runtime.session.local`), unless it cannot be imported here."""
     from .local import ServeError, local_url
 
     try:
@@ -193,7 +193,7 @@ def _sdk_loop() -> _Loop:
 
 def _client(connection: Connection) -> ors.Client:
     """The ORS client for `connection`, made once per process (on the loop)."""
-    from . import ors  # aiohttp: imported on first use, not when a generated module is
+    from ..ors import client as ors
 
     clients = _sdk_loop().clients
     if connection not in clients:
@@ -244,7 +244,7 @@ def _run_exit_hooks() -> None:
     concurrent.futures.wait(list(loop.pending), timeout=5.0)  # sessions being deleted
 
     async def close_everything() -> None:
-        from . import ors
+        from ..ors import client as ors
 
         await ors.close_all()  # any session no adapter held any more
         await asyncio.gather(*(client.aclose() for client in loop.clients.values()), return_exceptions=True)

@@ -16,7 +16,7 @@ The adapter owns its reward, as TRL's contract allows: both `GRPOTrainer` and `A
 call `get_reward()` once per finished rollout and log it in a column named after the class. A
 rollout is scored once: whichever scorer reads it first (`get_reward`, or one of orlgen's reward
 functions such as `summed_reward`) owns it, and the others return None for it, so passing both
-never counts a reward twice (see `orlgen.runtime.scoring`).
+never counts a reward twice (see `orlgen.runtime.trl.scoring`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
-from .episode import (
+from ..data.spec import Aggregate, EnvSpec
+from ..episode import (
     DEPLOYMENT_POLICY_VAR,
     DeploymentChanged,
     DriftError,
@@ -37,9 +38,8 @@ from .episode import (
     deployment_policy,
     tool_drift,
 )
-from .spec import Aggregate, EnvSpec
-from .types import ToolOutput
-from .unset import UNSET
+from ..types import ToolOutput
+from ..unset import UNSET
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -170,7 +170,7 @@ class EnvAdapter:
         The task is `row["task_index"]` (in `row["split"]` when present), or an ad-hoc
         `row["task_spec"]` (a dict or its JSON text) that no split holds; a row with neither
         (TRL's placeholder rows under `train_dataset=None`, a mixture's routing-only rows) plays
-        the next task of a seeded walk over the split (see `orlgen.runtime.draw`). The row's
+        the next task of a seeded walk over the split (see `orlgen.runtime.session.draw`). The row's
         `prompt` carries the messages TRL's prompt already holds, which a conversation-shaped
         env's prompt then does not repeat (TRL cannot insert a message from `reset`)."""
         start = self._episode.start(row.get("split"), row.get("task_index"), row.get("task_spec"), row.get("prompt"))

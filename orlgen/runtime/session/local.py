@@ -43,9 +43,9 @@ from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from . import process
-from .errors import OrlgenRuntimeError, described, first_line
-from .redaction import CREDENTIAL_NAME, MASKED_LENGTH, redact
+from .. import process
+from ..errors import OrlgenRuntimeError, described, first_line
+from ..redaction import CREDENTIAL_NAME, MASKED_LENGTH, redact
 
 logger = logging.getLogger("orlgen")
 

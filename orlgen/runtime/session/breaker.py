@@ -35,8 +35,8 @@ import threading
 import time
 from typing import Any
 
-from . import process
-from .errors import first_line
+from .. import process
+from ..errors import first_line
 
 FAILURES_VAR = "ORLGEN_BREAKER_FAILURES"
 COOLDOWN_VAR = "ORLGEN_BREAKER_COOLDOWN"

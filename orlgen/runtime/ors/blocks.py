@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import OrlgenRuntimeError
+from ..errors import OrlgenRuntimeError
 
 FLOAT32_MAX = 3.4028234663852886e38
 VALUE_CHARS = 80  # a bad value is quoted in messages cut to this many characters

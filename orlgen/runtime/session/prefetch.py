@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import process
+from .. import process
 
 Key = tuple[Any, ...]  # (connection, split, index, secrets): sessions are interchangeable only within a key
 

@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .errors import OrlgenRuntimeError, ServerDead
+from ..errors import OrlgenRuntimeError, ServerDead
 
 HANG_VAR = "ORLGEN_HANG_SECONDS"  # the hang bound's variable, named in `Hung`'s message
 MAX_EVENT = 16 * 1024 * 1024

@@ -14,11 +14,11 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import process
-from .secrets import API_KEY_SECRETS
+from .. import process
+from ..ors.secrets import API_KEY_SECRETS
 
 if TYPE_CHECKING:
-    from .spec import EnvSpec
+    from ..data.spec import EnvSpec
 
 logger = logging.getLogger("orlgen")
 

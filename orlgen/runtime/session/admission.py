@@ -17,8 +17,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..errors import OrlgenRuntimeError, ServerDead
 from . import backoff, breaker, budget
-from .errors import OrlgenRuntimeError, ServerDead
 from .metrics import COUNTERS
 
 # Failures that say nothing about the env's health: it is busy, or we did not ask it.

@@ -53,8 +53,8 @@ import threading
 import time
 from typing import Any
 
-from . import process
-from .errors import OrlgenRuntimeError
+from .. import process
+from ..errors import OrlgenRuntimeError
 
 ENV_VAR = "ORLGEN_MAX_SESSIONS"
 GROW_PERIOD_S = 10.0  # a learned window grows by one after this long without a refusal

@@ -11,9 +11,9 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from .dataset import DatasetError
-from .spec import EnvSpec
-from .surface import dataset_builder
+from ..data.dataset import DatasetError
+from ..data.spec import EnvSpec
+from ..surface import dataset_builder
 
 SHARED_COLUMNS = ("prompt", "split", "task_index")
 PREFIX_SEPARATOR = "__"

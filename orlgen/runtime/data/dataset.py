@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import OrlgenRuntimeError
 from . import tasks_file
-from .errors import OrlgenRuntimeError
 
 RESERVED_COLUMNS = ("prompt", "split", "task_index", "environment")
 SNAPSHOT_SUFFIX = ".snapshot.json"

@@ -20,9 +20,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from . import process
+from .. import process
+from ..errors import OrlgenRuntimeError
+from ..ors.errors import payment_required
 from .budget import ENV_VAR
-from .errors import OrlgenRuntimeError
 from .metrics import COUNTERS
 
 T = TypeVar("T")
@@ -37,10 +38,6 @@ _random = process.per_process(random.Random(), random.Random.seed)
 
 class AtCapacity(OrlgenRuntimeError):
     """The environment kept refusing new sessions until the deadline."""
-
-
-class PaymentRequired(OrlgenRuntimeError):
-    """The OpenReward account behind the API key cannot pay for the environment."""
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -88,14 +85,6 @@ async def open_patiently(
                 ) from exc
             attempt += 1
             await asyncio.sleep(wait)
-
-
-def payment_required() -> PaymentRequired:
-    """The one line for a 402, at a session's opening or at any later request."""
-    return PaymentRequired(
-        "402 Payment Required: the OpenReward account of this API key has no credit left "
-        "for this environment; fund it (or use another key) and rerun"
-    )
 
 
 def _wait(retry_after: Any, attempt: int) -> float:

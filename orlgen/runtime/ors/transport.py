@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import process
+from .. import process
 
 REDIRECTS = (301, 302, 303, 307, 308)
 

@@ -20,7 +20,7 @@ import os
 import random
 from dataclasses import dataclass, field
 
-from . import process
+from .. import process
 
 _lock = process.lock()
 _walks: dict[tuple[str, str, int], _Walk] = process.per_process({})

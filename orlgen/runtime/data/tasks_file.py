@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .errors import OrlgenRuntimeError, first_line
+from ..errors import OrlgenRuntimeError, first_line
 
 # What UTF-8 cannot hold (lone surrogates) and what `str.splitlines()` splits on that the JSON
 # encoder leaves raw: each is written as its `\uXXXX` escape.

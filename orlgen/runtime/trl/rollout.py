@@ -27,8 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .hermes import MAX_TOOL_CALLS_PER_TURN
-from .trl import tool_methods
+from ..hermes import MAX_TOOL_CALLS_PER_TURN
+from .tools import tool_methods
 
 Message = dict[str, Any]
 # The model: the conversation so far (TRL's conversational format, tool-call arguments as dicts)

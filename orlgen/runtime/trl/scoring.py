@@ -33,8 +33,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from . import process
-from .coverage import COVERAGE, coverage_metrics
+from .. import process
+from ..coverage import COVERAGE, coverage_metrics
 
 logger = logging.getLogger("orlgen")
 
@@ -152,7 +152,7 @@ def _warn_no_environments() -> None:
 
 def scoring_callback(trainer: Any) -> Any:
     """A `transformers.TrainerCallback` that puts the scoring coverage and orlgen's runtime
-    counters (capacity waits, breaker rejections, tool latency: `orlgen.runtime.metrics`) into
+    counters (capacity waits, breaker rejections, tool latency: `orlgen.runtime.session.metrics`) into
     `trainer`'s logged metrics each step: `trainer.add_callback(scoring_callback(trainer))`.
 
     On several ranks every rank's counts are summed first (accelerate's `gather_object`, a
@@ -160,7 +160,7 @@ def scoring_callback(trainer: Any) -> Any:
     log shows the run's numbers, not rank 0's; the trainer writes the main process's log."""
     from transformers import TrainerCallback
 
-    from .metrics import COUNTERS, gather, runtime_metrics
+    from ..session.metrics import COUNTERS, gather, runtime_metrics
 
     class ScoringCoverageCallback(TrainerCallback):
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
