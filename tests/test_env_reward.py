@@ -10,6 +10,7 @@ import pickle
 
 import pytest
 from orlgen.runtime import COVERAGE, outcome_reward, outcome_reward_with, summed_reward
+from orlgen.runtime.trl.adapter import STATE_ATTRIBUTES
 
 from tests.support.modules import generated
 
@@ -101,17 +102,8 @@ def test_copy_keeps_the_episode_but_never_the_session(stepped, stepped_url):
     env.advance()
     snapshot = copy.copy(env)
     assert type(snapshot) is type(env) and snapshot._episode.options == env._episode.options
-    for name in (
-        "reward",
-        "rewards",
-        "metadata",
-        "finished",
-        "last_output",
-        "outcome",
-        "error",
-        "tool_calls",
-        "tool_errors",
-    ):
+    assert snapshot._episode.state == env._episode.state  # the whole state, as a value
+    for name in STATE_ATTRIBUTES:  # and as TRL's reward functions read it
         assert getattr(snapshot, name) == getattr(env, name), name
     assert not snapshot._episode.open and env._episode.open
     assert snapshot.rewards is not env.rewards  # the original's next steps do not leak into the copy
