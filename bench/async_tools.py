@@ -38,7 +38,7 @@ async def _async_rollouts(envs: list[Any]) -> float:
 
     async def tool(env: Any, command: str) -> Any:
         call = asyncio.run_coroutine_threadsafe(env._episode._session.call_tool("run", {"command": command}), sdk)
-        return env._episode._record("run", await asyncio.wrap_future(call)).content
+        return env._episode._record(await asyncio.wrap_future(call)).content
 
     async def rollout(pool: ThreadPoolExecutor, i: int, env: Any) -> float | None:
         await loop.run_in_executor(pool, functools.partial(env.reset, task_index=i // GENERATIONS))

@@ -35,13 +35,14 @@ KINDS = ("openreward-sdk", "ors-sdk")
 def measure(kind: str, late: bool) -> dict[str, Any]:
     """New connections per call, first round and later rounds, at each session count."""
     from orlgen.runtime.ors import client as ors
+    from orlgen.runtime.ors import session as ors_session
 
     from tests.support.servers.both import BothServer
     from tests.support.wire_peers import LATE_VAR
     from tests.support.wire_rounds import LATE_MIDDLEWARE, MIDDLEWARE, new_connections
 
-    saved = ors.PING_EVERY, ors.END_WAIT
-    ors.PING_EVERY = 3600.0  # a burst of pings is a burst of requests: not what is counted here
+    saved = ors_session.PING_EVERY, ors.END_WAIT
+    ors_session.PING_EVERY = 3600.0  # a burst of pings is a burst of requests: not what is counted here
     ors.END_WAIT = END_WAIT if late else ors.END_WAIT
     found: dict[str, Any] = {}
     try:
@@ -58,7 +59,7 @@ def measure(kind: str, late: bool) -> dict[str, Any]:
                 }
                 log(f"{kind} {'late end' if late else 'loopback'} x{sessions}: {found[str(sessions)]}")
     finally:
-        ors.PING_EVERY, ors.END_WAIT = saved
+        ors_session.PING_EVERY, ors.END_WAIT = saved
     return found
 
 

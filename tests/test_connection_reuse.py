@@ -17,6 +17,7 @@ import asyncio
 
 import pytest
 from orlgen.runtime.ors import client as ors
+from orlgen.runtime.ors import session as sessions
 
 from tests.support.servers.both import BothServer
 from tests.support.wire_peers import LATE_VAR
@@ -34,7 +35,7 @@ LATE = 0.3  # seconds a stream's body ends after its last event: past the wait, 
 
 def test_late_stream_ends_do_not_cost_connections(ors_kind, monkeypatch):
     monkeypatch.setattr(ors, "END_WAIT", END_WAIT)
-    monkeypatch.setattr(ors, "PING_EVERY", 3600.0)  # a burst of 64 pings grows the pool: not this test's subject
+    monkeypatch.setattr(sessions, "PING_EVERY", 3600.0)  # a burst of 64 pings grows the pool: not this test's subject
     monkeypatch.setenv(LATE_VAR, str(LATE))
     with BothServer(ors_kind, middleware=LATE_MIDDLEWARE) as server:
         first, later = asyncio.run(new_connections(server.url, SESSIONS, CALLS, MEASURED_ROUNDS))

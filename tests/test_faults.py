@@ -212,8 +212,15 @@ def test_rollouts_from_several_processes(counting, server):
     clone = pickle.loads(pickle.dumps(env))
     assert clone._episode.connection == env._episode.connection and not clone._episode.open
     work = [(env, [0, 1]), (env, [2, 3]), (env, [4, 5])]
-    with multiprocessing.get_context("spawn").Pool(3) as pool:
+    pool = multiprocessing.get_context("spawn").Pool(3)
+    try:
         results = [r for chunk in pool.map(_rollouts, work) for r in chunk]
+    finally:
+        # Workers end on the pool's own sentinel, not on SIGTERM (`with Pool` terminates): once, in a
+        # loaded CI run, a terminated worker idle in the task queue's lock never exited and the pool's
+        # join waited forever. Graceful ends keep this test about rollouts across processes.
+        pool.close()
+        pool.join()
     assert sorted(results) == [(i, f"counting task {i}", "finished", 1.0) for i in range(6)]
     assert wait_for(lambda: server.counts() == {"opened": 6, "closed": 6})
 

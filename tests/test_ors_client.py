@@ -26,6 +26,7 @@ import urllib.request
 
 import pytest
 from orlgen.runtime.ors import client as ors
+from orlgen.runtime.ors import retry
 from orlgen.runtime.ors import secrets as runtime_secrets
 from orlgen.runtime.session import breaker
 from orlgen.serve import ServerProcess
@@ -325,10 +326,10 @@ def test_platform_addresses_resolve_as_the_sdks(monkeypatch, variables):
     [("3", 3.0), (None, None), ("soon", None), ("-1", None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)],
 )
 def test_retry_after_is_read_as_seconds_or_an_http_date(value, seconds):
-    assert ors.parse_retry_after(value) == seconds
+    assert retry.parse_retry_after(value) == seconds
 
 
 def test_retry_after_as_a_future_http_date():
     from email.utils import formatdate
 
-    assert 8.0 <= ors.parse_retry_after(formatdate(time.time() + 10, usegmt=True)) <= 10.0
+    assert 8.0 <= retry.parse_retry_after(formatdate(time.time() + 10, usegmt=True)) <= 10.0

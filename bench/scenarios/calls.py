@@ -107,16 +107,24 @@ def _own_cost(module: Any, calls: int = 20000) -> dict[str, float] | None:
 
     output = ToolOutput(blocks=[TextBlock(text="policy text " * 100)], reward=None, metadata=None, finished=False)
 
-    class InstantSession:
+    from orlgen.runtime.ors.blocks import tool_output
+
+    class InstantSession:  # the SDK's side: its session answers a parsed ToolOutput
         async def call_tool(self, name: str, payload: Any) -> Any:
             return output
+
+    answer = {"blocks": [{"type": "text", "text": "policy text " * 100}], "finished": False}
+
+    class InstantOrsSession:  # orlgen's side: its wire session validates the answer, as a real one does
+        async def call_tool(self, name: str, payload: Any) -> Any:
+            return tool_output(answer)
 
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:
         adapter = module.HelpdeskEnv(base_url="http://127.0.0.1:9")
-        adapter._episode._session = InstantSession()
+        adapter._episode._session = InstantOrsSession()
         raw = Session(InstantSession(), loop)
         probe = adapter.get_order(order_id="ORD-1")
         if probe.startswith("Error"):

@@ -1,11 +1,13 @@
-"""What generated modules import at training time. Never imports the generator nor the
-`openreward` SDK: it speaks ORS itself (`ors`), importing aiohttp on the first request."""
+"""What generated modules import at training time, and `Episode`, the trainer-neutral core a
+trainer's shim sits on (docs/design.md, "The runtime's layers"). Never imports the generator nor
+the `openreward` SDK: it speaks ORS itself (`ors/`), importing aiohttp on the first request."""
 
 from __future__ import annotations
 
 from .coverage import COVERAGE
 from .data.dataset import Column, DatasetError, DatasetSpec
 from .data.spec import EnvSpec, Target
+from .episode import Episode, EpisodeState, Failure, Step
 from .session.budget import set_max_sessions
 from .session.connection import CallTimeout, ConfigError, Connection
 from .surface import dataset_builder
@@ -36,8 +38,12 @@ __all__ = [
     "DriftError",
     "EnvAdapter",
     "EnvSpec",
+    "Episode",
+    "EpisodeState",
+    "Failure",
     "JSONArray",
     "JSONObject",
+    "Step",
     "Target",
     "ToolOutput",
     "dataset_builder",

@@ -423,15 +423,17 @@ class Episode:
         session = self._session
         started = time.monotonic()
         try:
-            output = self.connection.run(lambda env: session.call_tool(name, payload), self.timeout)
+            answer = self.connection.run(lambda env: session.call_tool(name, payload), self.timeout)
         except ToolRefused as exc:
             detail = _wire.cut(str(exc.detail), self._max_output_chars)  # server text, for the model: bounded too
             return self._model_error(f"{name} was not run ({exc.reason}): {self._masked(detail)}")
+        except _wire.WireError as exc:  # the session validated the answer: a value the protocol does not allow
+            return self._wire_failed(f"tool {name}", exc)
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"{name} failed", exc)
         finally:
             COUNTERS.tool_call(name, time.monotonic() - started)
-        return self._record(name, output)
+        return self._record(answer)
 
     def refuse(self, message: str, count: int = 1) -> Step:
         """`count` calls the shim found wrong before they reached `call` (a wrong signature, text
@@ -449,15 +451,16 @@ class Episode:
             return None
         session = self._session
         try:
-            output = self.connection.run(lambda env: session.call_terminal_tool(message), self.timeout)
+            answer = self.connection.run(lambda env: session.call_terminal_tool(message), self.timeout)
         except ToolRefused as exc:
             return self._env_failed(f"terminal tool {terminal} was not run ({exc.reason})", exc)
+        except _wire.WireError as exc:  # the session validated the answer: a value the protocol does not allow
+            return self._wire_failed(f"tool {terminal}", exc)
         except Exception as exc:  # transport, dead session, crashed tool, timeout
             return self._env_failed(f"terminal tool {terminal} failed", exc)
-        step = self._record(terminal, output)
-        if self._log.outcome != "env_error":  # a malformed answer ended the rollout there
-            self._log.finished, self._log.outcome = True, "finished"  # the terminal tool ends the rollout
-            self.close()
+        step = self._record(answer)
+        self._log.finished, self._log.outcome = True, "finished"  # the terminal tool ends the rollout
+        self.close()
         return step
 
     def score(self, scorer: str = "episode", rule: Aggregate | None = None) -> float | None:
@@ -526,7 +529,7 @@ class Episode:
         if self.spec.conversation:
             messages = self.connection.run(lambda env: session.get_messages(), self.timeout)
             return _content.conversation(messages, carried, limits=self._image_limits)
-        blocks = _wire.blocks(self.connection.run(lambda env: session.get_prompt(), self.timeout))
+        blocks = self.connection.run(lambda env: session.get_prompt(), self.timeout)  # validated by the session
         return _content.render(blocks, limits=self._image_limits)
 
     def _open_session(self, split: str, index: int | None, secrets: Mapping[str, Any] | None, spec: Any = None) -> Any:
@@ -557,13 +560,8 @@ class Episode:
                 return None
         return self._listed
 
-    def _record(self, name: str, output: Any) -> Step:
-        """Record a tool's answer and return it for the model. An answer holding a value the
-        protocol does not allow ends the rollout as an environment error instead."""
-        try:
-            step = _wire.tool_output(output)
-        except _wire.WireError as exc:
-            return self._wire_failed(f"tool {name}", exc)
+    def _record(self, step: _wire.Step) -> Step:
+        """Record a tool's answer, validated by the session (`ors.blocks.Step`), and return it for the model."""
         log = self._log
         log.rewards.append(step.reward)
         if step.reward is not None:

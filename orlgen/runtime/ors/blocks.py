@@ -5,9 +5,10 @@ dataclasses filled from JSON, so a reward can arrive as `[1.0]`, `"abc"` or `1e3
 as `"false"`, a text block's text as an int. Passed on, such values raise deep inside a reward
 function (where TRL does not catch them, and training dies) or, worse, are accepted: one
 infinite reward zeroes a GRPO group's advantages, a NaN is counted as scored. So every value a
-server sends is checked here against what the protocol allows before the adapter records it;
-anything else is a `WireError`, which the adapter turns into an environment error (the rollout
-ends unscored).
+server sends is checked here, once, as the session reads it (`ors.session.Session` returns a
+`Step` and a prompt's blocks validated), against what the protocol allows; anything else is a
+`WireError`, which the core (`Episode`) turns into an environment error (the rollout ends
+unscored). The layers above validate nothing again.
 
 What the protocol allows (`openreward.environments.types`): a reward is a finite number (not a
 bool) or null, and we also require it to fit a float32, the widest dtype a trainer is likely to
@@ -23,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from ..errors import OrlgenRuntimeError
@@ -38,9 +40,9 @@ class WireError(OrlgenRuntimeError):
 
 @dataclass(frozen=True)
 class Step:
-    """One tool call's answer, validated: what the adapter records."""
+    """One tool call's answer, validated: what a session returns and the core records."""
 
-    blocks: tuple[Any, ...]  # text and image blocks, shapes checked (`content` renders them)
+    blocks: tuple[Block, ...]  # text and image blocks, shapes checked (`content` renders them)
     reward: float | None
     finished: bool
     metadata: dict[str, Any] | None
@@ -80,11 +82,41 @@ def metadata(value: Any) -> dict[str, Any] | None:
     return dict(value)
 
 
-def blocks(value: Any) -> tuple[Any, ...]:
-    """The blocks of a tool output or prompt, each a text block or an image block of the right shape."""
-    if not isinstance(value, (list, tuple)):
+def parsed(raw: Any) -> Any:
+    """Wire blocks (JSON) as `Block`s, nested `blocks` too, unchecked: a conversation's messages
+    may hold any kind (reasoning, tool calls), which `content` renders as text. A value that is
+    not a list stays as it is."""
+    if not isinstance(raw, list):
+        return raw
+    return [_block(block) for block in raw]
+
+
+class Block(SimpleNamespace):
+    """A wire block: its fields as attributes, shown as `TextBlock(text=...)` in messages."""
+
+    def __repr__(self) -> str:
+        fields = dict(vars(self))
+        kind = fields.pop("type", None)
+        name = "".join(part.capitalize() for part in str(kind).split("_")) if isinstance(kind, str) else ""
+        return f"{name}Block({', '.join(f'{key}={value!r}' for key, value in fields.items())})"
+
+
+def _block(raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        return raw
+    fields = dict(raw)
+    if isinstance(fields.get("blocks"), list):
+        fields["blocks"] = parsed(fields["blocks"])
+    return Block(**fields)
+
+
+def blocks(value: Any) -> tuple[Block, ...]:
+    """The blocks of a tool output or prompt as the server sent them (JSON), as `Block`s, each a
+    text block or an image block of the right shape."""
+    if not isinstance(value, list):
         raise WireError(f"blocks {quoted(value)} is not a list")
-    for block in value:
+    converted = parsed(value)
+    for block in converted:
         kind = getattr(block, "type", None)
         if kind == "text":
             if not isinstance(getattr(block, "text", None), str):
@@ -95,16 +127,18 @@ def blocks(value: Any) -> tuple[Any, ...]:
                     raise WireError(f"an image block's {field} {quoted(getattr(block, field, None))} is not a string")
         else:
             raise WireError(f"block {quoted(block)} is neither a text nor an image block")
-    return tuple(value)
+    return tuple(converted)
 
 
 def tool_output(output: Any) -> Step:
-    """A tool call's answer (the SDK's `ToolOutput`), validated."""
+    """A tool call's `output` as the server sent it (JSON), validated; an output that is not an
+    object has every field missing, and the first is named."""
+    fields: Mapping[str, Any] = output if isinstance(output, Mapping) else {}
     return Step(
-        blocks=blocks(getattr(output, "blocks", None)),
-        reward=reward(getattr(output, "reward", None)),
-        finished=finished(getattr(output, "finished", None)),
-        metadata=metadata(getattr(output, "metadata", None)),
+        blocks=blocks(fields.get("blocks")),
+        reward=reward(fields.get("reward")),
+        finished=finished(fields.get("finished")),
+        metadata=metadata(fields.get("metadata")),
     )
 
 

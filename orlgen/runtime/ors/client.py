@@ -7,77 +7,51 @@ One `Client` per resolved `Connection` and process, used on the connection's eve
   `X-Deployment`; a catalog target (`Owner/Env`) goes to the platform's sessions host with
   `X-Deployment: Owner/Env` and `X-API-Key` (`platform_urls` resolves `OPENREWARD_URL`,
   `OPENREWARD_SESSION_URL` and `OPENREWARD_API_URL` as the SDK does).
-- The session: `/create_session` (SSE) → `/create` → `task_tools`, `messages` (`prompt` on a
-  404), `call` (SSE) → `/delete` and `/delete_session`, whatever happens (`Session.close`).
-- Retries (`_Retry`): 429/502/503/504 and refused connections, honouring `Retry-After` (seconds
-  or an HTTP date, capped); `503` with `X-Backend-State: starting` ridden out to a cap; never a
-  500 or another 4xx. A refused connection is retried for `REFUSED_WINDOW` seconds only, then
-  the server is gone (`ServerGone`). A request that changes the env (`SIDE_EFFECTS`: `/create`,
-  `/call`, `/score_group`) is re-sent only when that cannot run it twice: when nothing reached the
-  server (a refused connection; a 429 or 503, by which the server refused it), or, on a stream,
-  with the `task_id` the server gave, so the server replays the one run's result. A 502 or 504
-  (a gateway that may have forwarded it) or a broken connection ends it: the caller's rollout
-  ends unscored, and a session `/create` may have built is deleted by its id.
+- The session: `/create_session` (SSE) → `/create`, then the session's own requests
+  (`session.Session`, answers validated there) → `/delete` and `/delete_session`, whatever happens.
+- Requests and streams, retried by `retry.Retry`. A request that changes the env (`SIDE_EFFECTS`:
+  `/create`, `/call`, `/score_group`) is re-sent only when that cannot run it twice: when nothing
+  reached the server (a refused connection; a 429 or 503, by which the server refused it), or, on
+  a stream, with the `task_id` the server gave, so the server replays the one run's result. A 502
+  or 504 (a gateway that may have forwarded it) or a broken connection ends it: the caller's
+  rollout ends unscored, and a session `/create` may have built is deleted by its id.
 - Liveness: no byte for `ORLGEN_HANG_SECONDS` (default 30) is a hung server (`Hung`), except
   while the server builds a session's env (`BUILDING`: it sends nothing then, for as long as the
-  env's constructor or setup takes), bounded by `ORLGEN_STARTING_SECONDS` (default 600); one
-  keepalive task per process pings every open session every `PING_EVERY` seconds, well inside the
-  server's 900 s reaper.
+  env's constructor or setup takes), bounded by `ORLGEN_STARTING_SECONDS` (default 600).
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import functools
 import json
 import os
 import socket
-import time
 import urllib.parse
 import urllib.request
-import weakref
 from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
 
-from .. import process
 from . import secrets as _secrets
 from . import sse, transport
-from .errors import (
-    ServerGone,
-    SessionGone,
-    StatusError,
-    StreamBroken,
-    ToolRaised,
-    ToolRefused,
-    payment_required,
-)
+from .errors import ServerGone, StreamBroken, ToolRaised
+from .errors import ToolRefused as ToolRefused  # re-exported: a caller of `call_tool` tells a refusal apart
+from .retry import REFUSED_WINDOW, STARTING_VAR, Retry, raise_for_status, starting_seconds
+from .session import Session, open_sessions
 
 DEFAULT_BASE_URL = "https://openreward.ai"
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
-# Statuses by which the server (or a gateway) says it did not take the request in: safe to re-send
-# anything. A 502 or 504 may come from a gateway after it forwarded the request (RFC 9110 15.6.3,
-# 15.6.5: an invalid or missing upstream answer), so the env may have run it.
-REFUSED_STATUSES = frozenset({429, 503})
 # POST routes that change the env's state when they run: not re-sent once they may have reached it
 # (`/create` builds an env instance; `/call` and `/score_group` run the env's code). Any other
 # request reads, pings or deletes, and is the same sent twice.
 SIDE_EFFECTS = ("/create", "/call", "/score_group")
-MAX_ATTEMPTS = 3  # for a transient status that is not "starting"
-MAX_WAIT = 10.0  # cap on any one wait, Retry-After included
-REFUSED_WINDOW = 2.0  # seconds a refused connection is retried
 BROKEN_RETRIES = 5  # re-sends of a call whose stream broke after its task_id
 CONNECT_TIMEOUT = 10.0
-CLOSE_TIMEOUT = 5.0  # per delete request: a stopped server must not hold the exit
-PING_EVERY = 10.0  # as the SDK pings: a server whose clock or reaper runs fast still sees each session alive
 END_WAIT = 1.0  # seconds a call waits past its stream's `end` for the body's end; then read in the background
 DEFAULT_LIMIT = 256 * 1024 * 1024  # bytes in one answer, streams included, unless the connection sets one
 HANG_VAR = sse.HANG_VAR
-STARTING_VAR = "ORLGEN_STARTING_SECONDS"  # riding out "503 starting", and an env being built
 # Session requests a server answers only once the env is built, sending nothing meanwhile: `/create`
 # runs the env's constructor (the SDK's server), `/task_tools` waits for it (ors-sdk's, which builds
 # the env with its setup after `/create`), `/messages` and `/prompt` wait for `setup()` (both).
@@ -87,10 +61,6 @@ BUILDING = ("/create", "/task_tools", "/messages", "/prompt")
 
 def hang_seconds() -> float:
     return float(os.environ.get(HANG_VAR) or 30.0)
-
-
-def starting_seconds() -> float:
-    return float(os.environ.get(STARTING_VAR) or 600.0)
 
 
 def platform_urls() -> tuple[str, str]:
@@ -178,9 +148,9 @@ class Client:
         busy: bool = True,
         window: float = REFUSED_WINDOW,
     ) -> Any:
-        """One JSON request, retried by `_Retry` (`busy=False`: a busy answer is the caller's to
+        """One JSON request, retried by `Retry` (`busy=False`: a busy answer is the caller's to
         wait out). Returns the parsed answer, None for an empty body."""
-        retry = _Retry(busy, window)
+        retry = Retry(busy, window)
         silence, variable = (
             (starting_seconds(), STARTING_VAR) if path.endswith(BUILDING) else (hang_seconds(), HANG_VAR)
         )
@@ -195,7 +165,7 @@ class Client:
                     timeout=timeout,
                     proxy=self.proxy,
                 ) as response:
-                    await _raise_for_status(response)
+                    await raise_for_status(response)
                     data = await response.read()
                     return json.loads(data) if data.strip() else None
             except Exception as exc:
@@ -216,7 +186,7 @@ class Client:
         with the `task_id` the server gave (the server replays that one run); before it, only when
         nothing reached the server (a refused connection, a backend still starting)."""
         task_id: str | None = None
-        retry = _Retry(busy, REFUSED_WINDOW)
+        retry = Retry(busy, REFUSED_WINDOW)
         hang = hang_seconds()
         # Bounded from the request on: a server stopped between two calls never sends the
         # headers, and one stopped mid-call no byte of the stream (it pings every 10 s).
@@ -233,12 +203,12 @@ class Client:
                 )
                 answered = False  # the server sent its last event: the body's end follows
                 try:
-                    await _raise_for_status(response)
+                    await raise_for_status(response)
                     parts: list[str] = []
                     async for event, data in sse.events(response.content, hang):
                         if event == "task_id":
                             if task_id is None:
-                                retry = _Retry(busy, REFUSED_WINDOW, broken=BROKEN_RETRIES)
+                                retry = Retry(busy, REFUSED_WINDOW, broken=BROKEN_RETRIES)
                             task_id = data.strip() or task_id
                         elif event in ("chunk", "end"):
                             parts.append(data)
@@ -322,7 +292,7 @@ class Client:
         except BaseException:
             await asyncio.shield(session.close())
             raise
-        _open_sessions(asyncio.get_running_loop()).add(session)
+        open_sessions(asyncio.get_running_loop()).add(session)
         return session
 
     def session_secrets(self, given: Mapping[str, Any] | None) -> _secrets.Secrets:
@@ -405,213 +375,6 @@ class _Resolver(aiohttp.ThreadedResolver):
             ]
 
 
-class Session:
-    """One open ORS session. Its methods are named as the SDK's, which the adapter used."""
-
-    def __init__(self, client: Client, sid: str) -> None:
-        self.client = client
-        self.sid = sid
-        self.gone: BaseException | None = None  # set when a ping learns the server dropped it
-        self.closed = False  # `/delete` sent
-        self.retired = False  # `/delete_session` sent
-        self._terminal: Any = None
-        self._tools: list[Any] | None = None
-        self._messages_route = True
-
-    async def _request(self, method: str, suffix: str, body: Any = None) -> Any:
-        if self.gone is not None:
-            raise SessionGone(str(self.gone))
-        try:
-            return await self.client.request(method, self.client.route(suffix), body, sid=self.sid)
-        except StatusError as exc:
-            raise _session_status(exc) from exc
-
-    async def list_tools(self) -> list[Any]:
-        """The session's tools (`task_tools`; `tools` on a server without it), each with `name`,
-        `description`, `input_schema`; remembers the terminal tool."""
-        try:
-            answer = await self._request("GET", "/task_tools")
-        except SessionGone as exc:
-            if not _is_404(exc):
-                raise
-            answer = await self._request("GET", "/tools")
-        self._terminal = answer.get("terminal_tool") or None
-        self._tools = [SimpleNamespace(**tool) for tool in answer["tools"]]
-        return self._tools
-
-    async def get_prompt(self) -> list[Any]:
-        return blocks(await self._request("GET", "/prompt"))
-
-    async def get_messages(self) -> list[Any]:
-        """The task's conversation; a server without `/messages` gives its prompt as one user turn."""
-        if self._messages_route:
-            try:
-                answer = await self._request("GET", "/messages")
-                return [SimpleNamespace(role=m.get("role"), blocks=blocks(m.get("blocks"))) for m in answer]
-            except SessionGone as exc:
-                if not _is_404(exc):
-                    raise
-                self._messages_route = False
-        return [SimpleNamespace(role="user", blocks=await self.get_prompt())]
-
-    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> Any:
-        """Run a tool: its output (`blocks`, `reward`, `finished`, `metadata`, checked by
-        `wire.tool_output`), `ToolRefused` for `ok: false`, `ToolRaised` when it raised."""
-        if self.gone is not None:
-            raise SessionGone(str(self.gone))
-        body = {"name": name, "input": dict(arguments)}
-        try:
-            answer, _ = await self.client.stream(self.client.route("/call"), body, sid=self.sid)
-        except StatusError as exc:
-            raise _session_status(exc) from exc
-        if not isinstance(answer, Mapping):
-            raise StreamBroken(f"the call's answer is not an object: {type(answer).__name__}")
-        if answer.get("ok") is False:
-            raise ToolRefused(str(answer.get("reason") or "not_found"), str(answer.get("error", "")))
-        output = answer.get("output")
-        if not isinstance(output, Mapping):
-            return SimpleNamespace()  # every field missing: `wire.tool_output` names the first
-        return SimpleNamespace(
-            blocks=blocks(output.get("blocks")),
-            reward=output.get("reward"),
-            finished=output.get("finished"),
-            metadata=output.get("metadata"),
-        )
-
-    async def call_terminal_tool(self, message: str) -> Any:
-        """The env's `@terminal` tool on the model's final message (its one argument, if any)."""
-        if self._tools is None:
-            await self.list_tools()
-        term = self._terminal
-        if not isinstance(term, Mapping) or not term.get("name"):
-            raise ToolRefused("not_found", "the environment has no @terminal tool")
-        arg = term.get("arg")
-        return await self.call_tool(str(term["name"]), {arg: message} if arg else {})
-
-    async def score_group(self, candidates: list[dict[str, Any]]) -> list[float]:
-        """The env's scores of a group's `candidates` for this session's task (`/score_group`,
-        SSE like `/call`): one float per candidate, in order."""
-        if self.gone is not None:
-            raise SessionGone(str(self.gone))
-        try:
-            answer, _ = await self.client.stream(
-                self.client.route("/score_group"), {"candidates": candidates}, sid=self.sid
-            )
-        except StatusError as exc:
-            raise _session_status(exc) from exc
-        scores = answer.get("scores") if isinstance(answer, Mapping) else None
-        if not isinstance(scores, list) or len(scores) != len(candidates):
-            raise StreamBroken(f"score_group answered {type(scores).__name__} for {len(candidates)} candidates")
-        rewards = [score.get("reward") if isinstance(score, Mapping) else None for score in scores]
-        if not all(isinstance(r, int | float) and not isinstance(r, bool) for r in rewards):
-            raise StreamBroken("score_group answered a score that is not a number")
-        return [float(r) for r in rewards]  # type: ignore[arg-type]
-
-    async def ping(self) -> None:
-        try:
-            await self.client.request("POST", "/ping", sid=self.sid, window=0.0)
-        except StatusError as exc:
-            if exc.status in (404, 410):
-                self.gone = _session_status(exc)
-
-    async def close(self) -> None:
-        """`/delete`, then `/delete_session` in the background: `delete` and `retire`."""
-        await self.delete()
-        self.retire()
-
-    async def delete(self) -> None:
-        """`/delete`, bounded, failures ignored (the server reaps what we miss); idempotent. Once
-        it is answered the env has let the session go (an ORS server deletes its env instance
-        there): what the session held can be given back (`admission.close_sessions`)."""
-        if self.closed:
-            return
-        self.closed = True
-        await self._bounded_post("/delete")
-        _open_sessions(asyncio.get_running_loop()).discard(self)
-
-    def retire(self) -> None:
-        """`/delete_session`, which only retires the session's id, sent in the background
-        (`Client.in_background`), so neither a rollout queued for a slot nor the rollout's own
-        last call (a finished episode's session is deleted inside it) waits for its round trip."""
-        if not self.retired:
-            self.retired = True
-            self.client.in_background(self._bounded_post("/delete_session"))
-
-    async def _bounded_post(self, path: str) -> None:
-        try:
-            await asyncio.wait_for(
-                self.client.request("POST", path, sid=self.sid, window=0.5, busy=False), CLOSE_TIMEOUT
-            )
-        except Exception:
-            pass
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.close()
-
-
-def blocks(raw: Any) -> list[Any]:
-    """Wire blocks as objects with the block's fields as attributes (nested `blocks` too); a
-    value that is not an object stays as it is, for `wire.blocks` to report."""
-    if not isinstance(raw, list):
-        return raw  # type: ignore[no-any-return]
-    return [_block(block) for block in raw]
-
-
-class Block(SimpleNamespace):
-    """A wire block: its fields as attributes, shown as `TextBlock(text=...)` in messages."""
-
-    def __repr__(self) -> str:
-        fields = dict(vars(self))
-        kind = fields.pop("type", None)
-        name = "".join(part.capitalize() for part in str(kind).split("_")) if isinstance(kind, str) else ""
-        return f"{name}Block({', '.join(f'{key}={value!r}' for key, value in fields.items())})"
-
-
-def _block(raw: Any) -> Any:
-    if not isinstance(raw, dict):
-        return raw
-    fields = dict(raw)
-    if isinstance(fields.get("blocks"), list):
-        fields["blocks"] = blocks(fields["blocks"])
-    return Block(**fields)
-
-
-class _Retry:
-    """When to send a request again, and after how long (see the module docstring)."""
-
-    def __init__(self, busy: bool, window: float, broken: int = 0) -> None:
-        self.busy = busy  # retry 429 and 503 too (False: they are raised for `backoff`)
-        self.window = window
-        self.broken = broken  # breaks still allowed (only once a call has its task_id)
-        self.started = time.monotonic()
-        self.attempts = 0
-        self.refused_since: float | None = None
-
-    def wait(self, exc: BaseException, idempotent: bool) -> float | None:
-        self.attempts += 1
-        now = time.monotonic()
-        if isinstance(exc, StatusError):
-            self.refused_since = None
-            if exc.status == 503 and exc.backend_starting:
-                return _capped(exc.retry_after, self.attempts) if now - self.started < starting_seconds() else None
-            # A 429/503 is the env's own "not now" (the caller may wait it out itself); a 502/504
-            # may come after a gateway forwarded the request, so only an idempotent one goes again.
-            busy = exc.status in REFUSED_STATUSES
-            if exc.status in RETRY_STATUSES and (self.busy if busy else idempotent) and self.attempts < MAX_ATTEMPTS:
-                return _capped(exc.retry_after, self.attempts)
-            return None
-        if isinstance(exc, aiohttp.ClientConnectorError):  # nothing reached the server
-            self.refused_since = self.refused_since or now
-            return min(0.25 * 2 ** min(self.attempts, 3), 1.0) if now - self.refused_since < self.window else None
-        if isinstance(
-            exc, (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, StreamBroken)
-        ):
-            if idempotent and (self.broken > 0 or self.attempts < MAX_ATTEMPTS):
-                self.broken -= 1
-                return 0.05
-        return None
-
-
 async def _read_to_end(content: Any, within: float) -> None:
     """Read a stream past its last event to the end of the HTTP body (the chunked terminator,
     which the server sends next), for at most `within` seconds, so that aiohttp can put the
@@ -633,60 +396,6 @@ async def _release_at_body_end(response: aiohttp.ClientResponse, within: float) 
         response.release()
 
 
-def _capped(retry_after: float | None, attempt: int) -> float:
-    wait = retry_after if retry_after is not None else 0.5 * 2 ** (attempt - 1)
-    return max(0.0, min(MAX_WAIT, wait))
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """`Retry-After` in seconds: an integer, or an HTTP date (seconds from now); None otherwise."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
-    if response.status < 400:
-        return
-    text = (await response.read()).decode("utf-8", "replace")  # bounded by the response class
-    try:
-        detail = json.loads(text).get("detail", text)
-    except (ValueError, AttributeError):
-        detail = text
-    raise StatusError(
-        response.status,
-        " ".join(str(detail).split())[:500] or response.reason or "",
-        parse_retry_after(response.headers.get("Retry-After")),
-        response.headers.get("X-Backend-State") == "starting",
-        said=str(detail),
-    )
-
-
-def _session_status(exc: StatusError) -> BaseException:
-    """A session request's error status as the adapter reports it: 404/410 the session is gone,
-    402 the account's one line (`payment_required`), any other as it is."""
-    if exc.status == 402:
-        return payment_required()
-    if exc.status in (404, 410):
-        gone = SessionGone(f"the server no longer has the session ({exc.status}: {exc.detail})")
-        gone.status = exc.status  # type: ignore[attr-defined]
-        return gone
-    return exc
-
-
-def _is_404(exc: BaseException) -> bool:
-    return getattr(exc, "status", None) == 404
-
-
 def _plain(exc: BaseException, silence: float, variable: str) -> BaseException:
     """The error a caller sees: a refused connection is `ServerGone`, a read timeout `Hung`,
     naming the variable that sets the bound it ran into."""
@@ -695,35 +404,3 @@ def _plain(exc: BaseException, silence: float, variable: str) -> BaseException:
     if isinstance(exc, TimeoutError):
         return sse.Hung(f"no byte from the server for {silence:g} s ({variable})")
     return exc
-
-
-# -- the process's open sessions: one keepalive, and deletion at exit -------------------------
-
-_registry: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, set[Session]] = process.per_process(
-    weakref.WeakKeyDictionary()
-)
-_keepalives: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task[None]] = process.per_process(
-    weakref.WeakKeyDictionary()
-)
-
-
-def _open_sessions(loop: asyncio.AbstractEventLoop) -> set[Session]:
-    """The loop's open sessions; the first one starts the loop's keepalive task."""
-    if loop not in _registry:
-        _registry[loop] = set()
-        _keepalives[loop] = loop.create_task(_keepalive(_registry[loop]))
-    return _registry[loop]
-
-
-async def _keepalive(sessions: set[Session]) -> None:
-    """Ping every open session every `PING_EVERY` seconds (a session the server no longer has
-    is marked gone; its next call says so)."""
-    while True:
-        await asyncio.sleep(PING_EVERY)
-        await asyncio.gather(*(session.ping() for session in list(sessions)), return_exceptions=True)
-
-
-async def close_all() -> None:
-    """Delete every session still open on this loop (at exit)."""
-    sessions = _registry.get(asyncio.get_running_loop(), set())
-    await asyncio.gather(*(session.close() for session in list(sessions)), return_exceptions=True)

@@ -244,9 +244,9 @@ def _run_exit_hooks() -> None:
     concurrent.futures.wait(list(loop.pending), timeout=5.0)  # sessions being deleted
 
     async def close_everything() -> None:
-        from ..ors import client as ors
+        from ..ors.session import close_all
 
-        await ors.close_all()  # any session no adapter held any more
+        await close_all()  # any session no adapter held any more
         await asyncio.gather(*(client.aclose() for client in loop.clients.values()), return_exceptions=True)
 
     try:
