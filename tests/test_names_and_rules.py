@@ -60,13 +60,19 @@ def test_diff_applies_the_pinned_rule_set(tmp_path, second_set, table, classed, 
     assert changes == {"TOOL_ADDED": classed, "TASK_COUNT_CHANGED": ("DATA", False)}
 
 
+def _diff_under_set_1_lacking_tool_added(tmp_path, monkeypatch, later: tuple[str, bool], extra: str):
+    """`orlgen diff` of a grown snapshot in a project pinned to rule set "1", where set "1" lacks
+    TOOL_ADDED and set "2" introduces it classed as `later`; `extra` adds to `[tool.orlgen.diff]`."""
+    first = {rule: classed for rule, classed in review_diff.RULES.items() if rule != "TOOL_ADDED"}
+    monkeypatch.setattr(review_diff, "RULE_SET_CHANGES", {"1": first, "2": {"TOOL_ADDED": later}})
+    project(tmp_path, f'[tool.orlgen.diff]\nrules = "1"\n{extra}')
+    old, new = grown(tmp_path)
+    return invoke("diff", old, "--against", new, "--format", "json")
+
+
 def test_a_rule_the_pinned_set_does_not_know_is_reported_never_breaking(tmp_path, monkeypatch):
     """TOOL_ADDED stands in for a rule a later set introduces: set "1" here lacks it."""
-    first = {rule: classed for rule, classed in review_diff.RULES.items() if rule != "TOOL_ADDED"}
-    monkeypatch.setattr(review_diff, "RULE_SET_CHANGES", {"1": first, "2": {"TOOL_ADDED": ("CALL", True)}})
-    project(tmp_path, '[tool.orlgen.diff]\nrules = "1"\n')
-    old, new = grown(tmp_path)
-    result = invoke("diff", old, "--against", new, "--format", "json")
+    result = _diff_under_set_1_lacking_tool_added(tmp_path, monkeypatch, ("CALL", True), "")
     assert result.exit_code == 0, result.output
     changes = {c["rule"]: (c["category"], c["breaking"]) for c in json.loads(result.stdout)["changes"]}
     assert changes["TOOL_ADDED"] == ("CALL", False)  # seen, classed as set "2" does, not breaking
@@ -87,11 +93,9 @@ def test_a_trust_rule_the_pinned_set_does_not_know_is_breaking_all_the_same(monk
 
 def test_a_rule_the_pinned_set_does_not_know_can_still_be_promoted(tmp_path, monkeypatch):
     """A project that names a later rule in `breaking` asked for it: the pin does not undo that."""
-    first = {rule: classed for rule, classed in review_diff.RULES.items() if rule != "TOOL_ADDED"}
-    monkeypatch.setattr(review_diff, "RULE_SET_CHANGES", {"1": first, "2": {"TOOL_ADDED": ("PROMPT", False)}})
-    project(tmp_path, '[tool.orlgen.diff]\nrules = "1"\nbreaking = ["TOOL_ADDED"]\n')
-    old, new = grown(tmp_path)
-    result = invoke("diff", old, "--against", new, "--format", "json")
+    result = _diff_under_set_1_lacking_tool_added(
+        tmp_path, monkeypatch, ("PROMPT", False), 'breaking = ["TOOL_ADDED"]\n'
+    )
     assert result.exit_code == 1, result.output
 
 

@@ -11,6 +11,7 @@ import json
 
 import pytest
 from orlgen.runtime.ors import client as ors
+from orlgen.runtime.ors.errors import ToolRefused
 from orlgen.serve import ServerProcess
 
 pytestmark = pytest.mark.slow  # a server of its own
@@ -27,7 +28,7 @@ async def _rollout(url: str) -> None:
         for _ in range(CALLS):
             try:
                 await session.call_tool("echo", {"text": "hello"})
-            except ors.ToolRefused:
+            except ToolRefused:
                 pass
         await session.close()
     finally:

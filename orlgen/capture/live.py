@@ -36,9 +36,10 @@ from orlgen.capture.sampling import probe_indices, reads
 from orlgen.capture.targets import server_url, target_kind
 from orlgen.errors import CaptureError
 from orlgen.runtime.ors import provenance
-from orlgen.runtime.ors.client import Client, Hung, platform_urls
+from orlgen.runtime.ors.client import Client, platform_urls
 from orlgen.runtime.ors.retry import STARTING_VAR, starting_seconds
 from orlgen.runtime.ors.secrets import choose_api_key, platform_key
+from orlgen.runtime.ors.sse import Hung
 from orlgen.runtime.ors.transport import AnswerTooLarge, RedirectRefused, get_json_bytes
 from orlgen.runtime.session import backoff
 from orlgen.runtime.session.connection import CallTimeout, Connection, run_on_loop

@@ -38,7 +38,6 @@ import aiohttp
 from . import secrets as _secrets
 from . import sse, transport
 from .errors import ServerGone, StreamBroken, ToolRaised
-from .errors import ToolRefused as ToolRefused  # re-exported: a caller of `call_tool` tells a refusal apart
 from .retry import REFUSED_WINDOW, STARTING_VAR, Retry, raise_for_status, starting_seconds
 from .session import Session, open_sessions
 
@@ -75,9 +74,6 @@ def platform_urls() -> tuple[str, str]:
 def _subdomain(url: str, name: str) -> str:
     parts = urllib.parse.urlparse(url)
     return urllib.parse.urlunparse(parts._replace(netloc=f"{name}.{parts.netloc}"))
-
-
-Hung = sse.Hung  # re-exported: capture tells a hung server apart
 
 
 @dataclass(frozen=True)
