@@ -15,7 +15,7 @@ plan holds as data beside its literal (`Param.annotation`, `ToolPlan.shown_name`
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from orlgen import names
@@ -24,6 +24,7 @@ from orlgen.plan import docstrings, prose
 from orlgen.plan.aliases import field_aliases
 from orlgen.plan.bundle import Bundle
 from orlgen.plan.columns import ColumnPlan, dataset_columns
+from orlgen.plan.emit import emit_json
 from orlgen.plan.hints import Hint, python_annotation
 from orlgen.plan.reserved import RESERVED_CLASSES, RESERVED_METHODS
 from orlgen.plan.source import Source, docstring_literal, literal
@@ -74,6 +75,27 @@ class ToolPlan:
     unmatched: tuple[tuple[str, str], ...]  # documented arguments the schema lacks: (name, text)
     returns: str  # the description's `Returns:` text
     raises: str  # the description's `Raises:` text
+    # The parameters as a JSON Schema for a trainer that shows one (OpenAI tool definitions): the
+    # sanitised schema whole (`$defs` kept), each property described in the author's words.
+    parameters: JSON = field(default_factory=dict)
+
+    def description(self) -> str:
+        """What the model reads of the tool beside a parameter schema: the author's prose, the
+        tasks that offer a task-only tool, arguments documented but not in the schema, what it
+        returns and raises (each parameter's own words are in the schema, with the parameter)."""
+        parts = [self.summary]
+        if self.offer:
+            parts.append(self.offer)
+        if self.unmatched:
+            parts.append(
+                "Also documented, though not a parameter in the tool's schema:\n"
+                + "\n".join(f"{name}: {text}" for name, text in self.unmatched)
+            )
+        if self.returns:
+            parts.append(f"Returns: {self.returns}")
+        if self.raises:
+            parts.append(f"Fails with {self.raises}")
+        return "\n\n".join(parts)
 
 
 @dataclass(frozen=True)
@@ -284,7 +306,26 @@ def _plan_tool(
         unmatched=tuple((name, text) for name, text in docs.params.items() if name not in described),
         returns=docs.returns,
         raises=docs.raises,
+        parameters=_parameters(root, schema, docs),
     )
+
+
+def _parameters(root: Node, schema: Schema, docs: docstrings.Docstring) -> JSON:
+    """The tool's parameters as one JSON Schema: the sanitised schema (as the models are written
+    from it: `emit_json`), its definitions under `$defs`, and each property without a
+    description of its own given the author's words for it from the tool's `Args:`."""
+
+    def ref(name: str) -> str:
+        return "#" if name == "" else "#/$defs/" + name.replace("~", "~0").replace("/", "~1")
+
+    out: JSON = {"type": "object", "properties": {}, **emit_json(schema, root, ref)}
+    for wire, node in root.properties:
+        words = _words(wire, wire, node, schema, docs)
+        if words and "description" not in out["properties"][wire]:
+            out["properties"][wire]["description"] = words
+    if schema.defs:
+        out["$defs"] = {name: emit_json(schema, node, ref) for name, node in schema.defs.items()}
+    return out
 
 
 def _offer_note(offered: tuple[tuple[str, int], ...], probed: tuple[tuple[str, int], ...]) -> str:

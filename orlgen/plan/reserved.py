@@ -102,8 +102,17 @@ SKYRL_IMPORTS: dict[str, tuple[str, ...]] = {
 SKYRL_GLOBALS = (*VERIFIERS_GLOBALS, "SYSTEM_PROMPT", "TOOLS", "build_dataset", "register")
 SKYRL_MODULE_NAMES = _bound(SKYRL_IMPORTS, SKYRL_GLOBALS)
 
+# The agent module (docs/trainers-agent.md): the same, its tables and functions aside.
+AGENT_IMPORTS: dict[str, tuple[str, ...]] = {
+    "pathlib": ("Path",),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target", "agent"),
+    "orlgen.runtime.siblings": ("siblings",),
+}
+AGENT_GLOBALS = (*VERIFIERS_GLOBALS, "CALLS", "ENV", "TOOLS", "build_dataset", "run_episode")
+AGENT_MODULE_NAMES = _bound(AGENT_IMPORTS, AGENT_GLOBALS)
+
 # Names a generated model class may not take, in any trainer's module.
-RESERVED_CLASSES = TRL_MODULE_NAMES | VERIFIERS_MODULE_NAMES | SKYRL_MODULE_NAMES
+RESERVED_CLASSES = TRL_MODULE_NAMES | VERIFIERS_MODULE_NAMES | SKYRL_MODULE_NAMES | AGENT_MODULE_NAMES
 # Names a tool method may not take (TRL's: see above).
 RESERVED_METHODS = TRL_METHODS | TRL_MODULE_NAMES
 
@@ -117,5 +126,6 @@ TRAINER_COLUMNS: dict[str, tuple[str, ...]] = {
     "trl": RESERVED_COLUMNS,
     "verifiers": (),
     "skyrl": ("prompt", "env_class", "max_turns"),
+    "agent": (),
 }
 RESERVED_COLUMN_NAMES = frozenset(name for columns in TRAINER_COLUMNS.values() for name in columns)

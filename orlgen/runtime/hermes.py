@@ -94,12 +94,31 @@ def _parse_block(body: str) -> Call | BadCall:
         return too_deep
     if not isinstance(call, dict) or not isinstance(call.get("name"), str):
         return BadCall('the tool call must be a JSON object {"name": ..., "arguments": {...}}')
-    arguments = call.get("arguments", {})
+    return _as_call(call["name"], call.get("arguments", {}))
+
+
+def parsed_call(name: str, arguments: Any) -> Call | BadCall:
+    """An OpenAI-style call (`function.name`, `function.arguments`: JSON text, or the object a
+    client already parsed) as a call, or why it is none: the same rules as a `<tool_call>`
+    block's, depth included. Nothing raises."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except RecursionError:
+            return BadCall(f"the tool call is nested deeper than {MAX_CALL_DEPTH} levels")
+        except ValueError as exc:
+            return BadCall(f"the arguments of {quoted(name)} are not JSON ({exc})")
+        if _deeper_than(arguments, MAX_CALL_DEPTH - 1):
+            return BadCall(f"the tool call is nested deeper than {MAX_CALL_DEPTH} levels")
+    return _as_call(name, arguments)
+
+
+def _as_call(name: str, arguments: Any) -> Call | BadCall:
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, dict):
-        return BadCall(f"the arguments of {quoted(call['name'])} must be a JSON object, not {type(arguments).__name__}")
-    return Call(call["name"], arguments)
+        return BadCall(f"the arguments of {quoted(name)} must be a JSON object, not {type(arguments).__name__}")
+    return Call(name, arguments)
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

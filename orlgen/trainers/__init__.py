@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the config reads the names; it need not import the plan
 
 __all__ = ["DEFAULT_TRAINERS", "TRAINER_NAMES", "Trainer", "module_suffix", "trainer"]
 
-TrainerName = Literal["trl", "verifiers", "skyrl"]
+TrainerName = Literal["trl", "verifiers", "skyrl", "agent"]
 TRAINER_NAMES: tuple[str, ...] = get_args(TrainerName)
 DEFAULT_TRAINERS: tuple[str, ...] = ("trl",)  # an env's trainers when the config names none
 
@@ -44,7 +44,7 @@ class UnknownTrainer(OrlgenError):
 
 @dataclass(frozen=True)
 class Trainer:
-    name: str  # "trl" | "verifiers" | "skyrl": the config value, in the header, in the cache key
+    name: str  # "trl" | "verifiers" | "skyrl" | "agent": the config value, in the header, in the cache key
     suffix: str  # file name suffix, `module_suffix(name)`: "" -> helpdesk.py, "_verifiers" -> helpdesk_verifiers.py
     written_for: str  # the version range named in the header, e.g. "trl>=1.16,<2"
     templates: Path  # this trainer's folder of jinja templates (beside its code)

@@ -38,14 +38,16 @@ def load_module(path: Path) -> ModuleType:
     return module
 
 
-def generated(spec: str, out) -> object:
-    """Capture `spec`, generate its module into `out` and import it by name (so it pickles)."""
+def generated(spec: str, out, trainers: tuple[str, ...] = ("trl",)) -> object:
+    """Capture `spec`, generate its modules for `trainers` into `out` and import the first
+    trainer's by name (so it pickles)."""
     snapshot = capture(spec)
     path = out / snapshot.file_name
     write_files(snapshot.files(path))
-    write_files(generate([(path, snapshot)]))
+    write_files(generate([(path, snapshot)], trainers={snapshot.name: trainers}))
     sys.path.insert(0, str(out))
     try:
-        return importlib.import_module(path.name.removesuffix(".snapshot.json"))
+        suffix = "" if trainers[0] == "trl" else f"_{trainers[0]}"
+        return importlib.import_module(path.name.removesuffix(".snapshot.json") + suffix)
     finally:
         sys.path.remove(str(out))

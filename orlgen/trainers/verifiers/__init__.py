@@ -81,22 +81,9 @@ def described(tool: ToolPlan) -> Source:
 
 
 def tool_description(tool: ToolPlan) -> Source:
-    """What the model reads of a tool beside its schema: the author's prose, the tasks that offer
-    a task-only tool, arguments documented but not in the schema, what it returns and raises.
-    The parameters' own words are in the schema, each with its parameter."""
-    parts = [tool.summary]
-    if tool.offer:
-        parts.append(tool.offer)
-    if tool.unmatched:
-        parts.append(
-            "Also documented, though not a parameter in the tool's schema:\n"
-            + "\n".join(f"{name}: {text}" for name, text in tool.unmatched)
-        )
-    if tool.returns:
-        parts.append(f"Returns: {tool.returns}")
-    if tool.raises:
-        parts.append(f"Fails with {tool.raises}")
-    return docstring_literal("\n\n".join(parts), indent="        ")
+    """What the model reads of a tool beside its schema (`ToolPlan.description`), as the
+    method's docstring."""
+    return docstring_literal(tool.description(), indent="        ")
 
 
 TRAINER = Trainer(
