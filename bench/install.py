@@ -43,11 +43,12 @@ def wheel(tmp: Path, pyproject: str | None = None) -> Path:
     return built
 
 
-def venv(path: Path, *requirements: str, compile: bool = True) -> Path:
+def venv(path: Path, *requirements: str, compile: bool = True, python: str | Path | None = None) -> Path:
     """A fresh venv at `path` with `requirements` installed (pip from this interpreter); its
-    interpreter. `compile=False` leaves bytecode to the imports that need it (quicker to build)."""
-    ok(run(sys.executable, "-m", "venv", "--without-pip", path, timeout=120))
-    python = path / "bin" / "python"
+    interpreter. `compile=False` leaves bytecode to the imports that need it (quicker to build);
+    `python`: the interpreter the venv is made from (default: this one)."""
+    ok(run(python or sys.executable, "-m", "venv", "--without-pip", path, timeout=120))
+    made = path / "bin" / "python"
     flags = [] if compile else ["--no-compile"]
-    ok(run(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", *flags, *requirements, timeout=900))
-    return python
+    ok(run(sys.executable, "-m", "pip", "--python", made, "install", "--quiet", *flags, *requirements, timeout=900))
+    return made

@@ -1,4 +1,4 @@
-"""The trainers' venvs the verifiers and skyrl tests (and `bench/trainers.py`) run in, each built
+"""The trainers' venvs the verifiers, skyrl and ART tests (and `bench/trainers.py`) run in, each built
 once and cached under ~/.cache/orlgen-test-venvs.
 
 Each holds one framework's pins and orlgen's runtime requirements from pyproject.toml — not
@@ -31,20 +31,26 @@ CACHE = Path.home() / ".cache" / "orlgen-test-venvs"
 # Pillow in both, because images reach the model (MCP image content, SkyRL content parts).
 VERIFIERS = ("verifiers==0.4.0", "uv", "pillow")
 SKYRL = ("skyrl-gym==0.4.0", "pillow")
+# ART 0.5.23 needs Python 3.12 (this venv's is 3.11); its client side only, which pulls no torch
+# (`pip install --dry-run` on 3.12: openai, litellm, weave, polars and the like, no torch, no CUDA).
+ART = ("openpipe-art==0.5.23", "pillow")
+ART_INTERPRETER = Path("/root/.pyenv/versions/3.12.1/bin/python3.12")
 
 
-def _bin(name: str, pins: tuple[str, ...]) -> Path:
-    """The bin directory of the cached venv `name` holding `pins` and the runtime, built if missing."""
+def _bin(name: str, pins: tuple[str, ...], python: Path | None = None) -> Path:
+    """The bin directory of the cached venv `name` holding `pins` and the runtime, built if missing
+    (from the interpreter `python`, default this one's, which then is part of the key)."""
     runtime = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
     requirements = [*pins, *runtime]
-    key = hashlib.sha256(json.dumps(requirements).encode()).hexdigest()[:16]
+    keyed = requirements if python is None else [str(python), *requirements]
+    key = hashlib.sha256(json.dumps(keyed).encode()).hexdigest()[:16]
     home = CACHE / f"{name}-{key}"
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / f"{name}-{key}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
         if not (home / "ready").exists():
             shutil.rmtree(home, ignore_errors=True)
-            venv(home, *requirements, compile=False)
+            venv(home, *requirements, compile=False, python=python)
             (home / "ready").write_text("\n".join(requirements) + "\n")
     return home / "bin"
 
@@ -57,3 +63,8 @@ def verifiers_bin() -> Path:
 def skyrl_python() -> Path:
     """The skyrl-gym 0.4 venv's interpreter."""
     return _bin("skyrl", SKYRL) / "python"
+
+
+def art_python() -> Path:
+    """The ART 0.5.23 venv's interpreter (Python 3.12)."""
+    return _bin("art", ART, ART_INTERPRETER) / "python"

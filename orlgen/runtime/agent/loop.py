@@ -155,7 +155,8 @@ async def _turns(
 async def _call(episode: Episode, env: AgentEnv, call: Mapping[str, Any]) -> Step:
     """One tool call's answer: refused here, with nothing sent, when it can be told wrong without
     the server; else the Episode's (which validates with the params model before sending)."""
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    function = call.get("function")
+    function = function if isinstance(function, dict) else {}
     name = str(function.get("name") or "")
     if call.get("type", "function") != "function":
         return episode.refuse(f"unsupported tool call type {quoted(str(call.get('type')))}")

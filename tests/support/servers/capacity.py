@@ -13,8 +13,9 @@ whole test module:
 - `payment`: every request answers 402, as for an unfunded platform account.
 - `down`: every request answers 500 (a flapping env).
 - `clear`: no fault, no limit, every count back to zero.
-`GET /_stats`: `{"refused", "refused_asks", "max_open", "open", "created", "deleted", "requests"}` as JSON;
-`requests` counts the requests that reached the middleware apart from the control paths.
+`GET /_stats`: `{"refused", "refused_asks", "max_open", "open", "created", "deleted", "requests", "calls"}` as
+JSON; `requests` counts the requests that reached the middleware apart from the control paths,
+`calls` those to an env's `/call` (tool calls).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Faults:
         self.capacity: int | None = None
         self.retry_after = b"1"
         self.payment = self.down = False
-        self.stats = {"refused": 0, "max_open": 0, "created": 0, "deleted": 0, "requests": 0}
+        self.stats = {"refused": 0, "max_open": 0, "created": 0, "deleted": 0, "requests": 0, "calls": 0}
         self.refused: set[str] = set()
 
     async def __call__(self, scope, receive, send) -> None:
@@ -54,6 +55,7 @@ class Faults:
             return await answer(send, 200, self._switch(path.removeprefix("/_fault/"), scope["query_string"]))
         with self.lock:
             self.stats["requests"] += 1
+            self.stats["calls"] += path.rsplit("/", 1)[-1] == "call"
         if self.payment:
             return await answer(send, 402, {"detail": "Payment required: add credits to your account"})
         if self.down:
