@@ -139,7 +139,11 @@ def test_a_task_only_tool_is_shown_and_run_only_on_tasks_that_offer_it(agent, se
 
 
 def test_tool_calls_past_the_cap_are_not_run(agent, server):
-    many = {"role": "assistant", "content": None, "tool_calls": [call("count", {}, i)["tool_calls"][0] for i in range(5)]}
+    many = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [call("count", {}, i)["tool_calls"][0] for i in range(5)],
+    }
     before = stats(server.url)
     with serving(ChatServer(Script(many, answer("done")))) as endpoint:
         trajectory = play(agent, server, endpoint.url, max_tool_calls=2)
@@ -164,7 +168,9 @@ def test_a_cancelled_episode_deletes_its_session(agent, server, where):
     before = stats(server.url)
 
     async def cancelled() -> None:
-        task = asyncio.ensure_future(agent.run_episode(0, base_url=endpoint.url, model="m", env={"base_url": server.url}))
+        task = asyncio.ensure_future(
+            agent.run_episode(0, base_url=endpoint.url, model="m", env={"base_url": server.url})
+        )
         while stats(server.url)["created"] == before["created"] or (where == "tool" and not asked):
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.3)  # the tool call (or the model's turn) is under way

@@ -1,8 +1,9 @@
-"""HTTP to the model's endpoint, under the bounds orlgen keeps with an ORS server.
+"""Blocking HTTP under the bounds orlgen keeps with an ORS server, for `eval --upload`'s requests
+to the rollout API (the model's endpoint is asked by the agent loop's async client,
+`orlgen.runtime.agent.endpoint`, under the same bounds).
 
-The endpoint is as untrusted as an environment server: it may be a hosted API, a colleague's
-vLLM, or anything a `--base-url` names. So a request here
-- sends the key (`Authorization`) to `--base-url`'s origin only: a redirect to the same origin is
+The API is as untrusted as an environment server: any host the configuration names. So a request here
+- sends the key (`Authorization`) to the URL's origin only: a redirect to the same origin is
   followed (a few times), one to another origin is refused before anything is sent there;
 - ends at a deadline, however the answer arrives: a socket timeout bounds one read, not their
   sum (a body trickling a byte at a time would never end), so a timer shuts the socket down at
@@ -23,7 +24,6 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-MAX_ANSWER_BYTES = 32 * 2**20  # a chat completion is kilobytes; 32 MiB leaves room for any real one
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 5
 _CHUNK = 64 * 1024

@@ -94,6 +94,11 @@ def run(options: Options) -> int:
     assert options.subject is not None  # _resumed refuses a run without one
     target = Target.from_env() if options.upload else None  # no key: stop before anything runs
     members = load(options.subject, options.env)
+    if not isinstance(policy, ChatEndpoint) and any(member.adapter is None for member in members):
+        raise EvalError(
+            f"{options.subject} is an agent module: its episodes ask an OpenAI-compatible endpoint, "
+            "pass --base-url and --model (--hf-model plays TRL modules)"
+        )
     jobs = plan(members, options.splits, options.num_tasks, options.k, options.seed)
     if not jobs:
         raise EvalError("nothing to evaluate: the chosen splits have no tasks")

@@ -9,20 +9,17 @@ shows it: the public functions of the adapter's class, read by transformers' `ge
 
 from __future__ import annotations
 
-import http.client
+import asyncio
 import json
 import os
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from orlgen.runtime.content import data_url, png
 
 from ..plan.json_schema import json_schema_reader
-from ..runtime.errors import described
-from . import bounded_http
-from .bounded_http import MAX_ANSWER_BYTES, AnswerTooLarge, DeadlinePassed, RedirectRefused
+from ..runtime.agent.endpoint import MAX_ANSWER_BYTES, Endpoint, EndpointError
 from .cache import Cache
 from .errors import Unreachable
 
@@ -75,11 +72,12 @@ class ChatEndpoint:
     """Any OpenAI-compatible `POST {base_url}/chat/completions` with tool calling (vLLM's server,
     `trl vllm-serve`, a hosted API). Tool calls come back in `message.tool_calls`.
 
-    The endpoint is treated as untrusted, like an ORS server (see `bounded_http`): the key goes to
-    its origin only, a turn ends at `turn_timeout` seconds whatever the endpoint does (retries
-    included), and an answer is read up to `max_answer_bytes`."""
+    The endpoint is treated as untrusted, like an ORS server, by the agent loop's own client
+    (`orlgen.runtime.agent.endpoint`): the key goes to its origin only, a turn ends at
+    `turn_timeout` seconds whatever the endpoint does (retries included), and an answer is read
+    up to `max_answer_bytes`. It plays TRL's loop (`turn`, TRL's message format) and the agent
+    loop (`complete`, OpenAI's), through one cache of answers."""
 
-    RETRIES = 3  # on 429 and 5xx answers, with back-off
     CHECK_TIMEOUT = 10.0
 
     def __init__(
@@ -99,7 +97,13 @@ class ChatEndpoint:
         self.api_key = api_key
         self.max_tokens = max_tokens
         self.turn_timeout = turn_timeout
-        self.max_answer_bytes = max_answer_bytes
+        self.endpoint = Endpoint(
+            base_url,
+            api_key=api_key,
+            turn_timeout=turn_timeout,
+            max_answer_bytes=max_answer_bytes,
+            timeout_name="--turn-timeout",
+        )
 
     @classmethod
     def from_env(cls, base_url: str, model: str, api_key_env: str | None, **options: Any) -> ChatEndpoint:
@@ -109,9 +113,9 @@ class ChatEndpoint:
         """Reachable means any HTTP answer from `GET /models` (a server without that route is
         still up); a refused connection, no answer or a refused redirect is not."""
         try:
-            self._request("GET", "/models", None, time.monotonic() + min(self.CHECK_TIMEOUT, self.turn_timeout))
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            raise Unreachable(f"model endpoint {self.base_url} cannot be reached: {_reason(exc)}") from exc
+            asyncio.run(self.endpoint.reachable(min(self.CHECK_TIMEOUT, self.turn_timeout)))
+        except EndpointError as exc:
+            raise Unreachable(f"model endpoint {self.base_url} cannot be reached: {exc}") from exc
 
     def start(self) -> ChatEndpoint:
         """The endpoint keeps no state between turns: the whole conversation goes with each."""
@@ -123,76 +127,35 @@ class ChatEndpoint:
     def turn(
         self, messages: list[dict[str, Any]], tools: list[Callable[..., Any]], *, seed: int, temperature: float
     ) -> dict[str, Any]:
+        """TRL's loop: the next assistant message in TRL's format, shown the adapter's methods."""
+        wire = [wire_message(message) for message in messages]
+        choice = asyncio.run(self.complete(wire, tool_schemas(tools), seed=seed, temperature=temperature))
+        return trl_message(choice["message"])
+
+    async def complete(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, seed: int, temperature: float
+    ) -> dict[str, Any]:
+        """The agent loop: the endpoint's choice for an OpenAI-format conversation and tools."""
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": [wire_message(message) for message in messages],
+            "messages": messages,
             "temperature": temperature,
             "seed": seed,
             "max_tokens": self.max_tokens,
         }
-        schemas = tool_schemas(tools)
-        if schemas:
-            body["tools"] = schemas
-        if self.cache is None:
-            return trl_message(self._message(body))
+        if tools:
+            body["tools"] = tools
         request = {"endpoint": self.base_url, "body": body}  # what decides the answer (never the key)
-        message = self.cache.get(request)
-        if message is None:
-            message = self._message(body)
-            self.cache.put(request, message)
-        return trl_message(message)
-
-    def _message(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The endpoint's assistant message for `body`, as it sent it (OpenAI's form)."""
-        answer = self._post_with_retries(body, time.monotonic() + self.turn_timeout)
+        cached = None if self.cache is None else self.cache.get(request)
+        if cached is not None:
+            return {"message": cached}
         try:
-            message = answer["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise PolicyError(f"the endpoint's answer has no choices[0].message: {str(answer)[:200]}") from exc
-        if not isinstance(message, dict):
-            raise PolicyError(f"the endpoint's choices[0].message is not an object: {str(message)[:200]}")
-        return message
-
-    def _post_with_retries(self, body: dict[str, Any], deadline: float) -> Any:
-        """The answer to `body`, retried on 429/5xx and transport errors, all by `deadline`."""
-        data = json.dumps(body).encode()
-        for attempt in range(self.RETRIES + 1):
-            try:
-                status, answer = self._request("POST", "/chat/completions", data, deadline)
-            except DeadlinePassed as exc:
-                raise PolicyError(f"no answer within --turn-timeout {self.turn_timeout:g} s") from exc
-            except (AnswerTooLarge, RedirectRefused) as exc:
-                raise PolicyError(f"the endpoint failed: {exc}") from exc
-            except (OSError, ValueError, http.client.HTTPException) as exc:
-                if attempt == self.RETRIES:
-                    raise PolicyError(f"the endpoint failed: {_reason(exc)}") from exc
-            else:
-                if status < 300:
-                    return _json(answer)
-                if status not in (429, 500, 502, 503, 504) or attempt == self.RETRIES:
-                    detail = answer[:300].decode(errors="replace")
-                    raise PolicyError(f"the endpoint answered HTTP {status}: {detail}")
-            pause = 0.5 * 2**attempt
-            if time.monotonic() + pause >= deadline:
-                raise PolicyError(f"no answer within --turn-timeout {self.turn_timeout:g} s")
-            time.sleep(pause)
-        raise AssertionError("unreachable")
-
-    def _request(self, method: str, path: str, data: bytes | None, deadline: float) -> tuple[int, bytes]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        answer = bounded_http.request(
-            self.base_url + path, method, headers, data, deadline=deadline, limit=self.max_answer_bytes
-        )
-        return answer.status, answer.body
-
-
-def _json(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError as exc:
-        raise PolicyError(f"the endpoint's answer is not JSON: {body[:200].decode(errors='replace')}") from exc
+            choice = await self.endpoint.complete(body)
+        except EndpointError as exc:
+            raise PolicyError(str(exc)) from exc
+        if self.cache is not None:
+            self.cache.put(request, choice["message"])
+        return choice
 
 
 def wire_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -255,8 +218,3 @@ def trl_message(message: dict[str, Any]) -> dict[str, Any]:
 def arguments_text(call: dict[str, Any]) -> str:
     arguments = call["function"].get("arguments")
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-
-
-def _reason(exc: BaseException) -> str:
-    reason = getattr(exc, "reason", None) or exc
-    return described(reason) if isinstance(reason, BaseException) else str(reason)

@@ -27,7 +27,7 @@ from orlgen.runtime.data.tasks_file import one_line
 from orlgen.runtime.redaction import redact
 
 from .errors import EvalError
-from .policy import arguments_text, tool_schemas
+from .policy import arguments_text
 from .rollout import Rollout
 
 
@@ -40,7 +40,7 @@ def row(rollout: Rollout, model: str) -> dict[str, Any]:
         "seed": rollout.seed,
         "model": model,
         "messages": [_message(message) for message in rollout.messages],
-        "tools": json.dumps(tool_schemas(rollout.tools), ensure_ascii=False) if rollout.tools else "[]",
+        "tools": json.dumps(rollout.tools, ensure_ascii=False),
         "rewards": rollout.rewards,
         "reward": rollout.reward,
         "outcome": rollout.outcome,

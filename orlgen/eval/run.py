@@ -17,10 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..runtime.trl.adapter import check_reachable
+from ..runtime.episode import Episode
 from .errors import Unreachable
-from .policy import Policy
-from .rollout import POLICY_ERROR, Rollout, Settings, play
+from .policy import ChatEndpoint, Policy
+from .rollout import POLICY_ERROR, Rollout, Settings, play, play_agent
 from .subject import Member
 
 PREFLIGHT_TIMEOUT = 30.0
@@ -81,22 +81,29 @@ def preflight(members: list[Member], env_url: str | None, env_overrides: Mapping
     rather than recording every rollout as an environment error."""
     for member in members:
         try:
-            adapter = factory(member, env_url, env_overrides)()
+            episode = Episode(member.spec, name=member.name, **episode_options(env_url, env_overrides))
         except Exception as exc:  # no address configured
             raise Unreachable(f"environment {member.name}: {exc}") from exc
         try:
-            check_reachable(adapter, PREFLIGHT_TIMEOUT)
+            episode.check_reachable(PREFLIGHT_TIMEOUT)
         except ConnectionError as exc:
             raise Unreachable(f"environment {member.name} at {exc}") from exc
 
 
-def factory(member: Member, env_url: str | None, env_overrides: Mapping[str, str] | None = None) -> Callable[[], Any]:
-    """The adapter class as training's `environment_factory`, pointed at `env_url` and opening its
-    sessions with `env_overrides` (`--env-override`) when given."""
+def episode_options(env_url: str | None, env_overrides: Mapping[str, str] | None) -> dict[str, Any]:
+    """The options every episode of the run opens with: pointed at `env_url`, its sessions
+    opened with `env_overrides` (`--env-override`), when given."""
     options: dict[str, Any] = {"base_url": env_url} if env_url else {}
     if env_overrides:
         options["env_overrides"] = dict(env_overrides)
-    return functools.partial(member.adapter, **options) if options else member.adapter
+    return options
+
+
+def factory(member: Member, env_url: str | None, env_overrides: Mapping[str, str] | None = None) -> Callable[[], Any]:
+    """The adapter class as training's `environment_factory`, with the run's `episode_options`."""
+    adapter, options = member.adapter, episode_options(env_url, env_overrides)
+    assert adapter is not None, "an agent module has no adapter class"
+    return functools.partial(adapter, **options) if options else adapter
 
 
 def execute(
@@ -117,8 +124,10 @@ def execute(
         pending.put(job)
     done: queue.Queue[Rollout] = queue.Queue()
     stop = threading.Event()
-    factories = {id(job.member): factory(job.member, env_url, env_overrides) for job in jobs}
+    trl = [job.member for job in jobs if job.member.adapter is not None]
+    factories = {id(member): factory(member, env_url, env_overrides) for member in trl}
     reward_funcs = {id(job.member): job.member.reward_funcs() for job in jobs}
+    options = episode_options(env_url, env_overrides)
 
     def worker() -> None:
         while not stop.is_set():
@@ -126,17 +135,23 @@ def execute(
                 job = pending.get_nowait()
             except queue.Empty:
                 return
-            key = id(job.member)
-            rollout = play(
-                job.member.name,
-                factories[key],
-                reward_funcs[key],
-                job.row,
-                policy,
-                settings,
-                sample=job.sample,
-                seed=job.seed,
-            )
+            key, member = id(job.member), job.member
+            if member.adapter is None:  # an agent module: the agent loop, against the endpoint
+                assert isinstance(policy, ChatEndpoint)  # `command` refuses a local model for one
+                rollout = play_agent(
+                    member.name, member.module.ENV, options, job.row, policy, settings, sample=job.sample, seed=job.seed
+                )
+            else:
+                rollout = play(
+                    member.name,
+                    factories[key],
+                    reward_funcs[key],
+                    job.row,
+                    policy,
+                    settings,
+                    sample=job.sample,
+                    seed=job.seed,
+                )
             done.put(rollout)
 
     start = time.perf_counter()

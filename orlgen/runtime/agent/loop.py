@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from .. import process, surface
 from ..data.spec import EnvSpec
-from ..episode import Episode, Step
+from ..episode import Episode, EpisodeState, Step
 from ..hermes import MAX_TOOL_CALLS_PER_TURN, BadCall, Tool, content_parts, joined, parsed_call
 from ..ors.blocks import quoted
 
@@ -62,7 +62,8 @@ class Trajectory:
     definitions the model was shown; `reward`: by the env's rule, None when unscored (the env
     failed, or nothing scored it); `finished`: the env ended the episode; `stop`: `answered`,
     `episode_over`, `max_turns` or `env_error` (the task could not start); `metrics`: turns,
-    tool calls, failed tool calls, whether it was scored and whether the env failed."""
+    tool calls, failed tool calls, whether it was scored and whether the env failed; `state`:
+    the episode's own record (each step's reward and metadata, the env's error), once it ended."""
 
     split: str | None
     task_index: int | None
@@ -74,6 +75,7 @@ class Trajectory:
     stop: str = ""
     outcome: str = "running"
     metrics: dict[str, float] = field(default_factory=dict)
+    state: EpisodeState | None = None
 
     @property
     def scored(self) -> bool:
@@ -93,15 +95,19 @@ async def play(
     max_turns: int = DEFAULT_MAX_TURNS,
     max_tool_calls: int = MAX_TOOL_CALLS_PER_TURN,
     episode_options: Mapping[str, Any] | None = None,
+    trajectory: Trajectory | None = None,
 ) -> Trajectory:
     """Play `task` (a row of the module's `build_dataset`, or a task index of `split`) to its
     reward, the model's turns from `chat`. What `chat` raises ends the episode, its session
-    deleted, and is raised again; so is a cancellation."""
+    deleted, and is raised again; so is a cancellation. `trajectory`, when given, is the one
+    filled (so a caller reads what was played even when this raises)."""
     if max_turns < 1 or max_tool_calls < 1:
         raise ValueError(f"max_turns and max_tool_calls must be at least 1, not {max_turns} and {max_tool_calls}")
     chosen_split, index = _task(env.spec, task, split)
     episode = Episode(env.spec, name=env.name, **dict(episode_options or {}))
-    trajectory = Trajectory(chosen_split, index)
+    if trajectory is None:
+        trajectory = Trajectory(chosen_split, index)
+    trajectory.split, trajectory.task_index = chosen_split, index
     try:
         await _run(episode, trajectory, env, chat, max_turns, max_tool_calls)
     except BaseException:
@@ -206,7 +212,7 @@ def _task(spec: EnvSpec, task: Mapping[str, Any] | int, split: str | None) -> tu
 
 
 def _count(trajectory: Trajectory, episode: Episode) -> None:
-    state = episode.state
+    trajectory.state = state = episode.state
     trajectory.finished, trajectory.outcome = state.finished, state.outcome
     trajectory.metrics = {
         "turns": float(sum(message["role"] == "assistant" for message in trajectory.messages)),

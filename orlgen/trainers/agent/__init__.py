@@ -61,7 +61,7 @@ def _summary(plan: ModulePlan) -> str:
 TRAINER = Trainer(
     name="agent",
     suffix=module_suffix("agent"),
-    written_for="OpenAI-compatible chat completions with tool calling",
+    written_for="openai-compatible-chat-completions",  # no framework: an API shape
     templates=Path(__file__).resolve().parent / "templates",
     module_template="agent_module.py.jinja",
     mixture_template=None,
