@@ -47,7 +47,7 @@ def project(tmp_path: Path, table: str) -> Path:
 
 
 def test_an_unknown_trainer_is_one_line_naming_the_valid_ones():
-    with pytest.raises(OrlgenError, match=r"^unknown trainer 'trlx': expected one of trl, verifiers, skyrl$"):
+    with pytest.raises(OrlgenError, match=r"^unknown trainer 'trlx': expected one of trl, verifiers, skyrl, agent$"):
         trainer("trlx")
 
 
@@ -60,7 +60,7 @@ def test_the_trl_trainer_is_todays_module():
         "mixture.py.jinja",
     )
     assert trl.module_name("helpdesk") == "helpdesk" and (trl.templates / trl.module_template).is_file()
-    assert TRAINER_NAMES == ("trl", "verifiers", "skyrl")
+    assert TRAINER_NAMES == ("trl", "verifiers", "skyrl", "agent")
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ child's states that were not fresh), and the rollouts' rewards and outcomes.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib
 import json
@@ -24,6 +25,8 @@ from typing import Any
 
 import orlgen.runtime
 from orlgen.runtime import log, process
+from orlgen.runtime.agent import AgentEnv, Tool
+from orlgen.runtime.agent.loop import play
 from orlgen.runtime.coverage import COVERAGE
 from orlgen.runtime.episode import DeploymentChanged, Episode, _live
 from orlgen.runtime.session import backoff
@@ -31,7 +34,7 @@ from orlgen.runtime.session.metrics import COUNTERS
 from orlgen.runtime.trl.scoring import submit_final_message
 
 from examples.echo import TARGETS
-from generated.echo import SPEC, EchoEnv
+from generated.echo import SPEC, EchoEnv, EchoParams
 
 URL = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else None
 LOCK = type(threading.Lock())
@@ -79,9 +82,25 @@ def populate() -> EchoEnv:
     submit_final_message(completions=[[]])  # no environments: the once-per-process warning
     log.log_once("fork", "a line logged once per process")
     refuse_another_deployment()
+    assert agent_rollout(0) == 1.0  # the agent loop's episode pool
     held = EchoEnv(base_url=URL)
     held.reset(split="train", task_index=1)
     return held
+
+
+def agent_rollout(index: int) -> float | None:
+    """One episode of the agent loop, its model a script: echo the target, then stop."""
+    env = AgentEnv(SPEC, "Echo", tools=[], calls={"echo": Tool("echo", EchoParams)})
+
+    async def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        call = {
+            "id": "c",
+            "type": "function",
+            "function": {"name": "echo", "arguments": json.dumps({"text": TARGETS[index]})},
+        }
+        return {"message": {"role": "assistant", "content": None, "tool_calls": [call]}}
+
+    return asyncio.run(play(env, index, model, max_turns=1, episode_options={"base_url": URL})).reward
 
 
 class PinnedEchoEnv(EchoEnv, spec=dataclasses.replace(SPEC, deployment={"build_sha": "another-build"})):
