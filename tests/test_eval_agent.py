@@ -51,3 +51,24 @@ def test_an_agent_module_needs_an_endpoint(tmp_path):
     result = invoke("eval", "generated/helpdesk_agent.py", "--hf-model", str(tmp_path))
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
     assert "is an agent module: its episodes ask an OpenAI-compatible endpoint" in result.stderr
+
+
+@pytest.mark.slow
+def test_an_image_the_model_was_shown_is_in_the_rows_media(tmp_path_factory):
+    """The both-env's `look` answers with an image; the stub's winning script looks, then submits."""
+    from tests.support.modules import generated
+    from tests.support.servers.both import BothServer
+    from tests.support.verifiers_eval import Stub
+
+    out = tmp_path_factory.mktemp("both")
+    generated("tests.support.envs.both:Both", out, ("agent", "trl"))
+    with BothServer("openreward-sdk") as server, Stub(out, "win") as stub:
+        result = invoke(
+            "eval", out / "both_agent.py", "--base-url", stub.url, "--model", "m", "-n", 1,
+            "--env-url", server.url, "--out", "-",
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (row,) = rows(result.stdout)
+    assert row["reward"] == 1.0 and row["messages"][2]["content"] == "[image]the board"
+    (image,) = json.loads(row["media"])
+    assert (image["message"], image["part"]) == (2, 0) and image["url"].startswith("data:image/png;base64,iVBOR")

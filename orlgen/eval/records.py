@@ -14,6 +14,7 @@ escapes, as a snapshot's tasks file writes them.
 
 from __future__ import annotations
 
+import base64
 import errno
 import json
 import os
@@ -71,9 +72,9 @@ def media(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for i, message in enumerate(messages):
         content = message.get("content")
         for j, part in enumerate(content if isinstance(content, list) else ()):
-            if not (isinstance(part, dict) and part.get("type") == "image"):
+            if not (isinstance(part, dict) and part.get("type") in ("image", "image_url")):
                 continue
-            data = _png(part.get("image"))
+            data = _png(part.get("image")) if part["type"] == "image" else _data_url_png(part.get("image_url"))
             if data is None:
                 found.append({"message": i, "part": j, "omitted": "not an image orlgen can encode"})
             elif len(data) > MAX_IMAGE_BYTES or spent + len(data) > MAX_ROW_IMAGE_BYTES:
@@ -82,6 +83,18 @@ def media(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 spent += len(data)
                 found.append({"message": i, "part": j, "url": data_url(data)})
     return found
+
+
+def _data_url_png(image_url: Any) -> bytes | None:
+    """The PNG of an OpenAI `image_url` part (the agent loop's: a PNG data URL); None else."""
+    url = image_url.get("url") if isinstance(image_url, dict) else None
+    prefix = "data:image/png;base64,"
+    if not isinstance(url, str) or not url.startswith(prefix):
+        return None
+    try:
+        return base64.b64decode(url.removeprefix(prefix), validate=True)
+    except ValueError:
+        return None
 
 
 def _png(image: Any) -> bytes | None:
