@@ -213,25 +213,38 @@ def test_a_failing_endpoint_ends_the_episode_and_frees_the_session(agent, server
 
     before = stats(server.url)
     with pytest.raises(EndpointError, match="the endpoint answered HTTP 404"):
-        play(agent, server, "http://127.0.0.1:1/v1".replace(":1/", f":{_port_answering_404()}/"))
+        play(agent, server, _answering(404, {"error": "no such route"}))
     assert wait_for(lambda: stats(server.url)["deleted"] - before["deleted"] == 1)
 
 
-def _port_answering_404() -> int:
-    """A loopback HTTP server answering 404 to everything, for the test's life (daemon thread)."""
+def test_vllms_prompt_token_ids_reach_the_choice(agent, server):
+    """vLLM, asked with `return_token_ids`, sends the prompt's token ids beside the choices; a
+    token-level trainer (ART) reads them on the choice."""
+    completion = {
+        "prompt_token_ids": [1, 2, 3],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "done"}, "token_ids": [4, 5]}],
+    }
+    trajectory = play(agent, server, _answering(200, completion), return_token_ids=True)
+    assert trajectory.choices[1] == {**completion["choices"][0], "prompt_token_ids": [1, 2, 3]}
+
+
+def _answering(status: int, payload: dict[str, Any]) -> str:
+    """The URL of a loopback endpoint answering every POST with `status` and `payload`, for the
+    test's life (a daemon thread)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    class NotFound(BaseHTTPRequestHandler):
+    class Fixed(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
 
         def do_POST(self) -> None:
-            body = json.dumps({"error": "no such route"}).encode()
-            self.send_response(404)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps(payload).encode()
+            self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
-    http = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    http = ThreadingHTTPServer(("127.0.0.1", 0), Fixed)
     threading.Thread(target=http.serve_forever, daemon=True).start()
-    return http.server_address[1]
+    return f"http://127.0.0.1:{http.server_address[1]}/v1"

@@ -191,10 +191,16 @@ def _json(body: bytes) -> Any:
 
 
 def _first_choice(answer: Any) -> Any:
+    """The answer's first choice. vLLM sends the prompt's token ids beside the choices (asked
+    with `return_token_ids`): they go on the choice, as ART's client puts them, since a
+    token-level trainer reads them there."""
     try:
-        return answer["choices"][0]
+        choice = answer["choices"][0]
     except (KeyError, IndexError, TypeError) as exc:
         raise EndpointError(f"the endpoint's answer has no choices[0].message: {str(answer)[:200]}") from exc
+    if isinstance(choice, dict) and "prompt_token_ids" in answer and "prompt_token_ids" not in choice:
+        return {**choice, "prompt_token_ids": answer["prompt_token_ids"]}
+    return choice
 
 
 def _stream_choice(body: bytes) -> dict[str, Any]:
