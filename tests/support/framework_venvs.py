@@ -35,6 +35,8 @@ SKYRL = ("skyrl-gym==0.4.0", "pillow")
 # (`pip install --dry-run` on 3.12: openai, litellm, weave, polars and the like, no torch, no CUDA).
 ART = ("openpipe-art==0.5.23", "pillow")
 ART_INTERPRETER = Path("/root/.pyenv/versions/3.12.1/bin/python3.12")
+# Ray, for the cluster-wide session budget: the version verl 0.9.1 brings.
+RAY = ("ray==2.60.0",)
 
 
 def _bin(name: str, pins: tuple[str, ...], python: Path | None = None) -> Path:
@@ -68,3 +70,8 @@ def skyrl_python() -> Path:
 def art_python() -> Path:
     """The ART 0.5.23 venv's interpreter (Python 3.12)."""
     return _bin("art", ART, ART_INTERPRETER) / "python"
+
+
+def ray_python() -> Path:
+    """The Ray 2.60 venv's interpreter."""
+    return _bin("ray", RAY) / "python"

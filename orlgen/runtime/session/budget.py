@@ -29,7 +29,9 @@ accelerate start a process group, and with it a key-value store on the rank-0 ho
 whole budget and the learned window are one cap kept in that store: slots are taken and given
 back with its atomic `add`, so uneven ranks (one busy, one idle) and several nodes share one
 cap with no service of ours; a rank waiting on a slot another rank frees looks again every
-`POLL_S`. Torch is never imported here: the store is used only when `torch.distributed` is
+`POLL_S`. Inside a Ray job the same counts are kept by one actor per env for the whole cluster
+(`orlgen.runtime.session.cluster`: verl's and OpenRLHF's workers, a user's Ray tasks), a dead
+worker's or node's leases reclaimed. Torch is never imported here: the store is used only when `torch.distributed` is
 already imported and initialised. Without a process group each process takes a share, as no
 process talks to another: `N // W` slots, and the first `N % W` ranks one more, where `W` is
 `WORLD_SIZE` (else `LOCAL_WORLD_SIZE`, else 1) and the rank is `RANK` (else `LOCAL_RANK`, else
@@ -51,10 +53,11 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from .. import process
 from ..errors import OrlgenRuntimeError
+from . import cluster
 
 ENV_VAR = "ORLGEN_MAX_SESSIONS"
 GROW_PERIOD_S = 10.0  # a learned window grows by one after this long without a refusal
@@ -158,7 +161,16 @@ class _StoreCounts:
         return bytes(now) == str(new).encode()
 
 
-Counts = _LocalCounts | _StoreCounts
+class SharedCounts(Protocol):
+    """Counts several processes share: the job's `torch.distributed` store (`_StoreCounts`), or
+    a Ray cluster's actor (`orlgen.runtime.session.cluster.RayCounts`)."""
+
+    def add(self, name: str, amount: int) -> int: ...
+
+    def swap(self, name: str, old: int, new: int) -> bool: ...
+
+
+Counts = _LocalCounts | SharedCounts
 
 
 class Budget:
@@ -168,7 +180,7 @@ class Budget:
     job's (`shared`), kept in the `torch.distributed` store. With neither cap it only counts the
     sessions open (`open`, `peak`)."""
 
-    def __init__(self, slots: int | None, run_limit: int | None, counts: _StoreCounts | None = None) -> None:
+    def __init__(self, slots: int | None, run_limit: int | None, counts: SharedCounts | None = None) -> None:
         self.slots = slots  # the configured cap: this process's share, or the run's when shared
         self.run_limit = run_limit
         self.shared = counts is not None
@@ -304,7 +316,8 @@ class Budget:
 
 def for_env(key: Any, adapter_class: type | None) -> Budget:
     """This process's budget for the env `key`, made on first use: the run's whole budget shared
-    through the job's store when there is one, else this rank's share (unlimited when none is set)."""
+    through the job's store when there is one, or through the Ray cluster's actor inside a Ray
+    job (`orlgen.runtime.session.cluster`), else this rank's share (unlimited when none is set)."""
     with _lock:
         if key not in _budgets:
             limit = run_limit(adapter_class)
@@ -312,6 +325,8 @@ def for_env(key: Any, adapter_class: type | None) -> Budget:
             if store is not None:
                 prefix = "orlgen/budget/" + hashlib.sha256(repr(key).encode()).hexdigest()[:16] + "/"
                 _budgets[key] = Budget(limit, limit, _StoreCounts(store, prefix))
+            elif cluster.in_ray():
+                _budgets[key] = Budget(limit, limit, cluster.counts_for(key))
             else:
                 _budgets[key] = Budget(None if limit is None else share(limit, *world()), limit)
         return _budgets[key]
