@@ -47,7 +47,7 @@ from orlgen.snapshot.model import (
     tasks_path,
     tasks_text,
 )
-from orlgen.trainers import TRAINER_NAMES, module_suffix
+from orlgen.trainers import TRAINER_NAMES, module_suffix, trainer
 
 # `progress(label, total)` → a context whose value advances a progress display by n tasks.
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -259,6 +259,11 @@ class Project:
                 snapshot_path.with_name(f"{module}{module_suffix(each)}.py")
                 for module in [name, *mixtures]
                 for each in TRAINER_NAMES
+            ),
+            *(
+                snapshot_path.with_name(f"{name}{extra.suffix}")
+                for each in TRAINER_NAMES
+                for extra in trainer(each).extra_files
             ),
         ]
 

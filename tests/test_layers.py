@@ -217,7 +217,7 @@ RUNTIME_LAYERS = (
     ("data", {"data"}),
     ("ors", {"ors"}),
     ("session", {"session"}),
-    ("core", {"episode", "content", "offers", "coverage", "hermes", "surface"}),
+    ("core", {"episode", "content", "offers", "coverage", "hermes", "surface", "offload"}),
     ("shims", {"trl", "verifiers", "skyrl", "agent"}),
 )
 SHIMS = dict(RUNTIME_LAYERS)["shims"]

@@ -111,8 +111,19 @@ AGENT_IMPORTS: dict[str, tuple[str, ...]] = {
 AGENT_GLOBALS = (*VERIFIERS_GLOBALS, "CALLS", "ENV", "TOOLS", "build_dataset", "run_episode")
 AGENT_MODULE_NAMES = _bound(AGENT_IMPORTS, AGENT_GLOBALS)
 
+# verl 0.9 (docs/trainers-verl.md): the same, its table and functions aside.
+VERL_IMPORTS: dict[str, tuple[str, ...]] = {
+    "pathlib": ("Path",),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target", "verl"),
+    "orlgen.runtime.siblings": ("siblings",),
+}
+VERL_GLOBALS = (*VERIFIERS_GLOBALS, "AGENT_NAME", "CALLS", "build_dataset")
+VERL_MODULE_NAMES = _bound(VERL_IMPORTS, VERL_GLOBALS)
+
 # Names a generated model class may not take, in any trainer's module.
-RESERVED_CLASSES = TRL_MODULE_NAMES | VERIFIERS_MODULE_NAMES | SKYRL_MODULE_NAMES | AGENT_MODULE_NAMES
+RESERVED_CLASSES = (
+    TRL_MODULE_NAMES | VERIFIERS_MODULE_NAMES | SKYRL_MODULE_NAMES | AGENT_MODULE_NAMES | VERL_MODULE_NAMES
+)
 # Names a tool method may not take (TRL's: see above).
 RESERVED_METHODS = TRL_METHODS | TRL_MODULE_NAMES
 
@@ -127,5 +138,6 @@ TRAINER_COLUMNS: dict[str, tuple[str, ...]] = {
     "verifiers": (),
     "skyrl": ("prompt", "env_class", "max_turns"),
     "agent": (),
+    "verl": (),  # a verl row keeps the task's place in `extra_info`, no task field as a column
 }
 RESERVED_COLUMN_NAMES = frozenset(name for columns in TRAINER_COLUMNS.values() for name in columns)

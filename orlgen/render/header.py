@@ -24,6 +24,9 @@ LINES = 2
 _LINE_1 = re.compile(
     rf"^{re.escape(PREFIX)} (?P<orlgen>\S+) from (?P<sources>.+) \(sha256 (?P<sha256>[0-9a-f]{{64}})\)\. DO NOT EDIT\.$"
 )
+# The files orlgen writes start with the header: modules, and a trainer's YAML beside its module
+# (verl's tool config), whose comment lines are the same.
+GENERATED_SUFFIXES = (".py", ".yaml")
 MODELS = "models"  # the trainer word of an env's models file (`<env>_models.py`), shared by its trainers
 _SHARED = "Shared by the env's trainer modules"
 _LINE_2 = re.compile(

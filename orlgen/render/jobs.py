@@ -27,7 +27,7 @@ from orlgen.render.numeric import allow_numeric_unions
 from orlgen.runtime.contract import CONTRACTS
 from orlgen.schema import SchemaError, printable
 from orlgen.snapshot.model import Snapshot
-from orlgen.trainers import DEFAULT_TRAINERS, Trainer, trainer
+from orlgen.trainers import DEFAULT_TRAINERS, ExtraFile, Trainer, trainer
 
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
@@ -113,6 +113,15 @@ def _env_jobs(path: Path, snapshot: Snapshot, chosen: tuple[Trainer, ...], templ
         )
         for each in chosen
     ]
+    found += [
+        Job(
+            extra_path(path, snapshot, extra),
+            ("file", each.name, snapshot.name, snapshot.sha256, extra.suffix),
+            functools.partial(render_extra, snapshot, each.name, extra, planned),
+        )
+        for each in chosen
+        for extra in each.extra_files
+    ]
     if shared:
         found.append(
             Job(
@@ -122,6 +131,20 @@ def _env_jobs(path: Path, snapshot: Snapshot, chosen: tuple[Trainer, ...], templ
             )
         )
     return found
+
+
+def extra_path(snapshot_path: Path, snapshot: Snapshot, extra: ExtraFile) -> Path:
+    """`<name><suffix>` (e.g. `helpdesk_verl_tools.yaml`) beside the env's modules."""
+    return module_path(snapshot_path, snapshot).with_name(f"{snapshot.name}{extra.suffix}")
+
+
+def render_extra(snapshot: Snapshot, trainer_name: str, extra: ExtraFile, planned: PlannedEnv | None = None) -> str:
+    """A trainer's file beside its module: the module's header (as comment lines, which YAML
+    shares with Python), then its body from the plan."""
+    chosen = trainer(trainer_name)
+    module_plan = (planned or PlannedEnv(snapshot)).planned[0]
+    body = extra.body(module_plan, chosen.module_name(snapshot.name))
+    return header.write(header.current(snapshot.file_name, snapshot.sha256, chosen.name, chosen.written_for)) + body
 
 
 class PlannedEnv:
@@ -181,6 +204,8 @@ def _what(job: Job) -> str:
     kind, trainer_name, name = job.inputs[:3]
     if trainer_name == "models":
         return f"the models file of {name}"
+    if kind == "file":
+        return f"the {trainer_name} file {job.path.name} of {name}"
     return f"the {trainer_name} {kind} {name}" if kind == "mixture" else f"the {trainer_name} module of {name}"
 
 

@@ -39,7 +39,7 @@ def is_own(path: Path) -> bool:
         return _is_snapshot(path)
     if path.name.endswith(TASKS_SUFFIX):
         return True
-    return path.suffix == ".py" and header.is_generated(path)
+    return path.suffix in header.GENERATED_SUFFIXES and header.is_generated(path)
 
 
 def _is_snapshot(path: Path) -> bool:

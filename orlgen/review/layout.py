@@ -126,7 +126,8 @@ def _scan(directory: Path, owned: set[Path], keep: set[Path]) -> tuple[list[Path
 def _is_orphan(entry: os.DirEntry[str]) -> bool:
     if not entry.is_file(follow_symlinks=False):
         return False
-    return entry.name.endswith(TASKS_SUFFIX) or (entry.name.endswith(".py") and header.is_generated(Path(entry.path)))
+    generated = entry.name.endswith(header.GENERATED_SUFFIXES) and header.is_generated(Path(entry.path))
+    return entry.name.endswith(TASKS_SUFFIX) or generated
 
 
 def _entry_problem(entry: os.DirEntry[str]) -> str | None:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 # The contracts this runtime runs, per trainer. TRL: 1 was the private class attributes of
 # orlgen < 0.2 (no check); 2 is `EnvSpec`. The verifiers and skyrl shims started at 2, the
-# number they shared with TRL when each trainer got its own; the agent shim, newer, at 1. Drop a version from the front only
+# number they shared with TRL when each trainer got its own; the agent and verl shims, newer, at 1. Drop a version from the front only
 # in a release that says so.
 SUPPORTED: dict[str, range] = {
     "trl": range(2, 3),
     "verifiers": range(2, 3),
     "skyrl": range(2, 3),
     "agent": range(1, 2),
+    "verl": range(1, 2),
 }
 CONTRACTS = {trainer: supported[-1] for trainer, supported in SUPPORTED.items()}  # what `generate` writes now
 CONTRACT = CONTRACTS["trl"]  # TRL's, the one contract before the series split

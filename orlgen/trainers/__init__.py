@@ -31,9 +31,9 @@ from orlgen.errors import OrlgenError
 if TYPE_CHECKING:  # the config reads the names; it need not import the plan
     from orlgen.plan.planner import ModulePlan
 
-__all__ = ["DEFAULT_TRAINERS", "TRAINER_NAMES", "Trainer", "module_suffix", "trainer"]
+__all__ = ["DEFAULT_TRAINERS", "TRAINER_NAMES", "ExtraFile", "Trainer", "module_suffix", "trainer"]
 
-TrainerName = Literal["trl", "verifiers", "skyrl", "agent"]
+TrainerName = Literal["trl", "verifiers", "skyrl", "agent", "verl"]
 TRAINER_NAMES: tuple[str, ...] = get_args(TrainerName)
 DEFAULT_TRAINERS: tuple[str, ...] = ("trl",)  # an env's trainers when the config names none
 
@@ -43,8 +43,18 @@ class UnknownTrainer(OrlgenError):
 
 
 @dataclass(frozen=True)
+class ExtraFile:
+    """A file a trainer writes beside its module that is not Python (verl's tool config): its
+    name's suffix after the env's name, and its body from the plan and the module's name (the
+    header is added by the renderer, as a comment)."""
+
+    suffix: str  # e.g. "_verl_tools.yaml" -> helpdesk_verl_tools.yaml
+    body: Callable[[ModulePlan, str], str]
+
+
+@dataclass(frozen=True)
 class Trainer:
-    name: str  # "trl" | "verifiers" | "skyrl" | "agent": the config value, in the header, in the cache key
+    name: str  # "trl" | "verifiers" | "skyrl" | "agent" | "verl": the config value, in the header, in the cache key
     suffix: str  # file name suffix, `module_suffix(name)`: "" -> helpdesk.py, "_verifiers" -> helpdesk_verifiers.py
     written_for: str  # the version range named in the header, e.g. "trl>=1.16,<2"
     templates: Path  # this trainer's folder of jinja templates (beside its code)
@@ -52,6 +62,7 @@ class Trainer:
     mixture_template: str | None  # None: this trainer renders no mixture (its docstring says why)
     context: Callable[[ModulePlan], dict[str, object]]  # the template context, from the neutral plan
     imports: Mapping[str, tuple[str, ...]]  # what its templates may import, by module (`render.models`)
+    extra_files: tuple[ExtraFile, ...] = ()  # files it writes beside its module
 
     def module_name(self, env: str) -> str:
         """The module's name for an env of that name: `helpdesk`, `helpdesk_verifiers`."""

@@ -37,6 +37,10 @@ ART = ("openpipe-art==0.5.23", "pillow")
 ART_INTERPRETER = Path("/root/.pyenv/versions/3.12.1/bin/python3.12")
 # Ray, for the cluster-wide session budget: the version verl 0.9.1 brings.
 RAY = ("ray==2.60.0",)
+# verl 0.9.1 on the local CPU torch (any other torch pulls a CUDA build), with what its
+# `verl-core` extra lists and `verl.experimental.agent_loop` imports; its own venv, because its
+# wheel installs a top-level `tests` package (shared/TRAINERS-NEXT.md section 1.1).
+VERL = ("torch==2.13.0", "verl==0.9.1", "cachetools", "fastapi", "uvicorn", "pyzmq", "msgspec", "pillow")
 
 
 def _bin(name: str, pins: tuple[str, ...], python: Path | None = None) -> Path:
@@ -75,3 +79,8 @@ def art_python() -> Path:
 def ray_python() -> Path:
     """The Ray 2.60 venv's interpreter."""
     return _bin("ray", RAY) / "python"
+
+
+def verl_python() -> Path:
+    """The verl 0.9.1 venv's interpreter."""
+    return _bin("verl", VERL) / "python"

@@ -7,9 +7,10 @@ whatever a `base_url` names. So a request here
 - ends at a deadline per turn, retries included, however slowly the answer arrives;
 - reads at most `max_answer_bytes` of answer, refused as soon as the bound is passed.
 
-It speaks through aiohttp (a session per turn: the endpoint may be asked from several event
-loops), or through the `httpx.AsyncClient` a trainer hands its agents (AReaL does), used as
-it is (duck-typed: httpx is not imported). A streamed answer (`stream=True` among the sampling
+It speaks through aiohttp (one session for an episode's turns, `async with` the endpoint; else
+one per request: the endpoint may be asked from several event loops), or through the
+`httpx.AsyncClient` a trainer hands its agents (AReaL does), used as it is (duck-typed: httpx is
+not imported). A streamed answer (`stream=True` among the sampling
 parameters) is read whole, under the same bounds, and assembled into the choice a plain answer
 holds.
 """
@@ -72,6 +73,21 @@ class Endpoint:
         self.turn_timeout = turn_timeout
         self.max_answer_bytes = max_answer_bytes
         self.timeout_name = timeout_name
+        self._session: Any = None  # aiohttp's, while `async with` the endpoint
+
+    async def __aenter__(self) -> Endpoint:
+        """One aiohttp session (and its pooled connections) for the requests made inside, on
+        this event loop; outside, each request opens its own."""
+        if self.http_client is None:
+            import aiohttp
+
+            self._session = aiohttp.ClientSession()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     async def reachable(self, timeout: float) -> None:
         """Return when `GET /models` gets any HTTP answer (a server without that route is still
@@ -152,14 +168,21 @@ class Endpoint:
             async with request as response:
                 body = await _bounded(response.aiter_bytes(), response.headers, self.max_answer_bytes)
                 return _Answer(response.status_code, response.headers.get("Location"), body)
+        if self._session is not None:
+            return await self._aiohttp_once(self._session, method, url, headers, data)
         import aiohttp
 
         async with aiohttp.ClientSession() as session:
-            request = session.request(method, url, data=data, headers=headers, allow_redirects=False)
-            async with request as response:
-                chunks = response.content.iter_chunked(_CHUNK)
-                body = await _bounded(chunks, response.headers, self.max_answer_bytes)
-                return _Answer(response.status, response.headers.get("Location"), body)
+            return await self._aiohttp_once(session, method, url, headers, data)
+
+    async def _aiohttp_once(
+        self, session: Any, method: str, url: str, headers: dict[str, str], data: bytes | None
+    ) -> _Answer:
+        request = session.request(method, url, data=data, headers=headers, allow_redirects=False)
+        async with request as response:
+            chunks = response.content.iter_chunked(_CHUNK)
+            body = await _bounded(chunks, response.headers, self.max_answer_bytes)
+            return _Answer(response.status, response.headers.get("Location"), body)
 
 
 async def _bounded(chunks: AsyncIterator[bytes], headers: Mapping[str, str], limit: int) -> bytes:

@@ -11,34 +11,29 @@ ends when the model answers without a call (given to the env's terminal tool, if
 env ends it, or after `max_turns`; its session is deleted on every path, cancellation included.
 
 `Episode` blocks (its requests run on the runtime's loop thread), so its calls run on a thread
-pool here: one event loop plays many episodes at once.
+pool (`offload`): one event loop plays many episodes at once.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from .. import process, surface
+from .. import surface
 from ..data.spec import EnvSpec
 from ..episode import Episode, EpisodeState, Step
 from ..hermes import MAX_TOOL_CALLS_PER_TURN, BadCall, Tool, content_parts, joined, parsed_call
+from ..offload import blocking
 from ..ors.blocks import quoted
 
 Message = dict[str, Any]
 # The model: (the conversation so far, in OpenAI's format; the tools it is shown) -> the
 # endpoint's choice for the next turn (`message`, and whatever else the endpoint sent with it).
 Chat = Callable[[list[Message], list[dict[str, Any]]], Awaitable[dict[str, Any]]]
-T = TypeVar("T")
 
 DEFAULT_MAX_TURNS = 10
-# Threads for episodes' blocking calls: each waits on a request, so many are cheap; a trainer
-# playing a few hundred episodes at once should not queue behind a CPU-sized pool.
-EPISODE_THREADS = 256
 
 
 @dataclass(frozen=True)
@@ -125,14 +120,15 @@ async def _run(
     carried = [{"role": "system", "content": system}] if system is not None else None
     if carried:
         trajectory.append(carried[0])
-    prompt = await _blocking(episode, episode.start, trajectory.split, trajectory.task_index, None, carried)
+    prompt = await blocking(episode, episode.start, trajectory.split, trajectory.task_index, None, carried)
     trajectory.append({"role": "user", "content": _content(prompt)})
-    trajectory.tools = _shown(env, episode.offered)
+    offered = await blocking(episode, lambda: episode.offered) if env.spec.offered_on else None
+    trajectory.tools = _shown(env, offered)
     if prompt.failure is None:
         trajectory.stop = await _turns(episode, trajectory, env, chat, max_turns, max_tool_calls)
     else:
         trajectory.stop = "env_error"
-    trajectory.reward = await _blocking(episode, episode.score, "agent")
+    trajectory.reward = await blocking(episode, episode.score, "agent")
 
 
 async def _turns(
@@ -148,7 +144,7 @@ async def _turns(
             message["tool_calls"] = calls = calls[:max_tool_calls]
         trajectory.append(message, choice)
         if not calls:
-            await _blocking(episode, episode.submit_final_message, message.get("content") or "")
+            await blocking(episode, episode.submit_final_message, message.get("content") or "")
             return "answered"
         for call in calls:
             step = await _call(episode, env, call)
@@ -175,7 +171,7 @@ async def _call(episode: Episode, env: AgentEnv, call: Mapping[str, Any]) -> Ste
     arguments = tool.wire_arguments(parsed.arguments)
     if isinstance(arguments, str):
         return episode.refuse(f"invalid arguments for {name}: {arguments}")
-    return await _blocking(episode, episode.call, tool.wire, arguments, tool.params)
+    return await blocking(episode, episode.call, tool.wire, arguments, tool.params)
 
 
 def _assistant(message: Mapping[str, Any]) -> Message:
@@ -195,7 +191,8 @@ def _content(step: Step) -> str | list[dict[str, Any]]:
 
 
 def _shown(env: AgentEnv, offered: frozenset[str] | None) -> list[dict[str, Any]]:
-    """The tool definitions this task's session offers (all of them when that is unknown)."""
+    """The tool definitions this task's session offers: all of them when every tool is shared
+    (nothing is asked of the session then) or the session does not say."""
     return [
         copy.deepcopy(dict(tool))
         for tool in env.tools
@@ -221,28 +218,6 @@ def _count(trajectory: Trajectory, episode: Episode) -> None:
         "scored": float(trajectory.reward is not None),
         "env_error": float(state.outcome == "env_error"),
     }
-
-
-async def _blocking(episode: Episode, call: Callable[..., T], *args: Any) -> T:
-    """`call(*args)` on the episode pool. Cancelled while it runs, the call goes on to its end
-    (a request cannot be taken back), then the episode's session is deleted."""
-    future = _pool().submit(call, *args)
-    try:
-        return await asyncio.wrap_future(future)
-    except asyncio.CancelledError:
-        future.add_done_callback(lambda _: episode.close(wait=False))
-        raise
-
-
-def _pool() -> concurrent.futures.ThreadPoolExecutor:
-    with _pool_lock:
-        if not _pools:
-            _pools.append(concurrent.futures.ThreadPoolExecutor(EPISODE_THREADS, thread_name_prefix="orlgen-episode"))
-        return _pools[0]
-
-
-_pool_lock = process.lock()
-_pools: list[concurrent.futures.ThreadPoolExecutor] = process.per_process([])  # a child makes its own
 
 
 def dataset_builder(env: AgentEnv, module: str) -> Callable[..., Any]:
