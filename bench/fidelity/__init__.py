@@ -10,9 +10,17 @@ the JSON that `transformers.utils.get_json_schema(method)` produces for
   tools (imported from a temp file; methods = public functions of the env class, keyed by
   `fn.__name__`, as TRL collects them);
 - TRL: the function `trl.experimental.openreward.environment._bind_tool_method` binds on a fresh
-  `_RolloutEnvironment` subclass (binder or `get_json_schema` exceptions are caught and counted).
+  `_RolloutEnvironment` subclass (binder or `get_json_schema` exceptions are caught and counted);
 
-Only that JSON is read, never orlgen's internals, so the measure holds across rewrites of the
+and, a third column, the JSON the agent module shows as it is (no `get_json_schema`):
+
+- agent: each function of `TOOLS` of the module `render_module(snapshot, trainer_name="agent")`
+  generates for the same snapshot (name, description, `parameters`: the sanitised JSON Schema),
+  keyed by the wire name `CALLS` maps its name to. The classifier reads inline schemas, so each
+  `$ref` is read through to the definition under the same `parameters`' `$defs` (both are sent);
+  its prompt size counts the functions as sent, `$defs` and all (`Result.agent_prompt`).
+
+Only that JSON is read (and the agent module's `CALLS`, for wire names), never orlgen's internals, so the measure holds across rewrites of the
 generator. The SDK set and the published-style envs list each tool as `Environment.list_tools`
 would; a tool identical to one of an earlier toolset (BackSearch and Web share
 `web_fetch`/`web_search`) is counted once.
@@ -38,7 +46,7 @@ description (`nested-description`: its own, else its definition's), each constra
 (`nested-constraint`) and its default (`nested-default`); the parameter description (its own
 `description`, else the one of the definition it `$ref`s).
 
-Matching rules (documented, applied identically to both sides):
+Matching rules (documented, applied identically to every side):
 
 - A parameter is found by its wire name; else by a property whose description carries orlgen's
   `Sent as '<wire>'` note; else by a unique property whose name equals the wire name once both
@@ -65,7 +73,8 @@ Returns text not shown verbatim (runs of whitespace aside), or a parameter shown
 name although a method can take its own (a keyword, a non-identifier or `self` must be renamed:
 not counted).
 **Prompt size** per module: characters of the tools JSON the model sees, each function dumped as
-the chat template's `tojson` does, for orlgen, TRL, and the server's raw schemas shown as they are.
+the chat template's `tojson` does, for orlgen, TRL, the agent module, and the server's raw schemas
+shown as they are.
 **Output blocks** (orlgen only): `bench/blocks_env.py` is served and captured, each of its tools is
 called once through the generated adapter, and each block the server sent (text, image) is looked
 up in what the method returned; the count of blocks not found is `dropped`.

@@ -1,4 +1,5 @@
-"""The measurement: every fact of every set against both binders, and the output blocks."""
+"""The measurement: every fact of every set against what each side shows the model (orlgen's TRL
+module, TRL's binder, orlgen's agent module), and the output blocks."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from bench.fidelity.facts import KINDS, tool_facts
 from bench.fidelity.hostile import hostile_groups
 from bench.fidelity.schema_walk import JSON
 from bench.fidelity.sets import SETS, Group, example_groups, published_groups, sdk_groups
-from bench.fidelity.views import import_source, orlgen_view, prompt_chars, raw_prompt_chars, trl_view
+from bench.fidelity.views import agent_view, import_source, orlgen_view, raw_prompt_chars, trl_view
+
+BINDERS = ("orlgen", "trl", "agent")  # orlgen's TRL module, TRL's binder, orlgen's agent module
 
 
 def all_groups() -> list[Group]:
@@ -23,12 +26,14 @@ def all_groups() -> list[Group]:
 
 @dataclass
 class Result:
-    outcomes: dict[str, list[Outcome]]  # binder ("orlgen" / "trl") → one outcome per fact
+    outcomes: dict[str, list[Outcome]]  # binder (`BINDERS`) → one outcome per fact
     tools: Counter  # set → number of tools
     extra: dict[str, list[str]]  # binder → functions shown that are no tool
     prompt: dict[str, dict[str, int]] = field(default_factory=dict)  # "set/group" → raw/orlgen/trl chars
     blocks: dict[str, dict[str, int]] = field(default_factory=dict)  # block type → sent/dropped (orlgen)
     seconds: float = 0.0
+    # "set/group" → chars of the agent module's TOOLS functions as sent (`prompt` keeps its three)
+    agent_prompt: dict[str, int] = field(default_factory=dict)
 
     def altered(self, binder: str, set_name: str | None = None, kind: str | None = None) -> list[Outcome]:
         return [
@@ -57,9 +62,8 @@ class Result:
         def block(set_name: str | None = None, kind: str | None = None) -> JSON:
             return {
                 "facts": self.facts(set_name, kind),
-                "orlgen": self.counts("orlgen", set_name, kind),
-                "trl": self.counts("trl", set_name, kind),
-                "altered": {b: len(self.altered(b, set_name, kind)) for b in ("orlgen", "trl")},
+                **{binder: self.counts(binder, set_name, kind) for binder in BINDERS},
+                "altered": {b: len(self.altered(b, set_name, kind)) for b in BINDERS},
             }
 
         return {
@@ -79,10 +83,11 @@ class Result:
                     }
                     for o in self.lost(binder)
                 ]
-                for binder in ("orlgen", "trl")
+                for binder in BINDERS
             },
             "extra_functions": self.extra,
             "prompt_chars": self.prompt,
+            "agent_prompt_chars": self.agent_prompt,
             "output_blocks": self.blocks,
         }
 
@@ -123,17 +128,23 @@ def _block_shown(block: Any, returned: Any) -> bool:
 def measure(groups: list[Group] | None = None, with_blocks: bool = True) -> Result:
     started = time.perf_counter()
     groups = all_groups() if groups is None else groups
-    outcomes: dict[str, list[Outcome]] = {"orlgen": [], "trl": []}
-    extra: dict[str, list[str]] = {"orlgen": [], "trl": []}
+    outcomes: dict[str, list[Outcome]] = {binder: [] for binder in BINDERS}
+    extra: dict[str, list[str]] = {binder: [] for binder in BINDERS}
     tools: Counter = Counter()
     prompt: dict[str, dict[str, int]] = {}
+    agent_prompt: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="orlgen-fidelity-") as tmp:
         for group in groups:
-            views = {"orlgen": orlgen_view(group, Path(tmp)), "trl": trl_view(group)}
+            views = {
+                "orlgen": orlgen_view(group, Path(tmp)),
+                "trl": trl_view(group),
+                "agent": agent_view(group, Path(tmp)),
+            }
             prompt[f"{group.set_name}/{group.name}"] = {
                 "raw": raw_prompt_chars(group.tools),
-                **{binder: prompt_chars(list(view.functions.values())) for binder, view in views.items()},
+                **{binder: views[binder].prompt_chars() for binder in ("orlgen", "trl")},
             }
+            agent_prompt[f"{group.set_name}/{group.name}"] = views["agent"].prompt_chars()
             for binder, view in views.items():
                 extra[binder] += [f"{group.name}:{name}" for name in view.extra]
             for tool in sorted(group.tools, key=lambda t: t.name):
@@ -142,4 +153,4 @@ def measure(groups: list[Group] | None = None, with_blocks: bool = True) -> Resu
                     for binder, view in views.items():
                         outcomes[binder].append(classify(fact, view))
         blocks = output_blocks(Path(tmp)) if with_blocks else {}
-    return Result(outcomes, tools, extra, prompt, blocks, time.perf_counter() - started)
+    return Result(outcomes, tools, extra, prompt, blocks, time.perf_counter() - started, agent_prompt)

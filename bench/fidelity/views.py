@@ -48,6 +48,12 @@ class View:
     functions: dict[str, JSON] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)  # wire name → reason
     extra: list[str] = field(default_factory=list)  # functions shown that are no tool of the group
+    # The functions exactly as sent, where `functions` holds them as read (the agent module's:
+    # `$ref`s read through); for the prompt size. Empty: `functions` are as sent.
+    sent: list[JSON] = field(default_factory=list)
+
+    def prompt_chars(self) -> int:
+        return prompt_chars(self.sent or list(self.functions.values()))
 
 
 def _get_schema(fn: Any) -> JSON:
@@ -94,6 +100,40 @@ def orlgen_view(group: Group, workdir: Path) -> View:
         if inspect.isclass(v) and issubclass(v, EnvAdapter) and v is not EnvAdapter
     )
     _collect(view, group, inspect.getmembers(env_class, inspect.isfunction))
+    return view
+
+
+def agent_view(group: Group, workdir: Path) -> View:
+    """What the agent module of the group's snapshot shows the model: each function of its
+    `TOOLS` (name, description, parameters: the sanitised JSON Schema, `$defs` included), keyed by
+    the wire name `CALLS` maps its name to. The classifier reads inline schemas (as
+    `get_json_schema` writes them), so each `$ref` is read through to the definition the same
+    `parameters` carry (`bench.trainers.inline_refs`, as for verifiers' MCP schemas); the prompt
+    size counts the functions as sent (`View.sent`)."""
+    from orlgen.render.jobs import render_module
+
+    from bench.trainers import inline_refs  # here: bench.trainers imports this module
+
+    view = View()
+    try:
+        snapshot = group.snapshot or _minimal_snapshot(group)
+        module = import_source(render_module(snapshot, trainer_name="agent"), workdir, f"{group.name}_agent")
+    except Exception as exc:  # any failure loses the whole group
+        view.missing = {t.name: f"render/import failed: {_short(exc)}" for t in group.tools}
+        return view
+    wanted = {t.name for t in group.tools}
+    for tool in module.TOOLS:
+        function = tool["function"]
+        call = module.CALLS.get(function["name"])
+        wire = call.wire if call is not None else function["name"]
+        view.sent.append(function)
+        if wire not in wanted:
+            view.extra.append(function["name"])
+            continue
+        view.functions[wire] = {**function, "parameters": inline_refs(function.get("parameters") or {})}
+    for tool in group.tools:
+        if tool.name not in view.functions:
+            view.missing[tool.name] = "not in TOOLS"
     return view
 
 
