@@ -200,12 +200,20 @@ def test_every_problem_is_reported_in_one_run(gen: Path):
     result = orlgen("check", gen)
     assert result.returncode == 1
     causes = problems(result.stdout)
-    helpdesk = ["helpdesk.py", "helpdesk_agent.py", "helpdesk_models.py", "helpdesk_skyrl.py", "helpdesk_verifiers.py"]
+    helpdesk = [
+        "helpdesk.py",
+        "helpdesk_agent.py",
+        "helpdesk_models.py",
+        "helpdesk_skyrl.py",
+        "helpdesk_verifiers.py",
+        "helpdesk_verl.py",
+        "helpdesk_verl_tools.yaml",
+    ]
     assert sorted(causes) == ["echo.py", *helpdesk, "other.py", "support_mix.py"]
     assert causes["echo.py"].startswith("hand-edited")
     assert all(causes[name].startswith("stale: the snapshot changed") for name in helpdesk)
     assert causes["other.py"].startswith("orphaned")
-    assert "8 generated file(s) out of date" in result.stderr
+    assert "10 generated file(s) out of date" in result.stderr
 
 
 @pytest.mark.slow

@@ -218,7 +218,7 @@ RUNTIME_LAYERS = (
     ("ors", {"ors"}),
     ("session", {"session"}),
     ("core", {"episode", "content", "offers", "coverage", "hermes", "surface", "offload"}),
-    ("shims", {"trl", "verifiers", "skyrl", "agent"}),
+    ("shims", {"trl", "verifiers", "skyrl", "agent", "verl"}),
 )
 SHIMS = dict(RUNTIME_LAYERS)["shims"]
 
@@ -256,14 +256,15 @@ def test_the_layer_check_can_fail():
 
 def test_generated_modules_import_only_the_runtimes_public_surfaces():
     """A generated module names only what the runtime promises to keep: the names `orlgen.runtime`
-    exports, `require_contract`, `siblings`, and the public names of the verifiers, skyrl and
-    agent shims."""
+    exports, `require_contract`, `siblings`, and the public names of the verifiers, skyrl, agent
+    and verl shims."""
     import importlib
 
     public = {"orlgen.runtime": set(importlib.import_module("orlgen.runtime").__all__)}
     public |= {"orlgen.runtime.contract": {"require_contract"}, "orlgen.runtime.siblings": {"siblings"}}
-    public["orlgen.runtime"] |= {"skyrl", "agent"}  # shims imported as modules
-    for shim, source in (("verifiers", "verifiers.py"), ("skyrl", "skyrl.py"), ("agent", "agent/__init__.py")):
+    public["orlgen.runtime"] |= {"skyrl", "agent", "verl"}  # shims imported as modules
+    shims = (("verifiers", "verifiers.py"), ("skyrl", "skyrl.py"), ("agent", "agent/__init__.py"), ("verl", "verl.py"))
+    for shim, source in shims:
         text = (RUNTIME / source).read_text(encoding="utf-8")
         names = next(
             ast.literal_eval(node.value)

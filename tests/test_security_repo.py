@@ -31,9 +31,7 @@ from test_check import GENERATED, REPO, Result, hand_edit, orlgen, problems
 from tests.support.cli import run_orlgen
 
 # helpdesk as the project renders it, for three trainers: its TRL module imports its models file.
-HELPDESK_ENV = (
-    '[[tool.orlgen.envs]]\ntarget = "examples.helpdesk:Helpdesk"\ntrainers = ["trl", "verifiers", "skyrl", "agent"]\n'
-)
+HELPDESK_ENV = '[[tool.orlgen.envs]]\ntarget = "examples.helpdesk:Helpdesk"\ntrainers = ["trl", "verifiers", "skyrl", "agent", "verl"]\n'
 ROOT_CONFIG = (
     '[tool.orlgen]\nout = "generated"\n{extra}\n'
     + HELPDESK_ENV

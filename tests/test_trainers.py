@@ -47,7 +47,9 @@ def project(tmp_path: Path, table: str) -> Path:
 
 
 def test_an_unknown_trainer_is_one_line_naming_the_valid_ones():
-    with pytest.raises(OrlgenError, match=r"^unknown trainer 'trlx': expected one of trl, verifiers, skyrl, agent$"):
+    with pytest.raises(
+        OrlgenError, match=r"^unknown trainer 'trlx': expected one of trl, verifiers, skyrl, agent, verl$"
+    ):
         trainer("trlx")
 
 
@@ -60,7 +62,7 @@ def test_the_trl_trainer_is_todays_module():
         "mixture.py.jinja",
     )
     assert trl.module_name("helpdesk") == "helpdesk" and (trl.templates / trl.module_template).is_file()
-    assert TRAINER_NAMES == ("trl", "verifiers", "skyrl", "agent")
+    assert TRAINER_NAMES == ("trl", "verifiers", "skyrl", "agent", "verl")
 
 
 @pytest.mark.slow
