@@ -209,7 +209,10 @@ def test_a_project_template_overrides_one_packaged_template(tmp_path, monkeypatc
     ("table", "message"),
     [
         ("[tool.orlgen]\ntrainers = ['trl', 'verifier']", "trainers.1: unknown trainer 'verifier': expected one of "),
-        ("[tool.orlgen]\ntrainers = []", "trainers: name at least one trainer (one of trl, verifiers, skyrl)"),
+        (
+            "[tool.orlgen]\ntrainers = []",
+            "trainers: name at least one trainer (one of trl, verifiers, skyrl, agent, verl)",
+        ),
         ("[tool.orlgen]\ntrainers = ['trl', 'trl']", "trainers: trainer 'trl' is listed twice: list each once"),
         ("[tool.orlgen]\ntrainers = 'trl'", "trainers: expected a list of trainer names, e.g. ['trl']"),
         ("[[tool.orlgen.envs]]\ntarget = 'a:B'\ntrainers = ['TRL']", "envs.0.trainers.0: unknown trainer 'TRL': "),

@@ -52,6 +52,7 @@ class Param:
     default: Source | None  # a literal, `UNSET` ("not given": nothing is sent), or None if required
     doc: str  # one line: the author's words, then what a hint cannot show (structure, limits, default,
     # examples); prose a trainer lays out (not yet escaped or made docstring-safe)
+    wire_name: str = ""  # the property name as text (`wire` is its literal)
 
 
 @dataclass(frozen=True)
@@ -361,6 +362,7 @@ def _params(root: Node, schema: Schema, docs: docstrings.Docstring, taken: set[s
                 annotation=annotation,
                 default=default,
                 doc=_param_doc(wire, words, node, schema),
+                wire_name=wire,
             )
         )
     return tuple(out)

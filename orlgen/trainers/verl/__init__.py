@@ -84,7 +84,7 @@ def verl_function(tool: ToolPlan) -> dict[str, Any]:
     defs = tool.parameters.get("$defs", {})
     shown: dict[str, Any] = {}
     for param in tool.params:
-        wire = _text(param.wire)
+        wire = param.wire_name
         prop = properties.get(wire, {})
         entry: dict[str, Any] = {"type": verl_type(prop, defs), "description": param.doc}
         if isinstance(prop.get("enum"), list):
@@ -122,15 +122,6 @@ def _types(node: Any, defs: JSON, depth: int) -> Iterator[str]:
 def _json_type(value: Any) -> str:
     kinds = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null", list: "array"}
     return kinds.get(type(value), "object")
-
-
-def _text(wire: str) -> str:
-    """A wire name from its literal (the plan keeps names as Python literals)."""
-    import ast
-
-    value = ast.literal_eval(wire)
-    assert isinstance(value, str)
-    return value
 
 
 def _summary(plan: ModulePlan) -> str:
