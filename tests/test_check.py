@@ -74,7 +74,7 @@ def problems(stdout: str) -> dict[str, str]:
     found = {}
     for line in stdout.splitlines():
         head, sep, cause = line.partition(": ")
-        if sep and head.endswith(".py") and not line.startswith(("---", "+++", "-", "+", " ")):
+        if sep and head.endswith((".py", ".yaml")) and not line.startswith(("---", "+++", "-", "+", " ")):
             found[Path(head).name] = cause
     return found
 

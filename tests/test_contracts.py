@@ -71,8 +71,8 @@ def test_one_trainers_contract_moves_without_the_others(monkeypatch: pytest.Monk
 
 def test_a_trainer_this_runtime_does_not_know_is_a_newer_orlgens():
     with pytest.raises(ImportError) as caught:
-        contract.require_contract(1, "m_verl.py", "0.5.0", trainer="verl")
+        contract.require_contract(1, "m_openrlhf.py", "0.5.0", trainer="openrlhf")
     assert str(caught.value) == (
-        f"m_verl.py needs orlgen's verl runtime contract 1; orlgen {__version__} is installed and "
-        f"speaks no verl contract: pip install 'orlgen>=0.5.0' {REGENERATE}"
+        f"m_openrlhf.py needs orlgen's openrlhf runtime contract 1; orlgen {__version__} is installed and "
+        f"speaks no openrlhf contract: pip install 'orlgen>=0.5.0' {REGENERATE}"
     )
