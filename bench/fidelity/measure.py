@@ -1,5 +1,5 @@
 """The measurement: every fact of every set against what each side shows the model (orlgen's TRL
-module, TRL's binder, orlgen's agent module), and the output blocks."""
+module, TRL's binder, orlgen's agent module, orlgen's verl tool YAML), and the output blocks."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from bench.fidelity.facts import KINDS, tool_facts
 from bench.fidelity.hostile import hostile_groups
 from bench.fidelity.schema_walk import JSON
 from bench.fidelity.sets import SETS, Group, example_groups, published_groups, sdk_groups
-from bench.fidelity.views import agent_view, import_source, orlgen_view, raw_prompt_chars, trl_view
+from bench.fidelity.views import agent_view, import_source, orlgen_view, raw_prompt_chars, trl_view, verl_view
 
-BINDERS = ("orlgen", "trl", "agent")  # orlgen's TRL module, TRL's binder, orlgen's agent module
+# orlgen's TRL module, TRL's binder, orlgen's agent module, orlgen's verl tool YAML
+BINDERS = ("orlgen", "trl", "agent", "verl")
 
 
 def all_groups() -> list[Group]:
@@ -34,6 +35,8 @@ class Result:
     seconds: float = 0.0
     # "set/group" → chars of the agent module's TOOLS functions as sent (`prompt` keeps its three)
     agent_prompt: dict[str, int] = field(default_factory=dict)
+    # "set/group" → chars of the verl tool YAML's functions, as verl hands them to the chat template
+    verl_prompt: dict[str, int] = field(default_factory=dict)
 
     def altered(self, binder: str, set_name: str | None = None, kind: str | None = None) -> list[Outcome]:
         return [
@@ -88,6 +91,7 @@ class Result:
             "extra_functions": self.extra,
             "prompt_chars": self.prompt,
             "agent_prompt_chars": self.agent_prompt,
+            "verl_prompt_chars": self.verl_prompt,
             "output_blocks": self.blocks,
         }
 
@@ -133,18 +137,21 @@ def measure(groups: list[Group] | None = None, with_blocks: bool = True) -> Resu
     tools: Counter = Counter()
     prompt: dict[str, dict[str, int]] = {}
     agent_prompt: dict[str, int] = {}
+    verl_prompt: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="orlgen-fidelity-") as tmp:
         for group in groups:
             views = {
                 "orlgen": orlgen_view(group, Path(tmp)),
                 "trl": trl_view(group),
                 "agent": agent_view(group, Path(tmp)),
+                "verl": verl_view(group),
             }
             prompt[f"{group.set_name}/{group.name}"] = {
                 "raw": raw_prompt_chars(group.tools),
                 **{binder: views[binder].prompt_chars() for binder in ("orlgen", "trl")},
             }
             agent_prompt[f"{group.set_name}/{group.name}"] = views["agent"].prompt_chars()
+            verl_prompt[f"{group.set_name}/{group.name}"] = views["verl"].prompt_chars()
             for binder, view in views.items():
                 extra[binder] += [f"{group.name}:{name}" for name in view.extra]
             for tool in sorted(group.tools, key=lambda t: t.name):
@@ -153,4 +160,4 @@ def measure(groups: list[Group] | None = None, with_blocks: bool = True) -> Resu
                     for binder, view in views.items():
                         outcomes[binder].append(classify(fact, view))
         blocks = output_blocks(Path(tmp)) if with_blocks else {}
-    return Result(outcomes, tools, extra, prompt, blocks, time.perf_counter() - started, agent_prompt)
+    return Result(outcomes, tools, extra, prompt, blocks, time.perf_counter() - started, agent_prompt, verl_prompt)

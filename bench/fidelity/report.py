@@ -19,8 +19,8 @@ def _row(label: str, tools: Any, facts: int, *counts: dict[str, int]) -> str:
 
 def report(result: Result) -> str:
     """The report's sections, in order: facts by set and by kind (orlgen's TRL module, TRL's
-    binder, orlgen's agent module), altered facts, prompt size, output blocks, the facts each
-    binder loses, functions shown that are no tool."""
+    binder, orlgen's agent module, orlgen's verl tool YAML), altered facts, prompt size, output
+    blocks, the facts each binder loses, functions shown that are no tool."""
     sections = (_facts, _altered, _prompt, _blocks, _lost, _extra)
     return "\n".join(line for section in sections for line in section(result))
 
@@ -28,12 +28,14 @@ def report(result: Result) -> str:
 def _facts(result: Result) -> list[str]:
     statuses = " ".join(f"{s[:6]:>6}" for s in STATUSES)
     header = (
-        f"{'':<19}{'':>6}{'':>7}   {'orlgen (TRL)':^20}   {'TRL OpenRewardSpec':^20}   {'orlgen agent TOOLS':^20}\n"
+        f"{'':<19}{'':>6}{'':>7}   {'orlgen (TRL)':^20}   {'TRL OpenRewardSpec':^20}   {'orlgen agent TOOLS':^20}"
+        f"   {'orlgen verl YAML':^20}\n"
         f"{'schema set':<19}{'tools':>6}{'facts':>7}" + f"   {statuses}" * len(BINDERS)
     )
     lines = [
         "Schema facts reaching the model (transformers.utils.get_json_schema of each tool method; for the",
-        "agent module, each function of TOOLS as sent, `$ref`s read through to its `$defs`)",
+        "agent module, each function of TOOLS as sent, `$ref`s read through to its `$defs`; for verl, each",
+        "function of the tool YAML, which holds what verl's OpenAIFunctionToolSchema keeps)",
         "",
         header,
     ]
@@ -50,11 +52,11 @@ def _altered(result: Result) -> list[str]:
     lines = [
         "",
         "Facts altered on the way (shown, but not as written: text changed, parameter renamed)",
-        f"{'schema set':<14}{'orlgen':>8}{'TRL':>8}{'agent':>8}",
+        f"{'schema set':<14}{'orlgen':>8}{'TRL':>8}{'agent':>8}{'verl':>8}",
     ]
     for s in [*SETS, None]:
         lines.append(f"{s or 'total':<14}" + "".join(f"{len(result.altered(b, s)):>8}" for b in BINDERS))
-    for binder in ("orlgen", "agent"):
+    for binder in ("orlgen", "agent", "verl"):
         altered = result.altered(binder)
         lines += [f"  {binder}: [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}" for o in altered]
     return lines
@@ -64,15 +66,15 @@ def _prompt(result: Result) -> list[str]:
     lines = [
         "",
         "Prompt size: characters of the tools JSON the model sees (chat template `tojson`), per module",
-        f"{'module':<34}{'raw':>8}{'orlgen':>8}{'TRL':>8}{'agent':>8}{'orlgen/raw':>12}{'orlgen/TRL':>12}"
-        f"{'agent/raw':>11}",
+        f"{'module':<34}{'raw':>8}{'orlgen':>8}{'TRL':>8}{'agent':>8}{'verl':>8}{'orlgen/raw':>12}{'orlgen/TRL':>12}"
+        f"{'agent/raw':>11}{'verl/raw':>10}",
     ]
     for name, sizes in result.prompt.items():
-        agent = result.agent_prompt.get(name, 0)
+        agent, verl = result.agent_prompt.get(name, 0), result.verl_prompt.get(name, 0)
         lines.append(
-            f"{name:<34}{sizes['raw']:>8}{sizes['orlgen']:>8}{sizes['trl']:>8}{agent:>8}"
+            f"{name:<34}{sizes['raw']:>8}{sizes['orlgen']:>8}{sizes['trl']:>8}{agent:>8}{verl:>8}"
             f"{_ratio(sizes['orlgen'], sizes['raw']):>12}{_ratio(sizes['orlgen'], sizes['trl']):>12}"
-            f"{_ratio(agent, sizes['raw']):>11}"
+            f"{_ratio(agent, sizes['raw']):>11}{_ratio(verl, sizes['raw']):>10}"
         )
     return lines
 
@@ -89,9 +91,10 @@ def _blocks(result: Result) -> list[str]:
 
 
 def _lost(result: Result) -> list[str]:
-    """orlgen's lost facts (TRL module, agent module) one by one; TRL's counted by set and reason."""
+    """orlgen's lost facts (TRL module, agent module, verl tool YAML) one by one; TRL's counted
+    by set and reason."""
     lines = []
-    for binder, name in (("orlgen", "orlgen"), ("agent", "orlgen's agent module")):
+    for binder, name in (("orlgen", "orlgen"), ("agent", "orlgen's agent module"), ("verl", "orlgen's verl tool YAML")):
         lost = result.lost(binder)
         lines += ["", f"Facts {name} loses: {len(lost)}"]
         lines += [f"  [{o.fact.set_name}/{o.fact.group}] {o.fact.label()}\n      -> {o.reason}" for o in lost]

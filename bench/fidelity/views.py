@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from bench.fidelity.schema_walk import JSON
 from bench.fidelity.sets import Group, ToolSchema
@@ -135,6 +138,59 @@ def agent_view(group: Group, workdir: Path) -> View:
         if tool.name not in view.functions:
             view.missing[tool.name] = "not in TOOLS"
     return view
+
+
+def verl_view(group: Group) -> View:
+    """What verl shows the model for the group's snapshot: each function of the verl trainer's
+    tool YAML (`<env>_verl_tools.yaml`, rendered by `orlgen.render.jobs.render_extra`), keyed by
+    the wire name the verl module's `CALLS` maps its name to. verl loads each entry's schema into
+    its `OpenAIFunctionToolSchema`, which keeps of a property only `type`, `description` and
+    `enum`, and hands the chat template `model_dump(exclude_unset=True, exclude_none=True)`; the
+    YAML holds exactly those keys, so that dump is the YAML's function as written (verl is not
+    installed here: nothing of it runs). `CALLS` is read from the rendered module's source, not
+    imported (the module imports verl). verl's schemas are flat (no `$ref`, no `$defs`): the
+    prompt size counts them as they are."""
+    from orlgen.render.jobs import PlannedEnv, render_extra, render_module
+    from orlgen.trainers import trainer
+
+    view = View()
+    try:
+        snapshot = group.snapshot or _minimal_snapshot(group)
+        planned = PlannedEnv(snapshot)
+        (extra,) = trainer("verl").extra_files
+        entries = yaml.safe_load(render_extra(snapshot, "verl", extra, planned))["tools"]
+        wires = _verl_calls(render_module(snapshot, trainer_name="verl", planned=planned))
+    except Exception as exc:  # any failure loses the whole group
+        view.missing = {t.name: f"render failed: {_short(exc)}" for t in group.tools}
+        return view
+    wanted = {t.name for t in group.tools}
+    for entry in entries:
+        function = entry["tool_schema"]["function"]
+        wire = wires.get(function["name"], function["name"])
+        view.sent.append(function)
+        if wire not in wanted:
+            view.extra.append(function["name"])
+            continue
+        view.functions[wire] = function
+    for tool in group.tools:
+        if tool.name not in view.functions:
+            view.missing[tool.name] = "not in the tool YAML"
+    return view
+
+
+def _verl_calls(source: str) -> dict[str, str]:
+    """The verl module's `CALLS` as {name the model calls: wire name}, from its source
+    (`"name": verl.Tool("wire", Params)` entries)."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CALLS" for t in node.targets):
+            if not isinstance(node.value, ast.Dict):
+                break
+            return {
+                ast.literal_eval(key): ast.literal_eval(value.args[0])
+                for key, value in zip(node.value.keys, node.value.values, strict=True)
+                if key is not None and isinstance(value, ast.Call) and value.args
+            }
+    raise ValueError("no CALLS = {...} in the verl module")
 
 
 def trl_view(group: Group) -> View:
