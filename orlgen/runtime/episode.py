@@ -350,8 +350,12 @@ class Episode:
 
     @property
     def offered(self) -> frozenset[str] | None:
-        """The tools this task's session offers (task-only tools included), None when unknown."""
-        return self._session_tools()
+        """The tools this task's session offers (task-only tools included), None when unknown.
+        Asks the session only where capture did not record the answer (`offers.offered`)."""
+        spec = self.spec
+        return _offers.offered(
+            spec.tool_fingerprints, self._task, spec.offered_on, spec.probed_tasks, self._session_tools
+        )
 
     @property
     def scored_by(self) -> str | None:

@@ -36,3 +36,21 @@ def refusal(
         return None
     split, index = task
     return f"{tool} is not offered on this task ({split}[{index}]); it was not run"
+
+
+def offered(
+    tools: Collection[str],
+    task: TaskKey | None,
+    offered_on: Mapping[str, tuple[TaskKey, ...]],
+    probed: tuple[TaskKey, ...],
+    listed: Callable[[], Collection[str] | None],
+) -> frozenset[str] | None:
+    """The tools (of `tools`, wire names) `task` offers: all of them when none is task-only; on a
+    task capture probed, the shared ones and the task-only ones it offers, known without asking;
+    else `listed()`, the session's (None when they could not be read)."""
+    if not offered_on:
+        return frozenset(tools)
+    if task is not None and task in probed:
+        return frozenset(tool for tool in tools if tool not in offered_on or task in offered_on[tool])
+    names = listed()
+    return None if names is None else frozenset(names)

@@ -33,7 +33,7 @@ from verl.tools.base_tool import BaseTool  # type: ignore[import-not-found]
 from verl.tools.schemas import ToolResponse  # type: ignore[import-not-found]
 
 from . import content as _content
-from . import process, surface
+from . import offers, process, surface
 from .data.spec import EnvSpec
 from .episode import Episode, Step
 from .hermes import Tool
@@ -197,12 +197,12 @@ def dataset_builder(loop: type[OrsAgentLoop], calls: Mapping[str, Tool], agent_n
 
 def _selections(spec: EnvSpec, shown: Mapping[str, str]) -> dict[tuple[str, int], list[str]]:
     """The tools (as the model calls them) each probed task offers, when some tools are
-    task-only: the shared tools and the task-only tools capture saw it offer. A task capture did
-    not probe offers every tool in the prompt; a call it does not offer is refused, unsent."""
+    task-only (`offers.offered`). A task capture did not probe is shown every tool; a call it
+    does not offer is refused, unsent."""
     if not spec.offered_on:
         return {}
-    shared = {wire for wire, (is_shared, _) in spec.tool_fingerprints.items() if is_shared}
-    return {
-        task: sorted(shown[wire] for wire in shared | {w for w, tasks in spec.offered_on.items() if task in tasks})
+    found = {
+        task: offers.offered(shown, task, spec.offered_on, spec.probed_tasks, lambda: None)
         for task in spec.probed_tasks
     }
+    return {task: sorted(shown[wire] for wire in wires or ()) for task, wires in found.items()}

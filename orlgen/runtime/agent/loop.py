@@ -122,8 +122,7 @@ async def _run(
         trajectory.append(carried[0])
     prompt = await blocking(episode, episode.start, trajectory.split, trajectory.task_index, None, carried)
     trajectory.append({"role": "user", "content": _content(prompt)})
-    offered = await blocking(episode, lambda: episode.offered) if env.spec.offered_on else None
-    trajectory.tools = _shown(env, offered)
+    trajectory.tools = _shown(env, await blocking(episode, lambda: episode.offered))
     if prompt.failure is None:
         trajectory.stop = await _turns(episode, trajectory, env, chat, max_turns, max_tool_calls)
     else:
@@ -191,8 +190,7 @@ def _content(step: Step) -> str | list[dict[str, Any]]:
 
 
 def _shown(env: AgentEnv, offered: frozenset[str] | None) -> list[dict[str, Any]]:
-    """The tool definitions this task's session offers: all of them when every tool is shared
-    (nothing is asked of the session then) or the session does not say."""
+    """The tool definitions this task's session offers (all of them when that is unknown)."""
     return [
         copy.deepcopy(dict(tool))
         for tool in env.tools
