@@ -21,6 +21,8 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.slow
 COUNTING = ("tests.support.servers.capacity:Faults",)
 HELPDESK_TOOLS = REPO / "generated" / "helpdesk_verl_tools.yaml"
+TRAJECTORIES = REPO / "tests" / "support" / "verl_trajectories.py"
+VERL_PATH = os.pathsep.join([str(REPO), str(REPO / "generated")])
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +37,9 @@ def played(request, module_dir):
     with BothServer(request.param, middleware=COUNTING) as server:
         before = stats(server.url)
         done = subprocess.run(
-            [verl_python(), REPO / "tests" / "support" / "verl_trajectories.py", module_dir, "both_verl", server.url,
-             HELPDESK_TOOLS],
+            [verl_python(), TRAJECTORIES, module_dir, "both_verl", server.url, "both", HELPDESK_TOOLS],
             cwd=module_dir,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "generated")])},
+            env={**os.environ, "PYTHONPATH": VERL_PATH},
             capture_output=True,
             text=True,
             timeout=600,
@@ -96,3 +97,23 @@ def test_the_checked_in_tool_configs_load_in_verl(played):
 
 def report_of(played):
     return played[0]["played"]
+
+
+def test_a_terminal_tool_grades_the_final_message(tmp_path):
+    """examples/quiz.py grades the model's final plain message with its hidden @terminal tool."""
+    from orlgen.serve import ServerProcess
+
+    generated("examples.quiz:Quiz", tmp_path, ("trl", "verl"))
+    with ServerProcess("examples.quiz:Quiz") as server:
+        done = subprocess.run(
+            [verl_python(), TRAJECTORIES, tmp_path, "quiz_verl", server.url, "quiz"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": VERL_PATH},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["right"]["reward_score"] == 1.0 and report["right"]["extra"]["ors_finished"] == 1.0
+    assert report["wrong"]["reward_score"] == 0.0 and report["wrong"]["extra"]["ors_scored"] == 1.0

@@ -16,8 +16,10 @@ keeps only `type`, `description` and `enum` of a property), answered in one line
 Images come back as verl's multimodal tool responses (`ToolResponse.image`) when the loop has a
 `processor` (a VLM); verl refuses them to a text-only model, which reads a marker line instead.
 
-`_make_request_id` is verl's private seam (the only place a subclass sees a trajectory's id
-before its tools run): the header pins the verl range it was read in.
+`_make_request_id` (where a trajectory's id is made, before its tools run) and
+`_handle_generating_state` (where the conversation, `AgentData`, passes by: its last answer is
+the final message an env's @terminal tool grades) are verl's private seams: the header pins the
+verl range they were read in.
 """
 
 from __future__ import annotations
@@ -90,11 +92,17 @@ class OrsAgentLoop(ToolAgentLoop):  # type: ignore[misc]
     ors_options: Mapping[str, Any] = {}
     episode: Episode
     _request_id: str | None = None
+    _agent_data: Any = None  # verl's AgentData of the trajectory
 
     def __init__(self, *args: Any, unscored_reward: float = 0.0, **kwargs: Any) -> None:
         self.ors_options = {key.removeprefix("ors_"): kwargs.pop(key) for key in list(kwargs) if key.startswith("ors_")}
         super().__init__(*args, **kwargs)
         self.unscored_reward = float(unscored_reward)
+
+    async def _handle_generating_state(self, agent_data: Any, *args: Any, **kwargs: Any) -> Any:
+        """verl's own, keeping its conversation: its last answer, with no call, is the final message."""
+        self._agent_data = agent_data
+        return await super()._handle_generating_state(agent_data, *args, **kwargs)
 
     def _make_request_id(self, priority: int, full_determinism: bool) -> str:
         request_id = str(ToolAgentLoop._make_request_id(priority, full_determinism))
@@ -107,12 +115,15 @@ class OrsAgentLoop(ToolAgentLoop):  # type: ignore[misc]
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs: Any) -> AgentLoopOutput:
         """The trajectory, its session opened first and deleted last, whatever happens between."""
         self.episode = episode = Episode(self.SPEC, name=self.NAME, owner=type(self), **self.ors_options)
-        self._request_id = None
+        self._request_id, self._agent_data = None, None
         extra = kwargs.get("extra_info") or {}
         try:
             prompt = await blocking(episode, episode.start, extra.get("split"), extra.get("task_index"), None, None)
             kwargs["raw_prompt"] = _with_prompt(kwargs["raw_prompt"], prompt)
             output = await super().run(sampling_params, priority=priority, **kwargs)
+            final = _final_message(self._agent_data)
+            if final is not None:  # graded by the env's @terminal tool, if it has one
+                await blocking(episode, episode.submit_final_message, final)
             reward = await blocking(episode, episode.score, "verl")
         finally:
             _episodes.pop(self._request_id or "", None)
@@ -127,6 +138,17 @@ class OrsAgentLoop(ToolAgentLoop):  # type: ignore[misc]
             "ors_tool_errors": float(state.tool_errors),
         }
         return output
+
+
+def _final_message(agent_data: Any) -> str | None:
+    """The model's last answer when it called no tool (the trajectory's final message), else None."""
+    messages = getattr(agent_data, "messages", None) or []
+    if not messages or messages[-1].get("role") != "assistant" or getattr(agent_data, "tool_calls", None):
+        return None
+    content = messages[-1].get("content")
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else None
 
 
 def _with_prompt(raw_prompt: Sequence[Mapping[str, Any]], prompt: Step) -> list[dict[str, Any]]:

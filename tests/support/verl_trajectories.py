@@ -1,13 +1,14 @@
 """Trajectories of a generated verl module through verl's own `ToolAgentLoop.run()` on CPU, in the
 verl venv (`tests/support/framework_venvs.py`): `python tests/support/verl_trajectories.py
-MODULE_DIR MODULE ENV_URL [MORE_TOOL_CONFIGS...]`. Run by path, not as `-m`: verl's wheel
+MODULE_DIR MODULE ENV_URL SCENARIO [MORE_TOOL_CONFIGS...]` (SCENARIO: `both`, the both-env's
+trajectories; `quiz`, examples/quiz.py answered in a final message). Run by path, not as `-m`: verl's wheel
 installs a top-level `tests` package that would shadow this repository's. Prints one JSON object.
 
 As verl's own CPU tests and shared/trainer-recipes/verl/run_agent_loop.py do, only the model and
 the tokenizer are stand-ins: the loop is built without `AgentLoopBase.__init__` (which wants a
 tokenizer and an inference server), its `server_manager.generate`, tool parser and four
-Continuous-Token helpers replaced by a script (each model turn: the calls it makes; [] is a final
-answer). Tools come from the generated tool YAML through verl's `initialize_tools_from_config`,
+Continuous-Token helpers replaced by a script (each model turn: the calls it makes, or the text of
+a final answer). Tools come from the generated tool YAML through verl's `initialize_tools_from_config`,
 the loop from verl's registry, where the module's `@register` put it.
 """
 
@@ -19,7 +20,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-MODULE_DIR, MODULE, ENV_URL, *MORE = sys.argv[1:]
+MODULE_DIR, MODULE, ENV_URL, SCENARIO, *MORE = sys.argv[1:]
 sys.path.insert(0, MODULE_DIR)
 
 from verl.experimental.agent_loop import agent_loop  # noqa: E402
@@ -53,6 +54,8 @@ def make_loop(script: list[list[tuple[str, str]]]):
 
     async def extract_tool_calls(response_ids, tools):
         calls = next(turns, [])
+        if isinstance(calls, str):  # a final answer
+            return calls, []
         return "", [FunctionCall(name=n, arguments=a, tool_call_id=f"c{i}") for i, (n, a) in enumerate(calls)]
 
     async def build(messages, tools=None, **kw):
@@ -87,6 +90,13 @@ async def trajectory(row: dict, script: list[list[tuple[str, str]]]) -> dict:
 
 
 async def main() -> dict:
+    if SCENARIO == "quiz":  # task 0 asks for the capital of France
+        rows = list(module.build_dataset(num_tasks=2))
+        right, wrong = await asyncio.gather(
+            trajectory(rows[0], [[("lookup", '{"topic": "geography"}')], "The answer is Paris."]),
+            trajectory(rows[0], ["London."]),
+        )
+        return {"right": right, "wrong": wrong}
     rows = list(module.build_dataset(num_tasks=4))
     target = {0: 10, 1: 17, 2: 24, 3: 31}
     submit = lambda i: ("submit", json.dumps({"answer": target[i]}))  # noqa: E731
