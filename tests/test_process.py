@@ -34,7 +34,7 @@ def run_across_fork(url: str) -> dict:
 
 # This venv has no Ray: the cluster budget's heartbeat list stays empty (tests/test_ray_budget.py
 # plays it on a cluster, where Ray's workers are spawned, not forked).
-NO_RAY = {"session.cluster._beating"}
+NO_RAY = {"session.cluster._beating", "session.cluster._by_env"}
 
 
 def check_across_fork(report: dict, not_reached: set[str]) -> None:

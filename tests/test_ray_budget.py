@@ -75,3 +75,12 @@ def test_a_dead_nodes_leases_come_back_to_the_budget(server, module_dir):
     assert report["queued_open"] == 4  # the dead node's four leases, the live node's rollouts waiting
     assert report["rewards"] == [1.0] * 4
     assert report["budget"]["open"] == 0 and len(report["budget"]["holders"]) == 1
+
+
+def test_a_server_one_node_finds_dead_ends_the_other_nodes_next_rollout_at_once(module_dir):
+    with BothServer("openreward-sdk") as server:
+        report = on_the_cluster(f"server-dies {server.process.pid}", server.url, module_dir)
+    assert report["finder"]["reward"] is None and "ServerGone" in report["finder"]["error"], report
+    other = report["other"]
+    assert other["reward"] is None and other["error"].startswith("could not start task"), other
+    assert "circuit open: the server was found dead (found by another worker: ServerGone" in other["error"]

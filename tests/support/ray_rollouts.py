@@ -14,12 +14,16 @@ Scenarios:
   their sessions for a minute; the first node's worker then asks for four more; the second node
   is removed; prints the first worker's rewards (they can only finish once the dead node's
   leases are reclaimed) and the actor's counts.
+- `server-dies PID`: the first node's worker holds a session while this script kills the env's
+  server (PID: fault injection, said so), so that worker finds the server dead; then the second
+  node's worker starts a rollout; prints how each ended (`env.error`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,15 +42,27 @@ class Worker:
         with ThreadPoolExecutor(count) as pool:
             return list(pool.map(lambda i: self.rollout(i % 6, hold), range(first, first + count)))
 
+    def attempt(self, hold: float) -> dict:
+        """One rollout of task 0; how it ended."""
+        from both import BothEnv
+
+        env = BothEnv(base_url=ENV_URL)
+        self.play_one(env, 0, hold)
+        return {"reward": env.get_reward(), "error": env.error}
+
     @staticmethod
     def rollout(index: int, hold: float) -> float | None:
         from both import BothEnv
 
         env = BothEnv(base_url=ENV_URL)
+        Worker.play_one(env, index, hold)
+        return env.get_reward()
+
+    @staticmethod
+    def play_one(env, index: int, hold: float) -> None:
         env.reset(split="train", task_index=index)
         env.wait(seconds=hold)
         env.submit(answer=TARGETS[index])
-        return env.get_reward()
 
 
 def budget_counts() -> dict:
@@ -73,6 +89,14 @@ def main() -> None:
         per = int(SCENARIO.split()[1])
         rewards = ray.get([worker.play.remote(per, 0.5, first=i) for i, worker in enumerate(workers)])
         report |= {"rewards": rewards, "budget": budget_counts()}
+    elif SCENARIO.startswith("server-dies"):
+        finding = workers[0].attempt.remote(30.0)
+        while budget_counts().get("held", 0) < 1:
+            time.sleep(0.2)
+        time.sleep(0.5)  # the `wait` call is under way
+        os.kill(int(SCENARIO.split()[1]), signal.SIGKILL)
+        report["finder"] = ray.get(finding, timeout=120)
+        report["other"] = ray.get(workers[1].attempt.remote(0.1), timeout=120)
     else:
         holding = workers[1].play.remote(4, 60.0)
         while budget_counts().get("open", 0) < 4:

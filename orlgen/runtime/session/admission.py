@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import OrlgenRuntimeError, ServerDead
-from . import backoff, breaker, budget
+from . import backoff, breaker, budget, cluster
 from .metrics import COUNTERS
 
 # Failures that say nothing about the env's health: it is busy, or we did not ask it.
@@ -46,6 +46,7 @@ def open_sessions(
     `owner` is the class whose run-wide budget applies (`set_max_sessions(n, owner)`)."""
     key = env_key(connection)
     gate = breaker.for_env(key)
+    _hear_of_death(connection, key, gate)
     refusal = gate.admit()
     if refusal is not None:
         COUNTERS.add("breaker_rejections")
@@ -93,10 +94,11 @@ def env_failed(connection: Any, exc: BaseException) -> str | None:
     refuses from now on when this failure opened it, for the adapter to say once; else None."""
     if isinstance(exc, ServerDead):
         gate = breaker.for_env(env_key(connection))
-        opened = gate.trip(f"{type(exc).__name__}: {exc}")
-        # A server's own health: a catalog env's sessions host answers whatever the env's state.
-        if connection.url is not None and gate.watch():
-            connection.watch(functools.partial(_probe_until_answered, gate=gate))
+        why = f"{type(exc).__name__}: {exc}"
+        opened = gate.trip(why)
+        if opened is not None and cluster.in_ray():
+            cluster.counts_for(env_key(connection)).tell_dead(why)
+        _watch(connection, gate)
         return opened
     if isinstance(exc, (*_NOT_THE_ENVS, CircuitOpen)):
         return None
@@ -107,6 +109,23 @@ def call_refusal(connection: Any) -> str | None:
     """Why a tool call of an open session should not be sent (the env's breaker is open), or
     None. Unlike `open_sessions`, a call never takes the half-open probe."""
     return breaker.for_env(env_key(connection)).refusing()
+
+
+def _hear_of_death(connection: Any, key: Any, gate: breaker.Breaker) -> None:
+    """Inside a Ray job, a server another process of the cluster found dead opens this process's
+    breaker too: its next rollout ends at once rather than failing first (`cluster`)."""
+    if not cluster.in_ray():
+        return
+    why = cluster.counts_for(key).news_of_death(within=gate.base_cooldown)
+    if why is not None and gate.trip(f"found by another worker: {why}") is not None:
+        _watch(connection, gate)
+
+
+def _watch(connection: Any, gate: breaker.Breaker) -> None:
+    """Probe a dead server until it answers (one watch per breaker). Only an address's own
+    health: a catalog env's sessions host answers whatever the env's state."""
+    if connection.url is not None and gate.watch():
+        connection.watch(functools.partial(_probe_until_answered, gate=gate))
 
 
 async def _probe_until_answered(client: Any, gate: breaker.Breaker) -> None:

@@ -11,6 +11,12 @@ shares one cap (`ORLGEN_MAX_SESSIONS` is then the cluster's) and one learned win
 go through the actor (a round trip of a few milliseconds, against seconds to open a sandboxed
 session); ORS traffic stays in the workers.
 
+A server one worker finds dead (`errors.ServerDead`) is told to the actor, and every other
+process of the cluster opens its own breaker on that news at its next `reset`
+(`admission.open_sessions`), instead of finding it out by a failed rollout of its own; each then
+watches the server itself and closes its breaker on the first answer. Other failures count per
+process.
+
 A worker or node that dies must not shrink the budget for the rest of the run. Each process's
 share of the lease counts (`open`: slots taken, `held`: sessions open) is its own, reported with
 every change and by a heartbeat every `BEAT_S`; a holder not heard from for `LEASE_S` is gone,
@@ -49,6 +55,7 @@ class Tally:
         self.values: dict[str, int] = {}
         self.leases: dict[str, dict[str, int]] = {}  # holder → its lease counts
         self.heard: dict[str, float] = {}  # holder → when it last reported
+        self.deaths: tuple[int, str, float] = (0, "", 0.0)  # servers found dead: how many, the last why and when
 
     def add(self, holder: str, name: str, amount: int) -> int:
         self._reclaim()
@@ -73,6 +80,14 @@ class Tally:
         self.leases[holder] = dict(leases)
         self._reclaim()
 
+    def found_dead(self, why: str) -> int:
+        """A process found the server dead; the number of such findings so far."""
+        self.deaths = (self.deaths[0] + 1, why, time.time())
+        return self.deaths[0]
+
+    def dead_news(self) -> tuple[int, str, float]:
+        return self.deaths
+
     def stats(self) -> dict[str, Any]:
         self._reclaim()
         totals = {name: sum(counts.get(name, 0) for counts in self.leases.values()) for name in LEASED}
@@ -93,6 +108,7 @@ class RayCounts:
         self._actor = actor
         self._holder = holder
         self._own: dict[str, int] = {}
+        self._deaths_heard = 0
         self._lock = threading.Lock()
 
     def add(self, name: str, amount: int) -> int:
@@ -108,6 +124,23 @@ class RayCounts:
 
         return bool(ray.get(self._actor.swap.remote(self._holder, name, old, new)))
 
+    def tell_dead(self, why: str) -> None:
+        """This process found the server dead: the cluster's other processes hear of it."""
+        import ray  # type: ignore[import-not-found, unused-ignore]
+
+        self._deaths_heard = max(self._deaths_heard, int(ray.get(self._actor.found_dead.remote(why))))
+
+    def news_of_death(self, within: float) -> str | None:
+        """Why another process found the server dead, when it did within the last `within`
+        seconds and this process has not heard of it yet; else None."""
+        import ray  # type: ignore[import-not-found, unused-ignore]
+
+        count, why, when = ray.get(self._actor.dead_news.remote())
+        if count <= self._deaths_heard:
+            return None
+        self._deaths_heard = count
+        return str(why) if time.time() - when < within else None
+
     def beat(self) -> None:
         with self._lock:
             own = dict(self._own)
@@ -115,8 +148,16 @@ class RayCounts:
 
 
 def counts_for(key: Any) -> RayCounts:
-    """The counts of the env `key`'s cluster-wide budget, its actor created or found by name (in
-    this job's namespace), this process's heartbeat started."""
+    """The counts of the env `key`'s cluster-wide budget and its news of a dead server, its actor
+    created or found by name (in this job's namespace) on first use, this process's heartbeat
+    started."""
+    with _lock:
+        if key not in _by_env:
+            _by_env[key] = _attach(key)
+        return _by_env[key]
+
+
+def _attach(key: Any) -> RayCounts:
     import ray  # type: ignore[import-not-found, unused-ignore]
 
     name = "orlgen-budget-" + hashlib.sha256(repr(key).encode()).hexdigest()[:16]
@@ -134,10 +175,9 @@ def counts_for(key: Any) -> RayCounts:
     )
     context = ray.get_runtime_context()
     counts = RayCounts(actor, f"{context.get_node_id()[:12]}:{os.getpid()}")
-    with _lock:
-        _beating.append(counts)
-        if len(_beating) == 1:
-            threading.Thread(target=_beat_forever, name="orlgen-budget-beat", daemon=True).start()
+    _beating.append(counts)  # under `_lock`, held by `counts_for`
+    if len(_beating) == 1:
+        threading.Thread(target=_beat_forever, name="orlgen-budget-beat", daemon=True).start()
     return counts
 
 
@@ -154,4 +194,5 @@ def _beat_forever() -> None:
 
 
 _lock = process.lock()
+_by_env: dict[Any, RayCounts] = process.per_process({})  # env key → its counts, attached once
 _beating: list[RayCounts] = process.per_process([])  # a forked child is another holder, and beats its own
