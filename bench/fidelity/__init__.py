@@ -18,10 +18,20 @@ and, a third column, the JSON the agent module shows as it is (no `get_json_sche
   generates for the same snapshot (name, description, `parameters`: the sanitised JSON Schema),
   keyed by the wire name `CALLS` maps its name to. The classifier reads inline schemas, so each
   `$ref` is read through to the definition under the same `parameters`' `$defs` (both are sent);
-  its prompt size counts the functions as sent, `$defs` and all (`Result.agent_prompt`).
+  its prompt size counts the functions as sent, `$defs` and all (`Result.agent_prompt`);
 
-Only that JSON is read (and the agent module's `CALLS`, for wire names), never orlgen's internals, so the measure holds across rewrites of the
-generator. The SDK set and the published-style envs list each tool as `Environment.list_tools`
+and a fourth, what verl shows the model:
+
+- verl: each function of the verl trainer's tool YAML (`<env>_verl_tools.yaml`, rendered by
+  `orlgen.render.jobs.render_extra` for the same snapshot), keyed by the wire name the verl
+  module's `CALLS` maps its name to (read from the rendered module's source: that module imports
+  verl, which is not installed here). verl validates each entry into `OpenAIFunctionToolSchema`,
+  which keeps of a property only `type`, `description` and `enum`, and hands the chat template
+  its `model_dump(exclude_unset=True, exclude_none=True)`: the YAML holds exactly those keys, so
+  that is the YAML's function as written (`Result.verl_prompt`).
+
+Only that JSON is read (and the agent and verl modules' `CALLS`, for wire names), never orlgen's
+internals, so the measure holds across rewrites of the generator. The SDK set and the published-style envs list each tool as `Environment.list_tools`
 would; a tool identical to one of an earlier toolset (BackSearch and Web share
 `web_fetch`/`web_search`) is counted once.
 
@@ -73,7 +83,7 @@ Returns text not shown verbatim (runs of whitespace aside), or a parameter shown
 name although a method can take its own (a keyword, a non-identifier or `self` must be renamed:
 not counted).
 **Prompt size** per module: characters of the tools JSON the model sees, each function dumped as
-the chat template's `tojson` does, for orlgen, TRL, the agent module, and the server's raw schemas
+the chat template's `tojson` does, for orlgen, TRL, the agent module, the verl tool YAML, and the server's raw schemas
 shown as they are.
 **Output blocks** (orlgen only): `bench/blocks_env.py` is served and captured, each of its tools is
 called once through the generated adapter, and each block the server sent (text, image) is looked

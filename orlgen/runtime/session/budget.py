@@ -48,6 +48,7 @@ holds a slot; `copy.copy` holds none.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -205,25 +206,32 @@ class Budget:
         if self._counts.add("open", 1) > (cap if cap is not None else float("inf")):
             self._counts.add("open", -1)
             return False
-        self.open += 1
-        self.peak = max(self.peak, self.open)
+        with self._free:
+            self.open += 1
+            self.peak = max(self.peak, self.open)
         return True
 
     def acquire(self, timeout: float | None, block: bool = True) -> float:
         """Take a slot, waiting at most `timeout` seconds; return the seconds waited (0 when a
         slot was free: taking one from the job's store is a round trip, not a wait).
-        Raises NoSlot when none came free in time (or at once, with `block=False`)."""
+        Raises NoSlot when none came free in time (or at once, with `block=False`).
+
+        Shared counts are asked without holding this budget's lock (each ask is a round trip
+        to the store or the cluster's actor): waiters of one process never queue behind each
+        other's asks, nor hold up a slot given back meanwhile. Local counts are asked under it."""
         started = time.monotonic()
         deadline = None if timeout is None else started + timeout
         waited = False
-        with self._free:
+        with self._free if not self.shared else contextlib.nullcontext():
             while not self._take():
                 if self._grow_if_calm():
                     continue
                 left = None if deadline is None else deadline - time.monotonic()
                 if not block or (left is not None and left <= 0):
                     raise NoSlot(self._why_full(timeout))
-                self._free.wait(self._nap(left))
+                nap = self._nap(left)
+                with self._free:  # a slot this process gives back wakes it early
+                    self._free.wait(nap)
                 waited = True
         return time.monotonic() - started if waited else 0.0
 
@@ -238,8 +246,11 @@ class Budget:
 
     def release(self) -> None:
         """Give back a slot whose session never opened (or has been deleted: `closed`)."""
+        if self.shared:
+            self._counts.add("open", -1)  # a round trip: not under the lock
         with self._free:
-            self._counts.add("open", -1)
+            if not self.shared:
+                self._counts.add("open", -1)
             self.open -= 1
             self._free.notify()
 

@@ -19,8 +19,9 @@ process.
 
 A worker or node that dies must not shrink the budget for the rest of the run. Each process's
 share of the lease counts (`open`: slots taken, `held`: sessions open) is its own, reported with
-every change and by a heartbeat every `BEAT_S`; a holder not heard from for `LEASE_S` is gone,
-and its leases with it. The actor asks for the head node (`node:__internal_head__`), which lives
+every change, and a heartbeat every `BEAT_S` says it is alive (its leases count from a beat
+only where the actor lost them); a holder not heard from for `LEASE_S` is gone, and its leases
+with it. The actor asks for the head node (`node:__internal_head__`), which lives
 as long as the cluster, and restarts if it fails: it rebuilds the leases from the next
 heartbeats (the learned window is learned again).
 """
@@ -75,9 +76,11 @@ class Tally:
         return True
 
     def beat(self, holder: str, leases: dict[str, int]) -> None:
-        """`holder` is alive and holds `leases` (authoritative: the actor may have restarted)."""
+        """`holder` is alive. Its `leases` count only where the actor knows none of its own (it
+        restarted, or reclaimed a holder that was only slow): a beat is older than any `add`
+        sent after it, and must not undo one."""
         self.heard[holder] = time.monotonic()
-        self.leases[holder] = dict(leases)
+        self.leases.setdefault(holder, dict(leases))
         self._reclaim()
 
     def found_dead(self, why: str) -> int:

@@ -14,6 +14,7 @@ datasets by their rows' `agent_name`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -86,9 +87,10 @@ def verl_function(tool: ToolPlan) -> dict[str, Any]:
     for param in tool.params:
         wire = param.wire_name
         prop = properties.get(wire, {})
-        entry: dict[str, Any] = {"type": verl_type(prop, defs), "description": param.doc}
-        if isinstance(prop.get("enum"), list):
-            entry["enum"] = list(prop["enum"])
+        entry: dict[str, Any] = {"type": verl_type(prop, defs), "description": _with_items(param.doc, prop, defs)}
+        values = [value for node in _nodes(prop, defs, 0) for value in node.get("enum") or () if value is not None]
+        if values:  # an enum behind a `$ref` or an `anyOf` too: verl keeps `enum`, whatever the type
+            entry["enum"] = list(dict.fromkeys(values))
         shown[wire] = entry
     parameters: dict[str, Any] = {"type": "object", "properties": shown}
     if tool.parameters.get("required"):
@@ -105,18 +107,51 @@ def verl_type(prop: JSON, defs: JSON) -> str | list[str]:
 
 
 def _types(node: Any, defs: JSON, depth: int) -> Iterator[str]:
+    for each in _nodes(node, defs, depth):
+        declared = each.get("type")
+        yield from [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else ()
+        if declared is None and isinstance(each.get("enum"), list):
+            yield from (_json_type(value) for value in each["enum"])
+        if isinstance(each.get("$ref"), str) and _definition(each["$ref"], defs) is None:
+            yield "object"
+
+
+def _nodes(node: Any, defs: JSON, depth: int) -> Iterator[JSON]:
+    """`node` and what it stands for: its `$ref`'s definition, its `anyOf`/`allOf` branches."""
     if not isinstance(node, dict) or depth > 8:
         return
-    declared = node.get("type")
-    yield from [declared] if isinstance(declared, str) else declared if isinstance(declared, list) else ()
-    reference = node.get("$ref")
-    if isinstance(reference, str):
-        name = reference.removeprefix("#/$defs/").replace("~1", "/").replace("~0", "~")
-        yield from _types(defs.get(name), defs, depth + 1) if name in defs else iter(("object",))
+    yield node
+    if isinstance(node.get("$ref"), str):
+        yield from _nodes(_definition(node["$ref"], defs), defs, depth + 1)
     for branch in [*node.get("anyOf", ()), *node.get("allOf", ())]:
-        yield from _types(branch, defs, depth + 1)
-    if declared is None and isinstance(node.get("enum"), list):
-        yield from (_json_type(value) for value in node["enum"])
+        yield from _nodes(branch, defs, depth + 1)
+
+
+def _definition(reference: str, defs: JSON) -> Any:
+    name = reference.removeprefix("#/$defs/").replace("~1", "/").replace("~0", "~")
+    return defs.get(name)
+
+
+def _with_items(doc: str, prop: JSON, defs: JSON) -> str:
+    """The parameter's description, and what verl's `type: array` or `type: object` cannot say:
+    an array's items, a map's values (an object item's fields are in its `Structure:` already)."""
+    values_of = [
+        each["additionalProperties"]
+        for each in _nodes(prop, defs, 0)
+        if isinstance(each.get("additionalProperties"), dict)
+    ]
+    if values_of:  # a map: what its values are
+        kinds = list(dict.fromkeys(kind for value in values_of for kind in _types(value, defs, 0)))
+        doc = f"{doc} Its values: {' or '.join(kinds) or 'any value'}."
+    items = [each["items"] for each in _nodes(prop, defs, 0) if isinstance(each.get("items"), dict)]
+    if not items:
+        return doc
+    kinds = list(dict.fromkeys(kind for item in items for kind in _types(item, defs, 0)))
+    values = [value for item in items for node in _nodes(item, defs, 0) for value in node.get("enum") or ()]
+    said = f"An array of {' or '.join(kinds) or 'any value'}"
+    if values:
+        said += ", one of " + ", ".join(json.dumps(value) for value in dict.fromkeys(values))
+    return f"{doc} {said}."
 
 
 def _json_type(value: Any) -> str:
