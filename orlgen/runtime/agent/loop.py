@@ -72,10 +72,6 @@ class Trajectory:
     metrics: dict[str, float] = field(default_factory=dict)
     state: EpisodeState | None = None
 
-    @property
-    def scored(self) -> bool:
-        return self.reward is not None
-
     def append(self, message: Message, choice: dict[str, Any] | None = None) -> None:
         self.messages.append(message)
         self.choices.append(choice)
