@@ -42,10 +42,22 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from bench.chat_server import ChatServer, answer, call, serving, turn_of
-from bench.common import QUIET_ENV, REPO, Paired, Served, child_env, log, median, servers, versions, write_json
+from bench.common import (
+    QUIET_ENV,
+    REPO,
+    LineChild,
+    Paired,
+    Served,
+    child_env,
+    log,
+    median,
+    servers,
+    versions,
+    write_json,
+)
 
 os.environ.update(QUIET_ENV)  # before anything imports openreward
 
@@ -181,41 +193,9 @@ def _agent_episode(member: Any, chat_url: str, env_url: str) -> Callable[[dict[s
 # ── the run (the parent) ────────────────────────────────────────────────────────────────
 
 
-class Child:
-    """A child process spoken to in lines: a command on stdin, an answer on stdout."""
-
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "bench.agent_loop", *args],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-
-    def read(self) -> str:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"child {self.process.args[3:5]} ended (exit {self.process.wait()}); see stderr above")
-        return line.strip()
-
-    def ask(self, line: str) -> str:
-        stdin: IO[str] | None = self.process.stdin
-        assert stdin is not None
-        stdin.write(line + "\n")
-        stdin.flush()
-        return self.read()
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+def spawn(args: list[str], env: dict[str, str]) -> LineChild:
+    """This bench in a child process (`--chat`, or `--side ...`), spoken to in lines."""
+    return LineChild([sys.executable, "-m", "bench.agent_loop", *args], env)
 
 
 @contextmanager
@@ -242,8 +222,8 @@ def measure(episodes: int) -> dict[str, Any]:
     with before_tree() as before, servers(Served("bench.served:Helpdesk")) as (helpdesk,):
         trees = {"eval-before": before, "eval-now": REPO, "agent": REPO}
         sides = [side for side in SIDES if trees[side] is not None]
-        chat = Child(["--chat"], child_env())
-        children: dict[str, Child] = {}
+        chat = spawn(["--chat"], child_env())
+        children: dict[str, LineChild] = {}
         try:
             chat_url = chat.read()
             for side in sides:
@@ -251,7 +231,7 @@ def measure(episodes: int) -> dict[str, Any]:
                 assert tree is not None
                 args = ["--side", side, "--tree", str(tree), "--chat-url", chat_url, "--env-url", helpdesk.url]
                 env = child_env(PYTHONPATH=os.pathsep.join([str(tree), str(REPO)]))
-                children[side] = Child([*args, "--tasks", str(episodes + 1)], env)
+                children[side] = spawn([*args, "--tasks", str(episodes + 1)], env)
             ready = {side: json.loads(child.read()) for side, child in children.items()}
             if len({json.dumps(r["rows"]) for r in ready.values()}) != 1:
                 raise RuntimeError(f"the sides would play different tasks: {ready}")

@@ -198,6 +198,41 @@ def run_child(
     )
 
 
+class LineChild:
+    """A child process spoken to in lines: a command on stdin, an answer on stdout. With
+    `answer_prefix`, only lines starting with it are answers (a library may print to stdout
+    too: verl's BaseTool prints each tool's schema), returned without it."""
+
+    def __init__(self, args: Sequence[str], env: dict[str, str], cwd: Path = REPO, answer_prefix: str = "") -> None:
+        self.args = list(args)
+        self.prefix = answer_prefix
+        self.process = subprocess.Popen(
+            self.args, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def read(self) -> str:
+        assert self.process.stdout is not None
+        while line := self.process.stdout.readline():
+            if line.startswith(self.prefix):
+                return line.removeprefix(self.prefix).strip()
+        raise RuntimeError(f"child {self.args[:5]} ended (exit {self.process.wait()}); see stderr above")
+
+    def ask(self, line: str) -> str:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        return self.read()
+
+    def close(self, timeout: float = 60) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
 # ── statistics ──────────────────────────────────────────────────────────────────────────
 
 

@@ -26,14 +26,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from bench.common import QUIET_ENV, REPO, Served, child_env, log, median, servers, versions, write_json
+from bench.common import QUIET_ENV, REPO, LineChild, Served, child_env, log, median, servers, versions, write_json
 
 os.environ.update(QUIET_ENV)  # before anything imports openreward
 
@@ -83,37 +82,17 @@ def run_trl_side(env_url: str) -> int:
 # ── the run (the parent) ────────────────────────────────────────────────────────────────
 
 
-class Child:
-    """A child process spoken to in lines: a command on stdin, an answer (JSON) on stdout."""
+class JsonChild(LineChild):
+    """A side's child: its answers are JSON on lines marked `ANSWER`."""
 
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path = REPO) -> None:
-        self.args = args
-        self.process = subprocess.Popen(
-            args, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        super().__init__(args, env, answer_prefix=ANSWER)
 
-    def read(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        while line := self.process.stdout.readline():
-            if line.startswith(ANSWER):  # verl's BaseTool prints each tool's schema as it loads it
-                return json.loads(line.removeprefix(ANSWER))
-        raise RuntimeError(f"child {self.args[:3]} ended (exit {self.process.wait()}); see stderr above")
+    def read(self) -> Any:
+        return json.loads(super().read())
 
-    def ask(self, line: str) -> dict[str, Any]:
-        stdin: IO[str] | None = self.process.stdin
-        assert stdin is not None
-        stdin.write(line + "\n")
-        stdin.flush()
-        return self.read()
-
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+    def ask(self, line: str) -> Any:
+        return super().ask(line)  # its answer comes through `read`: parsed
 
 
 def measure(calls: int, block: int) -> dict[str, Any]:
@@ -123,10 +102,12 @@ def measure(calls: int, block: int) -> dict[str, Any]:
     called = tools(order_id)
     python = verl_python()
     with servers(Served("bench.served:Helpdesk")) as (helpdesk,):
-        trl = Child([sys.executable, "-m", "bench.verl_calls", "--side", "trl", "--env-url", helpdesk.url], child_env())
+        trl = JsonChild(
+            [sys.executable, "-m", "bench.verl_calls", "--side", "trl", "--env-url", helpdesk.url], child_env()
+        )
         verl_env = {k: v for k, v in os.environ.items() if not k.startswith(("ORLGEN_", "PYTHON"))}
         verl_env.update(QUIET_ENV, PYTHONPATH=os.pathsep.join([str(REPO), str(REPO / "generated")]))
-        verl = Child([str(python), str(REPO / "bench" / "verl_calls_child.py"), helpdesk.url], verl_env)
+        verl = JsonChild([str(python), str(REPO / "bench" / "verl_calls_child.py"), helpdesk.url], verl_env)
         children = {"trl": trl, "verl": verl, "episode": verl}
         samples: dict[str, dict[str, list[float]]] = {tool: {side: [] for side in SIDES} for tool in called}
         requests: dict[str, dict[str, float]] = {tool: {} for tool in called}

@@ -24,6 +24,8 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..runtime.agent.endpoint import origin
+
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 5
 _CHUNK = 64 * 1024
@@ -56,25 +58,19 @@ def request(
 ) -> Answer:
     """`method url`, following same-origin redirects, done by `deadline` (a `time.monotonic()`
     value) with at most `limit` bytes of answer. Any status comes back as an `Answer`."""
-    origin = _origin(url)
+    home = origin(url)
     for _ in range(MAX_REDIRECTS + 1):
         status, location, body = _once(url, method, headers, data, deadline, limit)
         if status not in REDIRECTS or not location:
             return Answer(status, body)
         target = urllib.parse.urljoin(url, location)
-        if _origin(target) != origin:
+        if origin(target) != home:
             raise RedirectRefused(
-                f"the endpoint redirected to another origin ({_origin(target)}): refused, the key goes "
-                f"only to {origin}"
+                f"the endpoint redirected to another origin ({origin(target)}): refused, the key goes "
+                f"only to {home}"
             )
         url = target
     raise RedirectRefused(f"the endpoint redirected more than {MAX_REDIRECTS} times")
-
-
-def _origin(url: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 def _once(

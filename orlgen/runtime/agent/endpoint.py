@@ -7,10 +7,11 @@ whatever a `base_url` names. So a request here
 - ends at a deadline per turn, retries included, however slowly the answer arrives;
 - reads at most `max_answer_bytes` of answer, refused as soon as the bound is passed.
 
-It speaks through aiohttp (one session for an episode's turns, `async with` the endpoint; else
-one per request: the endpoint may be asked from several event loops), or through the
-`httpx.AsyncClient` a trainer hands its agents (AReaL does), used as it is (duck-typed: httpx is
-not imported). A streamed answer (`stream=True` among the sampling
+It speaks through aiohttp, a connection per request (the endpoint may be asked from several
+event loops; and a server that writes an answer's head and body apart without TCP_NODELAY stalls
+a reused connection by the peer's delayed ACK, about 40 ms a turn, measured with
+`bench.chat_server`), or through the `httpx.AsyncClient` a trainer hands its agents (AReaL
+does), used as it is (duck-typed: httpx is not imported). A streamed answer (`stream=True` among the sampling
 parameters) is read whole, under the same bounds, and assembled into the choice a plain answer
 holds.
 """
@@ -73,21 +74,6 @@ class Endpoint:
         self.turn_timeout = turn_timeout
         self.max_answer_bytes = max_answer_bytes
         self.timeout_name = timeout_name
-        self._session: Any = None  # aiohttp's, while `async with` the endpoint
-
-    async def __aenter__(self) -> Endpoint:
-        """One aiohttp session (and its pooled connections) for the requests made inside, on
-        this event loop; outside, each request opens its own."""
-        if self.http_client is None:
-            import aiohttp
-
-            self._session = aiohttp.ClientSession()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
 
     async def reachable(self, timeout: float) -> None:
         """Return when `GET /models` gets any HTTP answer (a server without that route is still
@@ -146,16 +132,16 @@ class Endpoint:
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         url = self.base_url + path
-        origin = _origin(url)
+        home = origin(url)
         for _ in range(MAX_REDIRECTS + 1):
             answer = await self._once(method, url, headers, data)
             if answer.status not in REDIRECTS or not answer.location:
                 return answer
             target = urllib.parse.urljoin(url, answer.location)
-            if _origin(target) != origin:
+            if origin(target) != home:
                 raise _Refused(
-                    f"the endpoint redirected to another origin ({_origin(target)}): refused, the key goes "
-                    f"only to {origin}"
+                    f"the endpoint redirected to another origin ({origin(target)}): refused, the key goes "
+                    f"only to {home}"
                 )
             url = target
         raise _Refused(f"the endpoint redirected more than {MAX_REDIRECTS} times")
@@ -168,21 +154,14 @@ class Endpoint:
             async with request as response:
                 body = await _bounded(response.aiter_bytes(), response.headers, self.max_answer_bytes)
                 return _Answer(response.status_code, response.headers.get("Location"), body)
-        if self._session is not None:
-            return await self._aiohttp_once(self._session, method, url, headers, data)
         import aiohttp
 
         async with aiohttp.ClientSession() as session:
-            return await self._aiohttp_once(session, method, url, headers, data)
-
-    async def _aiohttp_once(
-        self, session: Any, method: str, url: str, headers: dict[str, str], data: bytes | None
-    ) -> _Answer:
-        request = session.request(method, url, data=data, headers=headers, allow_redirects=False)
-        async with request as response:
-            chunks = response.content.iter_chunked(_CHUNK)
-            body = await _bounded(chunks, response.headers, self.max_answer_bytes)
-            return _Answer(response.status, response.headers.get("Location"), body)
+            request = session.request(method, url, data=data, headers=headers, allow_redirects=False)
+            async with request as response:
+                chunks = response.content.iter_chunked(_CHUNK)
+                body = await _bounded(chunks, response.headers, self.max_answer_bytes)
+                return _Answer(response.status, response.headers.get("Location"), body)
 
 
 async def _bounded(chunks: AsyncIterator[bytes], headers: Mapping[str, str], limit: int) -> bytes:
@@ -200,7 +179,8 @@ async def _bounded(chunks: AsyncIterator[bytes], headers: Mapping[str, str], lim
     return b"".join(received)
 
 
-def _origin(url: str) -> str:
+def origin(url: str) -> str:
+    """`scheme://host:port` of `url`, the port made explicit: what a key is bound to."""
     parts = urllib.parse.urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"

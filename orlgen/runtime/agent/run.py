@@ -83,16 +83,15 @@ def episode_function(bound: AgentEnv, module: str) -> RunEpisode:
             turn_timeout=turn_timeout,
             max_answer_bytes=max_answer_bytes,
         )
-        async with endpoint:
-            return await play(
-                bound,
-                task,
-                endpoint_chat(endpoint, model, sampling),
-                split=split,
-                max_turns=max_turns,
-                max_tool_calls=max_tool_calls,
-                episode_options=env,
-            )
+        return await play(
+            bound,
+            task,
+            endpoint_chat(endpoint, model, sampling),
+            split=split,
+            max_turns=max_turns,
+            max_tool_calls=max_tool_calls,
+            episode_options=env,
+        )
 
     run_episode.__module__ = module
     run_episode.__qualname__ = "run_episode"
