@@ -8,6 +8,7 @@ OpenAI-compatible endpoint (AReaL, ART, Agent Lightning, slime: docs/trainers-ag
 The model is shown TOOLS; sessions reach TARGET, or the URL in ORLGEN_HELPDESK_URL.
 
 Splits: test (60 tasks, all captured), train (300 tasks, all captured).
+Reward: the last non-null step reward (the env's rule, as every trainer and eval apply it).
 Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.helpdesk:Helpdesk`.
 """
 
@@ -19,11 +20,11 @@ except ModuleNotFoundError as exc:  # an orlgen older than 0.2.0: it speaks cont
     if exc.name != "orlgen.runtime.contract":
         raise
     raise ImportError(
-        f"{__file__} needs orlgen's agent runtime contract 1; the installed orlgen speaks 1: "
+        f"{__file__} needs orlgen's agent runtime contract 2; the installed orlgen speaks 1: "
         "pip install 'orlgen>=0.2.0' or regenerate it with `orlgen generate`"
     ) from None
 else:
-    require_contract(1, __file__, "0.2.0", trainer="agent")
+    require_contract(2, __file__, "0.2.0", trainer="agent")
 
 from orlgen.runtime import agent
 from orlgen.runtime.siblings import siblings

@@ -4,6 +4,7 @@
 modules (helpdesk*.py beside this file), so a schema change is one hunk here.
 
 Splits: test (60 tasks, all captured), train (300 tasks, all captured).
+Reward: the last non-null step reward (the env's rule, as every trainer and eval apply it).
 Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.helpdesk:Helpdesk`.
 """
 

@@ -6,6 +6,7 @@ The model reads the tools in the system prompt (SYSTEM_PROMPT, the same schemas 
 and calls them as <tool_call> blocks. Use: register(); build_dataset().to_parquet(path).
 
 Splits: test (60 tasks, all captured), train (300 tasks, all captured).
+Reward: the last non-null step reward (the env's rule, as every trainer and eval apply it).
 Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.helpdesk:Helpdesk`.
 """
 
@@ -17,11 +18,11 @@ except ModuleNotFoundError as exc:  # an orlgen older than 0.2.0: it speaks cont
     if exc.name != "orlgen.runtime.contract":
         raise
     raise ImportError(
-        f"{__file__} needs orlgen's skyrl runtime contract 2; the installed orlgen speaks 1: "
+        f"{__file__} needs orlgen's skyrl runtime contract 3; the installed orlgen speaks 1: "
         "pip install 'orlgen>=0.2.0' or regenerate it with `orlgen generate`"
     ) from None
 else:
-    require_contract(2, __file__, "0.2.0", trainer="skyrl")
+    require_contract(3, __file__, "0.2.0", trainer="skyrl")
 
 from orlgen.runtime import skyrl
 from orlgen.runtime.siblings import siblings

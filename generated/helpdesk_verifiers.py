@@ -3,6 +3,7 @@
 """verifiers 0.4 taskset for the ORS environment 'examples.helpdesk:Helpdesk'.
 
 Splits: test (60 tasks, all captured), train (300 tasks, all captured).
+Reward: the last non-null step reward (the env's rule, as every trainer and eval apply it).
 Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.helpdesk:Helpdesk`.
 
 Evaluate with `vf-eval <package>.<this module> --env.agent.runtime.type subprocess ...`
@@ -18,11 +19,11 @@ except ModuleNotFoundError as exc:  # an orlgen older than 0.2.0: it speaks cont
     if exc.name != "orlgen.runtime.contract":
         raise
     raise ImportError(
-        f"{__file__} needs orlgen's verifiers runtime contract 2; the installed orlgen speaks 1: "
+        f"{__file__} needs orlgen's verifiers runtime contract 3; the installed orlgen speaks 1: "
         "pip install 'orlgen>=0.2.0' or regenerate it with `orlgen generate`"
     ) from None
 else:
-    require_contract(2, __file__, "0.2.0", trainer="verifiers")
+    require_contract(3, __file__, "0.2.0", trainer="verifiers")
 
 from typing import Any
 

@@ -5,6 +5,7 @@ trajectory. Tool config: helpdesk_verl_tools.yaml beside this file; rows from bu
 name the loop in agent_name (docs/trainers-verl.md).
 
 Splits: test (60 tasks, all captured), train (300 tasks, all captured).
+Reward: the last non-null step reward (the env's rule, as every trainer and eval apply it).
 Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.helpdesk:Helpdesk`.
 """
 
@@ -16,11 +17,11 @@ except ModuleNotFoundError as exc:  # an orlgen older than 0.2.0: it speaks cont
     if exc.name != "orlgen.runtime.contract":
         raise
     raise ImportError(
-        f"{__file__} needs orlgen's verl runtime contract 1; the installed orlgen speaks 1: "
+        f"{__file__} needs orlgen's verl runtime contract 2; the installed orlgen speaks 1: "
         "pip install 'orlgen>=0.2.0' or regenerate it with `orlgen generate`"
     ) from None
 else:
-    require_contract(1, __file__, "0.2.0", trainer="verl")
+    require_contract(2, __file__, "0.2.0", trainer="verl")
 
 from orlgen.runtime import verl
 from orlgen.runtime.siblings import siblings

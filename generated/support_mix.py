@@ -14,11 +14,11 @@ except ModuleNotFoundError as exc:  # an orlgen older than 0.2.0: it speaks cont
     if exc.name != "orlgen.runtime.contract":
         raise
     raise ImportError(
-        f"{__file__} needs orlgen's runtime contract 2; the installed orlgen speaks 1: "
+        f"{__file__} needs orlgen's runtime contract 3; the installed orlgen speaks 1: "
         "pip install 'orlgen>=0.2.0' or regenerate it with `orlgen generate`"
     ) from None
 else:
-    require_contract(2, __file__, "0.2.0")
+    require_contract(3, __file__, "0.2.0")
 
 from typing import Any
 

@@ -3,6 +3,7 @@
 """Typed TRL adapter for the ORS environment 'examples.wordgrid:WordGrid'.
 
 Splits: test (4 tasks, all captured), train (8 tasks, all captured).
+Reward: the last non-null step reward (the env's rule, as every trainer and eval apply it).
 Regenerate with `orlgen generate`; re-capture with `orlgen snapshot examples.wordgrid:WordGrid --name word_grid`.
 """
 
@@ -14,11 +15,11 @@ except ModuleNotFoundError as exc:  # an orlgen older than 0.2.0: it speaks cont
     if exc.name != "orlgen.runtime.contract":
         raise
     raise ImportError(
-        f"{__file__} needs orlgen's runtime contract 2; the installed orlgen speaks 1: "
+        f"{__file__} needs orlgen's runtime contract 3; the installed orlgen speaks 1: "
         "pip install 'orlgen>=0.2.0' or regenerate it with `orlgen generate`"
     ) from None
 else:
-    require_contract(2, __file__, "0.2.0")
+    require_contract(3, __file__, "0.2.0")
 
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -105,8 +106,8 @@ TOOLS = tuple(SPEC.tool_fingerprints)
 class WordGridEnv(EnvAdapter, spec=SPEC):
     """One rollout at a time against SPEC's environment (options and state: orlgen.runtime.EnvAdapter).
 
-    Reaches TARGET, or the URL in ORLGEN_WORD_GRID_URL. get_reward() is by default
-    the last non-null step reward (reward="outcome"; "summed" adds the step rewards up).
+    Reaches TARGET, or the URL in ORLGEN_WORD_GRID_URL. get_reward() is by default the env's
+    reward rule (SPEC.reward_rule: last; reward= chooses another).
     """
 
     @tool_method

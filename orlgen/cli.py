@@ -123,12 +123,20 @@ def _parse_tasks(_: click.Context, __: click.Parameter, value: str | None) -> Ta
 )
 @click.option(
     "--reward",
-    type=click.Choice(["outcome", "summed"]),
-    default="outcome",
+    type=click.Choice(["last", "sum", "mean", "max", "min", "outcome", "summed"]),
+    default="last",
     show_default=True,
-    help="The env's reward rule, recorded in the snapshot: the last step reward (outcome) or the sum "
-    "of the step rewards (summed). The generated adapter's default.",
+    help="The env's reward rule, recorded in the snapshot and applied by every trainer's module and "
+    "by eval: the last, sum, mean, max or min of the non-null step rewards (outcome and summed: the "
+    "names before 0.3 of last and sum).",
 )
+@click.option(
+    "--unfinished-reward",
+    type=float,
+    help="The reward of a rollout that ran and did not finish (the turn cap reached, no submit). "
+    "Default: reduced like any other.",
+)
+@click.option("--reward-clamp", metavar="LO:HI", help="Bounds of the reward, e.g. 0:1.")
 @click.option(
     "--secret",
     "secrets",
@@ -158,7 +166,9 @@ def snapshot(
     splits: tuple[str, ...],
     tasks: Tasks,
     probes: int,
-    reward: Literal["outcome", "summed"],
+    reward: str,
+    unfinished_reward: float | None,
+    reward_clamp: str | None,
     secrets: tuple[str, ...],
     toolset: str | None,
     out: Path | None,
@@ -168,7 +178,12 @@ def snapshot(
     """Capture TARGET (Owner/Env, a URL, or module:EnvClass) into a snapshot and a module."""
     from orlgen.capture.options import CaptureOptions
     from orlgen.config import parse_secrets
+    from orlgen.snapshot.model import Reward
 
+    try:
+        rule = Reward.declared(reward, unfinished_reward, reward_clamp)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--reward/--unfinished-reward/--reward-clamp") from None
     with failures():
         project = _project([out] if out else [])
         options = CaptureOptions(
@@ -177,7 +192,7 @@ def snapshot(
             splits=splits,
             tasks=tasks,
             probes=probes,
-            reward=reward,
+            reward=rule,
             secrets=parse_secrets(secrets),
             toolset=toolset,
             note=_warn,

@@ -15,9 +15,12 @@ splits = ["train", "test"]   # optional: default all
 tasks = "all"                # optional: "all", "none" or a sample size
 probes = 3                   # optional: sessions per split to find task-only tools
 toolset = "codex"            # optional: a built-in toolset its sessions open with (recorded)
-reward = "summed"            # optional: the env's reward rule, "outcome" (default: the last step
-                             # reward) or "summed" (step rewards sum to the score); recorded in the
-                             # snapshot, the generated adapter's default
+reward = "sum"               # optional: the env's reward rule over its step rewards: "last" (the
+                             # default), "sum", "mean", "max" or "min" ("outcome" and "summed" read
+                             # as "last" and "sum"); recorded in the snapshot, applied by every
+                             # trainer's module and by eval
+unfinished_reward = -1.0     # optional: the reward of a rollout that ran and did not finish
+reward_clamp = "0:1"         # optional: bounds of the reward, "LO:HI" (or [LO, HI])
 secrets = ["JUDGE_API_KEY"]  # optional: secrets its sessions need, read from these environment
                              # variables at capture (and by the generated adapter); never values
 trainers = ["trl"]           # optional: this env's trainers (default: [tool.orlgen] trainers)
@@ -52,8 +55,8 @@ from orlgen.capture.toolsets import Toolset
 from orlgen.errors import ConfigFileError
 from orlgen.review.diff import RuleError, Rules, known_rule_set
 from orlgen.review.vet import VetRuleError, VetRules
-from orlgen.snapshot.model import RewardRule
-from orlgen.trainers import DEFAULT_TRAINERS, TRAINER_NAMES
+from orlgen.snapshot.model import Reward
+from orlgen.trainers import DEFAULT_TRAINERS, known, trainer_names
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -118,7 +121,9 @@ class EnvConfig(_Strict):
     splits: tuple[str, ...] = ()
     tasks: Literal["all", "none"] | Annotated[StrictInt, Field(ge=0)] | None = None
     probes: StrictInt = Field(3, ge=0)
-    reward: RewardRule = "outcome"
+    reward: str = "last"
+    unfinished_reward: float | None = None
+    reward_clamp: str | tuple[float, float] | None = None
     toolset: Toolset | None = None
     secrets: tuple[str, ...] = ()  # names only; values come from the environment
     trainers: TrainerList | None = None  # None: [tool.orlgen] trainers
@@ -137,6 +142,16 @@ class EnvConfig(_Strict):
         )
 
     @field_validator("secrets")
+    @model_validator(mode="after")
+    def _reward_rule(self) -> EnvConfig:
+        self.reward_rule  # a rule the runtime would refuse is this env's error, in one line
+        return self
+
+    @property
+    def reward_rule(self) -> Reward:
+        clamp = list(self.reward_clamp) if isinstance(self.reward_clamp, tuple) else self.reward_clamp
+        return Reward.declared(self.reward, self.unfinished_reward, clamp)
+
     @classmethod
     def _names_only(cls, names: tuple[str, ...]) -> tuple[str, ...]:
         for name in names:
@@ -155,7 +170,7 @@ class EnvConfig(_Strict):
             splits=self.splits,
             tasks=self.tasks,
             probes=self.probes,
-            reward=self.reward,
+            reward=self.reward_rule,
             toolset=self.toolset,
             secrets=parse_secrets(self.secrets),
         )

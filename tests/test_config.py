@@ -53,7 +53,7 @@ def test_unknown_keys_are_errors(tmp_path):
         ("probs = 2", "envs.0.probs: unknown key (did you mean `probes`?)"),
         (
             "xyzzy = 1",
-            "envs.0.xyzzy: unknown key (known keys: target, name, env, splits, tasks, probes, reward, toolset, secrets, trainers)",
+            "envs.0.xyzzy: unknown key (known keys: target, name, env, splits, tasks, probes, reward, unfinished_reward, reward_clamp, toolset, secrets, trainers)",
         ),
     ],
 )
@@ -109,6 +109,7 @@ def test_sync_snapshots_and_generates_every_listed_env(tmp_path, monkeypatch, ec
         "echo_live.py",
         "echo_live.snapshot.json",
         "echo_live.tasks.jsonl",
+        "orlgen.lock",  # the versions that generated them
         "recording.py",
         "recording.snapshot.json",  # --tasks none: no tasks file
     ]

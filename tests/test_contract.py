@@ -48,7 +48,7 @@ def test_a_module_for_a_newer_contract_fails_to_import_naming_the_orlgen_to_inst
         load_module(path)
     assert str(caught.value) == (
         f"{path} needs orlgen's runtime contract {CONTRACT + 1}; orlgen {__version__} is installed and "
-        f"speaks {CONTRACT}: pip install 'orlgen>=9.1.0' {REGENERATE}"
+        f"speaks 2 to {CONTRACT}: pip install 'orlgen>=9.1.0' {REGENERATE}"  # 0.3 still runs contract-2 modules
     )
 
 

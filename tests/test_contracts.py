@@ -44,7 +44,8 @@ def test_a_module_asking_a_newer_contract_of_its_trainer_gets_the_pip_line(tmp_p
         load_module(path)
     assert str(caught.value) == (
         f"{path} needs orlgen's {series}runtime contract {newer}; orlgen {__version__} is installed and "
-        f"speaks {contract.CONTRACTS[trainer]}: pip install 'orlgen>={__version__}' {REGENERATE}"
+        f"speaks {contract.SUPPORTED[trainer][0]} to {contract.CONTRACTS[trainer]}: "
+        f"pip install 'orlgen>={__version__}' {REGENERATE}"
     )
 
 

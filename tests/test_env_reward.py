@@ -66,8 +66,8 @@ def test_summed_and_outcome_rewards_of_step_rewards(stepped, stepped_url):
 
 
 def test_a_bad_reward_option_is_one_clear_error(stepped):
-    with pytest.raises(ValueError, match="reward must be 'outcome' or 'summed', not 'mean'"):
-        stepped.SteppedEnv(base_url="http://127.0.0.1:9", reward="mean")
+    with pytest.raises(ValueError, match="reward reduction must be one of last, sum, mean, max, min, not 'median'"):
+        stepped.SteppedEnv(base_url="http://127.0.0.1:9", reward="median")
 
 
 def test_a_rollout_is_scored_once_whatever_the_user_combines(stepped, stepped_url):

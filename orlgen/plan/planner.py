@@ -28,6 +28,7 @@ from orlgen.plan.emit import emit_json
 from orlgen.plan.hints import Hint, python_annotation
 from orlgen.plan.reserved import RESERVED_CLASSES, RESERVED_METHODS
 from orlgen.plan.source import Source, docstring_literal, literal
+from orlgen.runtime.data.reward import RewardRule
 from orlgen.runtime.fingerprint import fingerprint
 from orlgen.schema import JSON, Dropped, Node, Schema, json_type, parse_schema, printable
 from orlgen.snapshot import recorded
@@ -121,7 +122,8 @@ class ModulePlan:
     Models: `models_schema` (one JSON Schema bundle of every params model, for
     datamodel-code-generator) and `models_aliases`.
     Tasks: `num_tasks` ({split: count}), `columns`, `conversation`, `system_prompt` (and as text, `system_text`).
-    Scoring: `reward_rule` (literal) and `reward_summed`. Trust: `secret_names`, `deployment`.
+    Scoring: `reward_rule` (the `RewardRule(...)` expression, None at the default) and
+    `reward_text` (the rule as a reviewer reads it). Trust: `secret_names`, `deployment`.
     """
 
     name: PythonIdentifier  # the env's name: its modules' and files' stem
@@ -138,8 +140,8 @@ class ModulePlan:
     models_aliases: dict[str, str]  # property name Python would misread → model field name, for dcg
     terminal_tool: Source  # literal wire name or None
     has_terminal_tool: bool
-    reward_rule: Source  # the snapshot's reward rule: the adapter's `reward=` default
-    reward_summed: bool
+    reward_rule: Source | None  # `RewardRule(...)`, the snapshot's rule; None at the default (last)
+    reward_text: str  # the rule as a reviewer reads it: `mean, unfinished -1.0, clamp 0.0:1.0`
     probed_tasks: Source | None  # the (split, index) tasks capture probed, when a tool is task-only
     target_value: str  # the target's value as text, for prose
     facts: str  # the splits captured, and how to regenerate and re-capture: prose
@@ -210,8 +212,8 @@ def plan(snapshot: Snapshot) -> ModulePlan:
         terminal_tool=literal(snapshot.terminal_tool.name if snapshot.terminal_tool else None),
         has_terminal_tool=snapshot.terminal_tool is not None,
         secret_names=literal(tuple(snapshot.secret_names)) if snapshot.secret_names else None,
-        reward_rule=literal(snapshot.reward),
-        reward_summed=snapshot.reward == "summed",
+        reward_rule=None if snapshot.reward.is_default else _reward_rule(snapshot.reward.rule),
+        reward_text=str(snapshot.reward.rule),
         probed_tasks=literal(probed) if any(not tool.shared for tool in tools) else None,
         deployment=literal(snapshot.deployment.model_dump(exclude_none=True)) if snapshot.deployment else None,
         conversation=snapshot.conversation,
@@ -258,9 +260,18 @@ def _facts(snapshot: Snapshot) -> str:
     )
     return (
         f"Splits: {captured or 'none'}.\n"
+        + f"Reward: {snapshot.reward.rule.describe()} (the env's rule, as every trainer and eval apply it).\n"
         + (f"Sessions open with the {snapshot.toolset!r} toolset.\n" if snapshot.toolset else "")
         + f"Regenerate with `orlgen generate`; re-capture with `{recorded.command(snapshot)}`."
     )
+
+
+def _reward_rule(rule: RewardRule) -> Source:
+    """`RewardRule(...)` for SPEC, naming only what differs from the default."""
+    words = [repr(rule.reduce)]
+    words += [f"unfinished={rule.unfinished!r}"] if rule.unfinished is not None else []
+    words += [f"clamp={rule.clamp!r}"] if rule.clamp is not None else []
+    return Source(f"RewardRule({', '.join(words)})")
 
 
 def tool_names(snapshot: Snapshot) -> dict[str, tuple[PythonIdentifier, str]]:

@@ -87,7 +87,7 @@ TRL_METHODS = TRL_ADAPTER_NAMES | frozenset(dir(object))
 VERIFIERS_IMPORTS: dict[str, tuple[str, ...]] = {
     "pathlib": ("Path",),
     "typing": ("Any",),
-    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target"),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "RewardRule", "Target"),
     "orlgen.runtime.siblings": ("siblings",),
     "orlgen.runtime.verifiers": ("OrsTask", "OrsTaskset", "OrsToolset", "tool"),
 }
@@ -96,7 +96,7 @@ VERIFIERS_MODULE_NAMES = _bound(VERIFIERS_IMPORTS, VERIFIERS_GLOBALS)
 # skyrl-gym 0.4 (section 4): the same, the env class aside.
 SKYRL_IMPORTS: dict[str, tuple[str, ...]] = {
     "pathlib": ("Path",),
-    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target", "skyrl"),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "RewardRule", "Target", "skyrl"),
     "orlgen.runtime.siblings": ("siblings",),
 }
 SKYRL_GLOBALS = (*VERIFIERS_GLOBALS, "SYSTEM_PROMPT", "TOOLS", "build_dataset", "register")
@@ -105,7 +105,7 @@ SKYRL_MODULE_NAMES = _bound(SKYRL_IMPORTS, SKYRL_GLOBALS)
 # The agent module (docs/trainers-agent.md): the same, its tables and functions aside.
 AGENT_IMPORTS: dict[str, tuple[str, ...]] = {
     "pathlib": ("Path",),
-    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target", "agent"),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "RewardRule", "Target", "agent"),
     "orlgen.runtime.siblings": ("siblings",),
 }
 AGENT_GLOBALS = (*VERIFIERS_GLOBALS, "CALLS", "ENV", "TOOLS", "build_dataset", "run_episode")
@@ -114,7 +114,7 @@ AGENT_MODULE_NAMES = _bound(AGENT_IMPORTS, AGENT_GLOBALS)
 # verl 0.9 (docs/trainers-verl.md): the same, its table and functions aside.
 VERL_IMPORTS: dict[str, tuple[str, ...]] = {
     "pathlib": ("Path",),
-    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target", "verl"),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "RewardRule", "Target", "verl"),
     "orlgen.runtime.siblings": ("siblings",),
 }
 VERL_GLOBALS = (*VERIFIERS_GLOBALS, "AGENT_NAME", "CALLS", "build_dataset")

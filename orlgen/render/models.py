@@ -22,7 +22,7 @@ IMPORT_MARKER = "__orlgen_imports__"
 # What an env's models file may import beside its models' own imports (`templates/models.py.jinja`).
 MODELS_IMPORTS: dict[str, tuple[str, ...]] = {
     "pathlib": ("Path",),
-    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "Target"),
+    "orlgen.runtime": ("Column", "DatasetSpec", "EnvSpec", "RewardRule", "Target"),
 }
 _ISORT_LINE_LENGTH = 88  # ruff's default: a longer import is written one name per line
 

@@ -217,8 +217,8 @@ def _tools(old: Snapshot, new: Snapshot) -> Iterator[Change]:
         )
     if old.toolset != new.toolset:  # the sessions open with other built-in tools, which act otherwise
         yield Change("TOOLSET_CHANGED", "toolset", f"{old.toolset or 'none'} → {new.toolset or 'none'}")
-    if old.reward != new.reward:  # the score the trainer optimises is computed another way
-        yield Change("REWARD_RULE_CHANGED", "reward", f"{old.reward} → {new.reward}")
+    if old.reward.rule != new.reward.rule:  # the score the trainer optimises is computed another way
+        yield Change("REWARD_RULE_CHANGED", "reward", f"{old.reward.rule} → {new.reward.rule}")
     if (old.conversation, old.system_prompt) != (new.conversation, new.system_prompt):
         yield Change("PROMPT_SHAPE_CHANGED", "prompt", f"{_prompt_shape(old)} → {_prompt_shape(new)}")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .coverage import COVERAGE
 from .data.dataset import Column, DatasetError, DatasetSpec
+from .data.reward import RewardRule
 from .data.spec import EnvSpec, Target
 from .episode import Episode, EpisodeState, Failure, Step
 from .session.budget import set_max_sessions
@@ -19,6 +20,7 @@ from .trl.scoring import (
     outcome_reward,
     outcome_reward_with,
     scoring_callback,
+    scoring_metrics,
     submit_final_message,
     summed_reward,
 )
@@ -43,6 +45,7 @@ __all__ = [
     "Failure",
     "JSONArray",
     "JSONObject",
+    "RewardRule",
     "Step",
     "Target",
     "ToolOutput",
@@ -55,6 +58,7 @@ __all__ = [
     "outcome_reward_with",
     "reward_funcs_getattr",
     "scoring_callback",
+    "scoring_metrics",
     "set_max_sessions",
     "submit_final_message",
     "summed_reward",

@@ -16,15 +16,17 @@ TRL's (every module and mixture checked in before the series split), and means T
 from __future__ import annotations
 
 # The contracts this runtime runs, per trainer. TRL: 1 was the private class attributes of
-# orlgen < 0.2 (no check); 2 is `EnvSpec`. The verifiers and skyrl shims started at 2, the
-# number they shared with TRL when each trainer got its own; the agent and verl shims, newer, at 1. Drop a version from the front only
+# orlgen < 0.2 (no check); 2 is `EnvSpec`; 3 (orlgen 0.3) is `EnvSpec.reward_rule` as a
+# `RewardRule`, which a module imports from the runtime (2's string still reads). The verifiers
+# and skyrl shims started at 2, the number they shared with TRL when each trainer got its own;
+# the agent and verl shims, newer, at 1 (2: the reward rule). Drop a version from the front only
 # in a release that says so.
 SUPPORTED: dict[str, range] = {
-    "trl": range(2, 3),
-    "verifiers": range(2, 3),
-    "skyrl": range(2, 3),
-    "agent": range(1, 2),
-    "verl": range(1, 2),
+    "trl": range(2, 4),
+    "verifiers": range(2, 4),
+    "skyrl": range(2, 4),
+    "agent": range(1, 3),
+    "verl": range(1, 3),
 }
 CONTRACTS = {trainer: supported[-1] for trainer, supported in SUPPORTED.items()}  # what `generate` writes now
 CONTRACT = CONTRACTS["trl"]  # TRL's, the one contract before the series split

@@ -35,7 +35,8 @@ from . import content as _content
 from . import offers as _offers
 from . import process
 from .coverage import COVERAGE
-from .data.spec import Aggregate, EnvSpec
+from .data.reward import RewardRule
+from .data.spec import EnvSpec
 from .errors import OrlgenRuntimeError, described, first_line
 from .log import log_once
 from .ors import blocks as _wire
@@ -136,6 +137,7 @@ class _Log:
     last_output: str = ""
     tool_calls: int = 0
     tool_errors: int = 0
+    opened: bool = False  # a session was opened: a rollout that then stops unfinished ran
 
     def frozen(self) -> EpisodeState:
         return EpisodeState(
@@ -190,7 +192,9 @@ class Episode:
     `name` names the env in log lines (a shim passes its class's name); `owner`, a class, keys
     what is per class: the session budget `set_max_sessions(n, owner)` sets and the seeded task
     draw. Keyword options, all optional:
-        base_url: the server's URL (default: `spec.env_var`, then the snapshot's target).
+        base_url: the server's URL (default: `spec.env_var`, then the snapshot's target); several
+            (a list, or URLs separated by commas) are replicas of the env, each session pinned
+            to the one it opened on (`orlgen.runtime.session.admission`).
         api_key: OpenReward API key: authenticates requests and reaches every session as the
             `api_key` and `OPENREWARD_API_KEY` secrets (it wins over those names in `secrets`).
         secrets: per-session secrets, forwarded to the server; never logged or shown. Default:
@@ -207,9 +211,9 @@ class Episode:
             (log one line) or "refuse" (`DeploymentChanged`, a DriftError, from that `start` and
             from every later one of the env in the process). Default: `ORLGEN_ON_DEPLOYMENT_CHANGE`,
             else "warn".
-        reward: the rule `score()` applies: "outcome" (the last non-null step reward) or "summed"
-            (the sum of the non-null step rewards), None when nothing scored the rollout.
-            Default: the rule the snapshot records (`spec.reward_rule`).
+        reward: the rule `score()` applies (`RewardRule`, or a reduction's name for that
+            reduction alone: "last", "sum", "mean", "max", "min"). Default: the rule the snapshot
+            records (`spec.reward_rule`), which every trainer's module and `orlgen eval` apply.
         prefetch: for serial starts of one task (GRPOTrainer's groups), `num_generations`: the
             first start of a task opens that many sessions together for the next starts (see
             `orlgen.runtime.session.prefetch` for the cost). 0 (off) by default.
@@ -247,7 +251,7 @@ class Episode:
         timeout: float = 600.0,
         on_drift: DriftPolicy = "warn",
         on_deployment_change: DeploymentPolicy | None = None,
-        reward: Aggregate | None = None,
+        reward: RewardRule | str | None = None,
         prefetch: int = 0,
         max_output_chars: int | None = None,
         num_generations: int = 1,
@@ -255,9 +259,7 @@ class Episode:
         image_limits: _content.ImageLimits | None = None,
         env_overrides: Mapping[str, str] | None = None,
     ) -> None:
-        reward = spec.reward_rule if reward is None else reward
-        if reward not in ("outcome", "summed"):
-            raise ValueError(f"reward must be 'outcome' or 'summed', not {reward!r}")
+        rule = spec.reward_rule if reward is None else RewardRule.of(reward)
         self.spec, self.name, self.owner = spec, name, owner
         self._options: dict[str, Any] = {
             "base_url": base_url,
@@ -278,7 +280,7 @@ class Episode:
         self._env_overrides = check_env_overrides(env_overrides)
         self._max_output_chars = _wire.max_output_chars(max_output_chars)
         self._image_limits = image_limits  # None: the variables, read at each answer
-        self.rule: Aggregate = reward
+        self.rule = rule
         self._prefetch = prefetch
         self._num_generations = num_generations
         self._seed = seed
@@ -397,6 +399,7 @@ class Episode:
             session = self._open_session(split, index, secrets, spec)
             self._session_slot.append(session)
             self._session = session
+            self._log.opened = True
             prompt = self._bounded(self._masked(self._prompt(session, carried)))
             self._check_drift(session)
             return Step(prompt)
@@ -467,7 +470,7 @@ class Episode:
         self.close()
         return step
 
-    def score(self, scorer: str = "episode", rule: Aggregate | None = None) -> float | None:
+    def score(self, scorer: str = "episode", rule: RewardRule | str | None = None) -> float | None:
         """The rollout's reward by `rule` (default: the episode's), None when unscored. The rollout
         is over, so its session is deleted. The first scorer to ask owns the rollout (and counts
         it in the scoring coverage, `orlgen.runtime.COVERAGE`); any other scorer gets None."""
@@ -480,14 +483,13 @@ class Episode:
                 return None
         return self.standing_reward(rule)
 
-    def standing_reward(self, rule: Aggregate | None = None) -> float | None:
+    def standing_reward(self, rule: RewardRule | str | None = None) -> float | None:
         """The reward the rule gives the rollout so far, without ending it or counting it in the
         scoring coverage: for a trainer whose host reads the reward from another process
         (verifiers' tool servers), told after every call in case the rollout stops unfinished."""
-        if (rule or self.rule) == "outcome":
-            return self._log.reward
-        steps = [reward for reward in self._log.rewards if reward is not None]
-        return None if not steps or self._log.outcome == "env_error" else sum(steps)
+        log = self._log
+        applied = self.rule if rule is None else RewardRule.of(rule)
+        return applied.apply(log.rewards, ran=log.opened, finished=log.finished, failed=log.outcome == "env_error")
 
     def score_group(self, candidates: list[dict[str, Any]]) -> list[float]:
         """The env's `/score_group` over this rollout's open session (raises when it cannot)."""
@@ -615,7 +617,7 @@ class Episode:
         step the model reads; the breaker's opening is said once per process and env."""
         log = self._log
         log.error = first_line(redact(f"{what}: {described(exc)}", self._secret_values))
-        opened = admission.env_failed(self.connection, exc)
+        opened = admission.env_failed(self.connection, exc, self._session)
         if opened is not None:
             self._say_once("breaker", opened)
         log.outcome, log.finished, log.reward = "env_error", True, None

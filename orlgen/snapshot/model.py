@@ -30,7 +30,17 @@ from orlgen.names import MAX_WIRE_NAME_LENGTH
 from orlgen.runtime.data import tasks_file
 from orlgen.runtime.data.dataset import TASKS_SUFFIX, tasks_path
 from orlgen.runtime.errors import first_line
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from orlgen.runtime.data.reward import ALIASES, RewardRule
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 if TYPE_CHECKING:
     from orlgen.schema import Schema
@@ -39,7 +49,6 @@ FORMAT_VERSION = 2
 READABLE_FORMATS = (1, 2)  # format 1: one file, its tasks inline
 SUFFIX = ".snapshot.json"
 __all__ = ["TASKS_SUFFIX", "tasks_path"]  # re-exported: the generator names the tasks file through here
-RewardRule = Literal["outcome", "summed"]
 
 
 class SnapshotError(OrlgenError, ValueError):
@@ -48,6 +57,61 @@ class SnapshotError(OrlgenError, ValueError):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Reward(_Model):
+    """The env's reward rule as recorded (`orlgen.runtime.RewardRule`: its docstring says what
+    each part means). JSON: the reduction's name alone (`"sum"`), or an object when the rule has
+    a penalty or a clamp (`{"reduce": "mean", "unfinished": -1.0, "clamp": [0.0, 1.0]}`). A name
+    stays as written, so a snapshot that recorded `summed` (orlgen < 0.3) keeps its hash; it
+    means `sum`, and `rule` is what everything downstream reads."""
+
+    reduce: str = "last"
+    unfinished: float | None = None
+    clamp: tuple[float, float] | None = None
+
+    @classmethod
+    def declared(cls, reduce: str, unfinished: float | None = None, clamp: str | list[float] | None = None) -> Reward:
+        """The rule a user declares (`--reward`, `--unfinished-reward`, `--reward-clamp LO:HI`, or
+        the config's keys, where the clamp may also be `[LO, HI]`), its reduction named as 0.3
+        names it (`summed` is written `sum`). ValueError in one line for anything else."""
+        if isinstance(clamp, str):
+            low, colon, high = clamp.partition(":")
+            try:
+                clamp = [float(low), float(high)] if colon else None
+            except ValueError:
+                clamp = None
+            if clamp is None:
+                raise ValueError("reward clamp must be LO:HI, two numbers, e.g. 0:1")
+        reduce = ALIASES.get(reduce, reduce)
+        try:
+            return cls(reduce=reduce, unfinished=unfinished, clamp=clamp)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            raise ValueError(first_line(str(exc.errors()[0]["msg"]).removeprefix("Value error, "))) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        return {"reduce": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _valid(self) -> Reward:
+        self.rule  # raises ValueError, in one line, for a rule the runtime would refuse
+        return self
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        if self.unfinished is None and self.clamp is None:
+            return self.reduce
+        return {key: value for key, value in handler(self).items() if value is not None}
+
+    @property
+    def rule(self) -> RewardRule:
+        return RewardRule(self.reduce, self.unfinished, self.clamp)  # type: ignore[arg-type]
+
+    @property
+    def is_default(self) -> bool:
+        return self.rule == RewardRule()
 
 
 class Target(_Model):
@@ -200,10 +264,10 @@ class Snapshot(_Model):
     # Names of the secrets the environment's sessions need (values are never stored); generated
     # adapters forward them from the environment. Left out of the JSON when empty.
     secret_names: list[str] = Field(default_factory=list, exclude_if=lambda names: not names)
-    # How step rewards make the episode's score, as the environment documents it: "outcome" (the
-    # last non-null step reward) or "summed". The user declares it (`--reward`, config `reward`);
-    # generated adapters default to it. Left out of the JSON at the default "outcome".
-    reward: RewardRule = Field("outcome", exclude_if=lambda rule: rule == "outcome")
+    # How step rewards make the rollout's reward, as the environment documents it (`Reward`).
+    # The user declares it (`--reward`, `--unfinished-reward`, `--reward-clamp`, or config);
+    # every trainer's module and eval apply it. Left out of the JSON at the default, `last`.
+    reward: Reward = Field(Reward(), exclude_if=lambda reward: reward.is_default)
     # URL and catalog targets only; left out of the JSON when the server reported nothing.
     deployment: Deployment | None = Field(default=None, exclude_if=lambda found: found is None)
     splits: list[Split]

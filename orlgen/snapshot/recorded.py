@@ -61,8 +61,13 @@ def command(snapshot: Snapshot) -> str:
         words += ["--tasks", str(tasks)]
     if probes != DEFAULT_PROBES:
         words += ["--probes", str(probes)]
-    if snapshot.reward != "outcome":
-        words += ["--reward", snapshot.reward]
+    rule = snapshot.reward.rule
+    if rule.reduce != "last":
+        words += ["--reward", rule.reduce]
+    if rule.unfinished is not None:
+        words += ["--unfinished-reward", repr(rule.unfinished)]
+    if rule.clamp is not None:
+        words += ["--reward-clamp", f"{rule.clamp[0]!r}:{rule.clamp[1]!r}"]
     if snapshot.toolset is not None:
         words += ["--toolset", snapshot.toolset]
     for name in snapshot.secret_names:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .dataset import DatasetSpec
+from .reward import RewardRule
 
-Aggregate = Literal["outcome", "summed"]
 TaskKey = tuple[str, int]  # (split, index)
 
 
@@ -37,7 +37,7 @@ class EnvSpec:
     tool_fingerprints: Mapping[str, tuple[bool, str]]  # wire name → (shared, fingerprint): the drift guard
     dataset: DatasetSpec  # the snapshot file, its hash, split sizes and the task columns
     terminal_tool: str | None = None  # wire name of the env's @terminal tool, if any
-    reward_rule: Aggregate = "outcome"  # the env's rule, from the snapshot: the adapter's `reward=` default
+    reward_rule: RewardRule = RewardRule()  # the env's rule, from the snapshot: what every trainer scores by
     probed_tasks: tuple[TaskKey, ...] = ()  # the tasks capture probed, when a tool is task-only
     offered_on: Mapping[str, tuple[TaskKey, ...]] = field(
         default_factory=dict
@@ -47,6 +47,10 @@ class EnvSpec:
     conversation: bool = False  # the env serves its prompt as messages (get_messages)
     toolset: str | None = None  # the built-in toolset sessions open with, as captured (`--toolset`)
     score_group: bool = False  # the env scores groups of completions (`/score_group`: `group_reward`)
+
+    def __post_init__(self) -> None:
+        # A contract-2 module names its rule by a string ("summed"): the rule of that reduction.
+        object.__setattr__(self, "reward_rule", RewardRule.of(self.reward_rule))
 
     @property
     def default_split(self) -> str:

@@ -27,7 +27,8 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
-from ..data.spec import Aggregate, EnvSpec
+from ..data.reward import RewardRule
+from ..data.spec import EnvSpec
 from ..episode import (
     DEPLOYMENT_POLICY_VAR,
     DeploymentChanged,
@@ -178,7 +179,7 @@ class EnvAdapter:
 
     def get_reward(self) -> float | None:
         """The rollout's reward for TRL (both trainers call this once per finished rollout):
-        the outcome (or the sum, with `reward="summed"`) of the step rewards, None when unscored
+        its step rewards by the env's reward rule (or the `reward=` option), None when unscored
         or when one of orlgen's reward functions already scored this rollout. The rollout is
         over, so its session is deleted here rather than at the next `reset`."""
         return self._episode.score("get_reward")
@@ -187,7 +188,7 @@ class EnvAdapter:
         """What every generated tool method ends in: the episode's call, as TRL's tool result."""
         return self._episode.call(name, arguments, params_model).content
 
-    def _score(self, scorer: str, rule: Aggregate) -> float | None:
+    def _score(self, scorer: str, rule: RewardRule | str) -> float | None:
         """This rollout's reward as one of orlgen's reward functions (`scorer`) sees it."""
         return self._episode.score(scorer, rule)
 
