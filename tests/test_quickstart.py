@@ -1,9 +1,10 @@
-"""The README's quickstart, run as written: the generated adapter of a `module:Class` target is the
-zero-argument `environment_factory` of a real `GRPOTrainer`, which trains one step.
+"""The README's training block, run exactly as written: its text is taken from README.md when the
+test runs and executed unchanged, as a reader with a CPU and no Hub access would run it.
 
-Only what a CPU test cannot have is swapped: the model (the offline tiny Qwen3 of
-`tests/support/models/tiny_qwen3.py` instead of `Qwen/Qwen3-0.6B`) and the config's size (one step, short
-completions, no checkpoint). The environment is served by the adapter itself: no URL anywhere.
+The block builds its own model offline (`orlgen.tiny_model.save_tiny_model`), trains one GRPO step
+on CPU, and serves the helpdesk env itself through the generated adapter of a `module:Class`
+target: no URL anywhere. The test only gives it a working directory of its own (the block writes
+`./tiny-model`), and drops `ORLGEN_*` variables so a developer's shell cannot point it elsewhere.
 """
 
 from __future__ import annotations
@@ -12,42 +13,75 @@ import os
 import re
 
 import pytest
+from orlgen.tiny_model import MARKER, save_tiny_model
 
-from tests.support.models.tiny_qwen3 import tiny_qwen3_dir
 from tests.support.modules import REPO
-from tests.support.training import ONE_STEP
-
-pytestmark = pytest.mark.slow  # a GRPO step from the README
-
-
-def small(out) -> str:
-    """The one-step config of the TRL tests, smaller still, as keyword arguments in source."""
-    settings = {**ONE_STEP, "per_device_train_batch_size": 2, "max_completion_length": 8, "output_dir": str(out)}
-    del settings["max_tool_calling_iterations"]  # the README's own is kept
-    return ", ".join(f"{name}={value!r}" for name, value in settings.items())
 
 
 def quickstart() -> str:
     """The README's Python block that builds a trainer."""
-    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S)
     return next(block for block in blocks if "GRPOTrainer(" in block)
 
 
+@pytest.mark.slow  # a GRPO step, and the imports of torch, transformers and TRL
 @pytest.mark.usefixtures("quiet_and_single_threaded")
-def test_readme_quickstart_trains_one_step(tmp_path, monkeypatch):
+def test_the_readme_training_block_trains_one_step_on_cpu_as_written(tmp_path, monkeypatch):
     code = quickstart()
-    assert "environment_factory=HelpdeskEnv," in code  # the class itself, no arguments
     for name in [name for name in os.environ if name.startswith("ORLGEN_")]:
         monkeypatch.delenv(name)
-    model = 'model="Qwen/Qwen3-0.6B",'
-    config = "GRPOConfig(max_tool_calling_iterations=10)"
-    assert model in code and config in code
-    code = code.replace(model, f"model={str(tiny_qwen3_dir())!r},")
-    code = code.replace(config, f"GRPOConfig(max_tool_calling_iterations=10, {small(tmp_path)})")
+    monkeypatch.chdir(tmp_path)
     scope: dict = {}
-    exec(compile(code, "README.md quickstart", "exec"), scope)  # the local server's log goes at exit
+    exec(compile(code, "README.md training block", "exec"), scope)  # the local server's log goes at exit
 
     trainer = scope["trainer"]
     assert trainer.state.global_step == 1
-    assert trainer.state.log_history[0]["num_tokens"] > 0
-    assert scope["HelpdeskEnv"].spec.target.kind == "module"
+    assert trainer.state.log_history[0]["num_tokens"] > 0  # two rollouts generated and trained on
+    assert trainer.args.use_cpu and not trainer.args.bf16
+    assert scope["HelpdeskEnv"].spec.target.kind == "module"  # served by the adapter, not a URL
+    assert (tmp_path / "tiny-model" / MARKER).is_file()
+    assert not list(tmp_path.glob("trainer_output/*"))  # a first run saves no checkpoint of a random model
+
+
+@pytest.mark.slow
+def test_the_tiny_model_is_the_same_bytes_each_time_and_replaces_its_own(tmp_path):
+    first = save_tiny_model(tmp_path / "model")
+    before = {path.name: path.read_bytes() for path in sorted((tmp_path / "model").iterdir())}
+    assert first == str(tmp_path / "model")
+    assert {"config.json", "model.safetensors", "tokenizer.json", "chat_template.jinja", MARKER} <= before.keys()
+    assert save_tiny_model(tmp_path / "model") == first  # a second run replaces its own
+    assert {path.name: path.read_bytes() for path in sorted((tmp_path / "model").iterdir())} == before
+    assert [path.name for path in tmp_path.iterdir()] == ["model"]  # nothing staged is left beside it
+
+
+def test_the_tiny_model_refuses_a_directory_it_did_not_write_and_touches_nothing(tmp_path):
+    """Refused before anything is built (no torch import): a user's checkpoint or any other file."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "config.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    for path in (theirs, tmp_path / "file"):
+        with pytest.raises(ValueError, match=r"^save_tiny_model: .* exists and is not a tiny model saved before"):
+            save_tiny_model(path)
+    assert [path.name for path in theirs.iterdir()] == ["config.json"]
+    assert (theirs / "config.json").read_text(encoding="utf-8") == "{}"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["file", "theirs"]
+
+
+@pytest.mark.slow
+def test_the_tiny_model_speaks_hermes_tool_calls_as_trl_parses_them(tmp_path):
+    """TRL parses tool calls only for a chat template it knows byte for byte: the saved template must
+    be its Qwen3 one, so a `<tool_call>` block in a completion comes back as a call, as GRPOTrainer
+    reads it (`trl.chat_template_utils.parse_response`, after the prompt's tokens)."""
+    from transformers import AutoTokenizer
+    from trl.chat_template_utils import add_response_schema, parse_response, qwen3_chat_template, supports_tool_calling
+
+    tokenizer = AutoTokenizer.from_pretrained(save_tiny_model(tmp_path / "model"))
+    assert tokenizer.chat_template == qwen3_chat_template and supports_tool_calling(tokenizer)
+    tokenizer = add_response_schema(tokenizer)
+    text = '<tool_call>\n{"name": "get_order", "arguments": {"order_id": "ORD-1"}}\n</tool_call><|im_end|>'
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "Where is ORD-1?"}], add_generation_prompt=True)
+    parsed = parse_response(tokenizer, tokenizer(text)["input_ids"], prefix=list(prompt["input_ids"]))
+    assert parsed["tool_calls"] == [
+        {"type": "function", "function": {"name": "get_order", "arguments": {"order_id": "ORD-1"}}}
+    ]

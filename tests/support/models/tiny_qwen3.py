@@ -1,11 +1,10 @@
-"""A tiny, random Qwen3 chat model built fully offline, for end-to-end TRL tests.
+"""The tiny, random Qwen3 chat model of `orlgen.tiny_model`, as the end-to-end TRL tests take it.
 
-Nothing here downloads anything: the tokenizer is a byte-level BPE trained in-process on a small
-corpus, with Qwen3's added tokens, wrapped in a transformers fast tokenizer whose `chat_template` is
-the exact text of TRL's shipped Qwen3 template (TRL only sets up tool-call parsing for templates it
-recognises byte for byte). The model is a random `Qwen3ForCausalLM` (hidden size 64, 2 layers).
-`tiny_qwen3_dir()` saves both to a temp directory, once per process, so `GRPOTrainer(model=path)`
-loads them like any Hub checkpoint.
+The model is the package's (`save_tiny_model`, built fully offline; see that module): what a user
+builds for a first run is what the suite trains. Here: `tiny_qwen3_dir()`, one checkpoint per
+process in a temp directory, so `GRPOTrainer(model=path)` loads it like any Hub checkpoint;
+`build_tokenizer`, whose corpus a test may extend through `_CORPUS` (tests/test_mixture.py does, for
+helpdesk's prompts); and `teach`, supervised steps that make the random model answer as a test needs.
 """
 
 from __future__ import annotations
@@ -16,136 +15,31 @@ import shutil
 import tempfile
 from pathlib import Path
 
-# Qwen3's added vocabulary, in Qwen3's order. `special` as in Qwen3's tokenizer.json: the tool and
-# think markers are *not* special, so `decode(skip_special_tokens=True)` keeps them, as with the real model.
-QWEN3_ADDED_TOKENS: tuple[tuple[str, bool], ...] = (
-    ("<|endoftext|>", True),
-    ("<|im_start|>", True),
-    ("<|im_end|>", True),
-    ("<|object_ref_start|>", True),
-    ("<|object_ref_end|>", True),
-    ("<|box_start|>", True),
-    ("<|box_end|>", True),
-    ("<|quad_start|>", True),
-    ("<|quad_end|>", True),
-    ("<|vision_start|>", True),
-    ("<|vision_end|>", True),
-    ("<|vision_pad|>", True),
-    ("<|image_pad|>", True),
-    ("<|video_pad|>", True),
-    ("<tool_call>", False),
-    ("</tool_call>", False),
-    ("<|fim_prefix|>", True),
-    ("<|fim_middle|>", True),
-    ("<|fim_suffix|>", True),
-    ("<|fim_pad|>", True),
-    ("<|repo_name|>", True),
-    ("<|file_sep|>", True),
-    ("<tool_response>", False),
-    ("</tool_response>", False),
-    ("<think>", False),
-    ("</think>", False),
-)
+from orlgen import tiny_model
+from orlgen.tiny_model import EOS_TOKEN, PAD_TOKEN, build_model, qwen3_chat_template, save_tiny_model
 
-EOS_TOKEN = "<|im_end|>"
-PAD_TOKEN = "<|endoftext|>"
-
-_CORPUS = [
-    "You may call one or more functions to assist with the user query.",
-    "You are provided with function signatures within <tools></tools> XML tags:",
-    "For each function call, return a json object with function name and arguments within XML tags:",
-    '{"name": <function-name>, "arguments": <args-json-object>}',
-    '{"type": "function", "function": {"name": "echo", "description": "Echo a text back.", '
-    '"parameters": {"type": "object", "properties": {"text": {"type": "string", "description": "The text argument."}}, '
-    '"required": ["text"]}, "return": {"type": "string"}}}',
-    '{"name": "echo", "arguments": {"text": "hello"}}',
-    '{"name": "get_order", "arguments": {"order_id": "ORD-12345"}}',
-    "Call the echo tool with the text 'hello'. Reveal the first letter of the target.",
-    "Echo a text back to the environment. Wins when it equals the target string. The episode ends after the first echo.",
-    "correct wrong done the a an and or of to in is it that this with for on as by be not",
-    "system user assistant tool Tools nullable enum integer number boolean array object string",
-    "Customer support: look up the order, refund, cancel, reply to the customer, submit the resolution.",
-    "0 1 2 3 4 5 6 7 8 9 10 100 ( ) [ ] { } < > : ; , . ' \" ! ? - _ = + * / \\ | # @ $ % ^ & ~ `",
+__all__ = [
+    "EOS_TOKEN",
+    "PAD_TOKEN",
+    "build_model",
+    "build_tiny_qwen3",
+    "build_tokenizer",
+    "qwen3_chat_template",
+    "teach",
+    "tiny_qwen3_dir",
 ]
 
-
-def qwen3_chat_template() -> str:
-    """TRL's shipped Qwen3 chat template, byte for byte."""
-    from trl.chat_template_utils import qwen3_chat_template as template
-
-    return template
+_CORPUS: tuple[str, ...] | list[str] = tiny_model.CORPUS
 
 
 def build_tokenizer(vocab_size: int = 1024):
-    """A byte-level BPE tokenizer trained in-process, with Qwen3's added tokens and chat template."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    template = qwen3_chat_template()
-    tokenizer = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
-    tokenizer.normalizer = normalizers.NFC()
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        min_frequency=1,
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=[],
-    )
-    tokenizer.train_from_iterator([*_CORPUS, template], trainer=trainer)
-    tokenizer.add_tokens(
-        [
-            AddedToken(text, special=special, normalized=False, single_word=False, lstrip=False, rstrip=False)
-            for text, special in QWEN3_ADDED_TOKENS
-        ]
-    )
-    wrapped = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        eos_token=EOS_TOKEN,
-        pad_token=PAD_TOKEN,
-        model_max_length=2048,
-        clean_up_tokenization_spaces=False,
-    )
-    wrapped.chat_template = template
-    return wrapped
-
-
-def build_model(tokenizer, *, seed: int = 0):
-    """A random `Qwen3ForCausalLM`: hidden size 64, 2 layers, the tokenizer's vocabulary."""
-    import torch
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
-
-    eos_id = tokenizer.convert_tokens_to_ids(EOS_TOKEN)
-    pad_id = tokenizer.convert_tokens_to_ids(PAD_TOKEN)
-    config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        bos_token_id=pad_id,
-        eos_token_id=eos_id,
-        pad_token_id=pad_id,
-    )
-    torch.manual_seed(seed)
-    model = Qwen3ForCausalLM(config)
-    model.generation_config = GenerationConfig(bos_token_id=pad_id, eos_token_id=eos_id, pad_token_id=pad_id)
-    return model
+    """The package's tokenizer, its merges learnt from this module's `_CORPUS` (read at each call)."""
+    return tiny_model.build_tokenizer(vocab_size, corpus=_CORPUS)
 
 
 def build_tiny_qwen3(path: str | Path) -> Path:
     """Build the tokenizer and the random model and save both to `path` (a Hub-like checkpoint dir)."""
-    path = Path(path)
-    tokenizer = build_tokenizer()
-    model = build_model(tokenizer)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    return Path(save_tiny_model(path))
 
 
 @functools.cache
