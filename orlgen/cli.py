@@ -22,7 +22,7 @@ from orlgen.errors import OrlgenError
 from orlgen.lookalike import escaped
 from orlgen.runtime.errors import OrlgenRuntimeError, first_line
 from orlgen.runtime.hermes import MAX_TOOL_CALLS_PER_TURN
-from orlgen.trainers import TRAINER_NAMES
+from orlgen.trainers import TRAINER_NAMES, known, trainer_names
 
 if TYPE_CHECKING:
     from orlgen.capture.options import CaptureOptions
@@ -211,6 +211,14 @@ def sync() -> None:
             _capture_one(project, env.target, env.capture_options(), project.out, generate=True)
 
 
+def _installed_trainers(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`--trainer`'s names: built-in, or a plugin's installed entry point (read only when asked)."""
+    unknown = [name for name in names if not known(name)]
+    if unknown:
+        raise click.BadParameter(f"unknown trainer {unknown[0]!r}: expected one of {', '.join(trainer_names())}")
+    return names
+
+
 _CACHE_HELP = (
     "Keep files already verified with the same bytes and inputs instead of rendering them again "
     "(the cache is kept outside the repository, in $XDG_CACHE_HOME/orlgen; default: on)."
@@ -224,8 +232,10 @@ _CACHE_HELP = (
     "--trainer",
     "trainers",
     multiple=True,
-    type=click.Choice(TRAINER_NAMES),
-    help="A one-off: render the modules for this trainer (repeatable) instead of [tool.orlgen] trainers; "
+    metavar="NAME",
+    callback=lambda _, __, names: _installed_trainers(names),
+    help=f"A one-off: render the modules for this trainer ({', '.join(TRAINER_NAMES)} or an installed plugin; "
+    "repeatable) instead of [tool.orlgen] trainers; "
     "the configured trainers' modules are left as they are. `check` owns only the configured ones.",
 )
 def generate(snapshots: tuple[Path, ...], cache: bool, trainers: tuple[str, ...]) -> None:

@@ -78,14 +78,15 @@ class _Strict(BaseModel):
 
 
 def _known_trainer(name: Any) -> Any:
-    """One message naming every valid trainer (pydantic's would say `Input should be ...`)."""
-    if name in TRAINER_NAMES:
+    """One message naming every installed trainer, built-in or plugin (pydantic's would say
+    `Input should be ...`); a plugin's name is checked against the installed entry points only."""
+    if isinstance(name, str) and known(name):
         return name
     shown = repr(name[:40]) if isinstance(name, str) else repr(name)
     raise PydanticCustomError(
         "trainer",
         "unknown trainer {given}: expected one of {valid}",
-        {"given": shown, "valid": ", ".join(TRAINER_NAMES)},
+        {"given": shown, "valid": ", ".join(trainer_names())},
     )
 
 
@@ -100,7 +101,7 @@ def _a_list(names: Any) -> Any:
 def _each_once(names: tuple[str, ...]) -> tuple[str, ...]:
     if not names:
         raise PydanticCustomError(
-            "trainers", "name at least one trainer (one of {valid})", {"valid": ", ".join(TRAINER_NAMES)}
+            "trainers", "name at least one trainer (one of {valid})", {"valid": ", ".join(trainer_names())}
         )
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -144,7 +145,7 @@ class EnvConfig(_Strict):
     @field_validator("secrets")
     @model_validator(mode="after")
     def _reward_rule(self) -> EnvConfig:
-        self.reward_rule  # a rule the runtime would refuse is this env's error, in one line
+        self.reward_rule()  # a rule the runtime would refuse is this env's error, in one line
         return self
 
     @property
@@ -170,7 +171,7 @@ class EnvConfig(_Strict):
             splits=self.splits,
             tasks=self.tasks,
             probes=self.probes,
-            reward=self.reward_rule,
+            reward=self.reward_rule(),
             toolset=self.toolset,
             secrets=parse_secrets(self.secrets),
         )

@@ -8,8 +8,8 @@ import json
 import sys
 
 import pytest
-from orlgen.serve import ServerProcess
 from orlgen.runtime import RewardRule
+from orlgen.serve import ServerProcess
 from orlgen.snapshot.model import Reward, load
 
 from tests.support.cli import invoke
@@ -77,8 +77,11 @@ def test_a_shaped_rule_is_recorded_shown_and_recaptured_the_same_way(tmp_path, s
     data = json.loads((tmp_path / "stepped.snapshot.json").read_text())
     assert data["reward"] == {"reduce": "mean", "unfinished": -1.0, "clamp": [-1.0, 0.002]}
     source = (tmp_path / "stepped.py").read_text()
-    assert "reward_rule=RewardRule(\"mean\", unfinished=-1.0, clamp=(-1.0, 0.002))," in source
-    assert "Reward: the mean of the non-null step rewards; -1.0 for a rollout that ran and did not finish; clamped to [-1.0, 0.002]" in " ".join(source.split())
+    assert 'reward_rule=RewardRule("mean", unfinished=-1.0, clamp=(-1.0, 0.002)),' in source
+    assert (
+        "Reward: the mean of the non-null step rewards; -1.0 for a rollout that ran and did not finish; clamped to [-1.0, 0.002]"
+        in " ".join(source.split())
+    )
     assert "--reward mean --unfinished-reward -1.0 --reward-clamp -1.0:0.002" in source  # the re-capture command
     module = import_generated(tmp_path, "stepped")
     # [None, None, 0.005, 0.0]: the mean 0.0025, clamped to 0.002.
@@ -90,7 +93,10 @@ def test_a_shaped_rule_is_recorded_shown_and_recaptured_the_same_way(tmp_path, s
     [
         (("--reward-clamp", "1"), "reward clamp must be LO:HI, two numbers, e.g. 0:1"),
         (("--reward-clamp", "1:0"), "reward clamp 1.0:0.0 has its low bound above its high one"),
-        (("--unfinished-reward", "-1", "--reward-clamp", "0:1"), "unfinished reward -1.0 lies outside the reward clamp 0.0:1.0"),
+        (
+            ("--unfinished-reward", "-1", "--reward-clamp", "0:1"),
+            "unfinished reward -1.0 lies outside the reward clamp 0.0:1.0",
+        ),
         (("--unfinished-reward", "nan"), "unfinished reward must be a finite number, not nan"),
     ],
 )
@@ -152,3 +158,50 @@ def _shaped(tmp_path, snapshot):
     for path, data in shaped.files(target).items():
         path.write_bytes(data)
     return target
+
+
+# The rule's arithmetic, case by case (hand-computed; the end-to-end table through every trainer
+# is tests/test_reward_shaping.py). Steps [0.5, None, 2.0, -1.0].
+STEPS = [0.5, None, 2.0, -1.0]
+
+
+@pytest.mark.parametrize(
+    ("rule", "finished", "expected"),
+    [
+        (RewardRule("last"), True, -1.0),
+        (RewardRule("outcome"), True, -1.0),
+        (RewardRule("sum"), True, 1.5),
+        (RewardRule("summed"), True, 1.5),
+        (RewardRule("mean"), True, 0.5),  # of the three non-null rewards
+        (RewardRule("max"), True, 2.0),
+        (RewardRule("min"), True, -1.0),
+        (RewardRule("max", clamp=(-0.5, 1.0)), True, 1.0),
+        (RewardRule("min", clamp=(-0.5, 1.0)), True, -0.5),
+        (RewardRule("sum", unfinished=-0.5), True, 1.5),  # it finished: no penalty
+        (RewardRule("sum", unfinished=-0.5), False, -0.5),  # it ran and did not finish
+        (RewardRule("sum"), False, 1.5),  # no penalty declared: reduced like any other
+    ],
+)
+def test_the_rule_reduces_penalises_and_clamps(rule, finished, expected):
+    assert rule.apply(STEPS, ran=True, finished=finished, failed=False) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("rule", [RewardRule(), RewardRule("mean", unfinished=-1.0, clamp=(-1.0, 1.0))])
+def test_unscored_stays_unscored_whatever_the_rule(rule):
+    assert rule.apply(STEPS, ran=True, finished=True, failed=True) is None  # the env failed it
+    assert rule.apply([None, None], ran=True, finished=True, failed=False) is None  # nothing scored it
+    assert rule.apply([], ran=False, finished=False, failed=False) is None  # it never ran: no penalty
+
+
+def test_a_contract_2_modules_string_reads_as_its_rule():
+    spec = load_module_spec(reward_rule="summed")
+    assert spec.reward_rule == RewardRule("sum") and str(spec.reward_rule) == "sum"
+
+
+def load_module_spec(**fields):
+    """The echo module's SPEC with `fields` replaced, as a contract-2 module would build it."""
+    from dataclasses import replace
+
+    from generated import echo
+
+    return replace(echo.SPEC, **fields)

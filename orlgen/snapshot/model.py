@@ -29,8 +29,8 @@ from orlgen.errors import OrlgenError
 from orlgen.names import MAX_WIRE_NAME_LENGTH
 from orlgen.runtime.data import tasks_file
 from orlgen.runtime.data.dataset import TASKS_SUFFIX, tasks_path
-from orlgen.runtime.errors import first_line
 from orlgen.runtime.data.reward import ALIASES, RewardRule
+from orlgen.runtime.errors import first_line
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -96,7 +96,8 @@ class Reward(_Model):
 
     @model_validator(mode="after")
     def _valid(self) -> Reward:
-        self.rule  # raises ValueError, in one line, for a rule the runtime would refuse
+        """A rule the runtime would refuse is refused here, in the runtime's one line."""
+        RewardRule(self.reduce, self.unfinished, self.clamp)  # type: ignore[arg-type]
         return self
 
     @model_serializer(mode="wrap")

@@ -88,7 +88,7 @@ class RewardRule:
 
     def __str__(self) -> str:
         """The rule as a reviewer reads it: `mean, unfinished -1.0, clamp 0.0:1.0`."""
-        words = [self.reduce]
+        words: list[str] = [self.reduce]
         if self.unfinished is not None:
             words.append(f"unfinished {self.unfinished!r}")
         if self.clamp is not None:
