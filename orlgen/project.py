@@ -25,6 +25,7 @@ from orlgen.errors import CaptureError, OrlgenError, RefusedWrite
 from orlgen.names import check_name
 from orlgen.plan.planner import dropped_keywords, lookalike_warnings
 from orlgen.render import jobs as render
+from orlgen.render import lock
 from orlgen.render.deadline import render_deadline
 from orlgen.render.jobs import module_path
 from orlgen.render.verify import Verifier
@@ -47,7 +48,7 @@ from orlgen.snapshot.model import (
     tasks_path,
     tasks_text,
 )
-from orlgen.trainers import TRAINER_NAMES, module_suffix, trainer
+from orlgen.trainers import TRAINER_NAMES, module_suffix, plugin_digest, trainer, trainer_names
 
 # `progress(label, total)` → a context whose value advances a progress display by n tasks.
 Progress = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
@@ -187,7 +188,21 @@ class Project:
         ]
         chosen = {s.name: tuple(trainers) for s in snapshots.values()} if trainers else self.trainers(snapshots)
         modules = render.jobs(snapshots.items(), self.config.templates, self.mixtures(), chosen)
-        return canonical + _tasks_jobs(snapshots) + modules
+        return canonical + _tasks_jobs(snapshots) + modules + self._lock_jobs(snapshots)
+
+    def _lock_jobs(self, snapshots: Mapping[Path, Snapshot]) -> list[render.Job]:
+        """The `orlgen.lock` of each directory the snapshots are in (`orlgen.render.lock`): the
+        installed versions of the generator and of the trainer plugins the config lists (not of
+        a one-off `--trainer`, whose files `check` does not own)."""
+        plugins = sorted({name for name in self._configured_trainers() if name not in TRAINER_NAMES})
+        inputs = ("lock", lock.NAME, *(plugin_digest(name) for name in plugins))
+        return [
+            render.Job(directory / lock.NAME, inputs, functools.partial(lock.written, plugins))
+            for directory in sorted({path.parent for path in snapshots})
+        ]
+
+    def _configured_trainers(self) -> set[str]:
+        return {*self.config.trainers, *(name for env in self.config.envs for name in env.trainers or ())}
 
     def trainers(self, snapshots: Mapping[Path, Snapshot]) -> dict[str, tuple[str, ...]]:
         """Each snapshot's trainers, by module name: those of its `[[tool.orlgen.envs]]` entry,
@@ -229,6 +244,9 @@ class Project:
         problems = [Drift(problem.path, problem.cause, repair=MIXTURE) for problem in found.partial]
         competing = (*found.problems, *self._shadows(paths))
         problems += [Drift(problem.path, problem.cause, repair=FOREIGN) for problem in competing]
+        for job in expected:  # other versions installed: one line saying which, before any render
+            if job.inputs[0] == "lock" and (differs := lock.mismatch(job.path)) is not None:
+                raise lock.OtherVersions(differs)
         with render_deadline("check"):
             drift = compare(expected, verdicts)
         return sorted(broken + trust + drift + orphaned + problems, key=lambda drift: drift.path)
@@ -258,11 +276,11 @@ class Project:
             *(
                 snapshot_path.with_name(f"{module}{module_suffix(each)}.py")
                 for module in [name, *mixtures]
-                for each in TRAINER_NAMES
+                for each in trainer_names()
             ),
             *(
                 snapshot_path.with_name(f"{name}{extra.suffix}")
-                for each in TRAINER_NAMES
+                for each in trainer_names()
                 for extra in trainer(each).extra_files
             ),
         ]
@@ -315,7 +333,7 @@ class Project:
                     snapshots.items(), self.config.templates, self.mixtures(), self.trainers(snapshots)
                 )
                 if job.inputs[0] != "module" or job.inputs[2] == captured.name
-            ]
+            ] + self._lock_jobs({path: sealed})
             untouched = [other for other in others if other not in members]
             found = self._layout(
                 [out], snapshots, [*files, *(job.path for job in jobs), *_owned_by_name(untouched)], untouched
@@ -467,7 +485,7 @@ def _is_entry_of(env: EnvConfig, snapshot: Snapshot) -> bool:
 def _orphan_cause(path: Path, snapshots: Mapping[Path, Snapshot]) -> str:
     """Why nothing renders an orphan; the module of a trainer an env no longer lists says so."""
     for snapshot_path, snapshot in snapshots.items():
-        for each in TRAINER_NAMES:
+        for each in trainer_names():
             if path == module_path(snapshot_path, snapshot, module_suffix(each)):
                 return (
                     f"orphaned: the {each} module of {snapshot.name}, a trainer pyproject.toml does not list for it "

@@ -298,7 +298,7 @@ def test_cli_snapshot_of_a_url_writes_snapshot_and_module(urls, tmp_path):
     out = tmp_path / "out"
     result = invoke("snapshot", urls["Echo"], "--out", out)
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["echo.py", "echo.snapshot.json", "echo.tasks.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == ["echo.py", "echo.snapshot.json", "echo.tasks.jsonl", "orlgen.lock"]
 
     written = snapshot_mod.load(out / "echo.snapshot.json")
     assert (out / "echo.snapshot.json").read_text() == written.to_json()
@@ -361,7 +361,12 @@ def test_cli_snapshot_of_a_catalog_name_records_no_secret(urls, tmp_path):
     result = run_orlgen("snapshot", "Acme/Echo", "--out", "out", cwd=tmp_path, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     out = tmp_path / "out"
-    assert sorted(p.name for p in out.iterdir()) == ["acme_echo.py", "acme_echo.snapshot.json", "acme_echo.tasks.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "acme_echo.py",
+        "acme_echo.snapshot.json",
+        "acme_echo.tasks.jsonl",
+        "orlgen.lock",
+    ]
 
     captured = snapshot_mod.load(out / "acme_echo.snapshot.json")
     assert captured.name == "acme_echo"

@@ -161,7 +161,7 @@ def test_generate_is_independent_of_hash_seed_and_working_directory(tmp_path: Pa
     generate(out, cwd=cwd, seed=seed)
     assert_same_as_checked_in(out)
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        [f"{n}{suffix}" for n in NAMES for suffix in (".py", ".snapshot.json", ".tasks.jsonl")]
+        [f"{n}{suffix}" for n in NAMES for suffix in (".py", ".snapshot.json", ".tasks.jsonl")] + ["orlgen.lock"]
     )
 
 

@@ -170,5 +170,6 @@ def test_a_capture_renders_its_env_entrys_trainers(tmp_path: Path, verifiers: Tr
         "echo.snapshot.json",
         "echo.tasks.jsonl",
         "echo_verifiers.py",
+        "orlgen.lock",
     ]
     assert invoke("check", "--no-cache", out).stdout == "generated files are current\n"

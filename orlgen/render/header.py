@@ -1,11 +1,13 @@
 """The comment lines at the top of every generated module: written and parsed here only.
 
 The header names what produced the file — orlgen's version, the snapshot file(s) and their
-sha256, the trainer the module is for and the version range of the framework it was written for,
-and the versions of datamodel-code-generator and black — so a reviewer can tell where the bytes
-came from and where they run. It carries no hash of the body or of orlgen's own source: `check`
-re-renders and compares bytes, so nothing a file says about itself is ever trusted. `parse`
-only helps `check` name the cause of a difference it has already found.
+sha256, the trainer the module is for and the version range of the framework it was written for
+(and, for a trainer plugin, the distribution and version that rendered it: `from plugin
+orlgen-echo-trainer 0.1.0`), and the versions of datamodel-code-generator and black — so a
+reviewer can tell where the bytes came from and where they run. It carries no hash of the body
+or of orlgen's own source: `check` re-renders and compares bytes, so nothing a file says about
+itself is ever trusted. `parse` only helps `check` name the cause of a difference it has already
+found.
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ _LINE_1 = re.compile(
 )
 # The files orlgen writes start with the header: modules, and a trainer's YAML beside its module
 # (verl's tool config), whose comment lines are the same.
-GENERATED_SUFFIXES = (".py", ".yaml")
+# orlgen.lock (`orlgen.render.lock`) starts with the same first words, so it is orlgen's to rewrite.
+GENERATED_SUFFIXES = (".py", ".yaml", ".lock")
 MODELS = "models"  # the trainer word of an env's models file (`<env>_models.py`), shared by its trainers
 _SHARED = "Shared by the env's trainer modules"
 _LINE_2 = re.compile(
-    rf"^# (?:For trainer (?P<trainer>[a-z]+) \((?P<written_for>[^()\s]+)\); m|(?P<shared>{_SHARED}); m|M)odels by "
+    r"^# (?:For trainer (?P<trainer>[a-z][a-z0-9_]*) \((?P<written_for>[^()\s]+)\)"
+    r"(?: from plugin (?P<plugin>[A-Za-z0-9._-]+ [^\s;]+))?; m"
+    rf"|(?P<shared>{_SHARED}); m|M)odels by "
     r"datamodel-code-generator (?P<dcg>\S+), formatted by black (?P<black>\S+)\.$"
 )
 
@@ -47,6 +52,7 @@ class Header:
     trainer: str | None  # None: a header of an orlgen that wrote TRL modules only, and named no trainer;
     # `MODELS`: an env's models file
     written_for: str | None  # the framework's version range, e.g. `trl>=1.16,<2`
+    plugin: str | None = None  # a plugin trainer's `<distribution> <version>`; None for a built-in
 
     def versions(self) -> tuple[str, str, str]:
         return (self.orlgen, self.dcg, self.black)
@@ -59,10 +65,17 @@ def tool_versions() -> dict[str, str]:
     return {"datamodel-code-generator": version("datamodel-code-generator"), "black": version("black")}
 
 
-def current(sources: str, sha256: str, trainer: str, written_for: str) -> Header:
+def current(sources: str, sha256: str, trainer: str, written_for: str, plugin: str | None = None) -> Header:
     versions = tool_versions()
     return Header(
-        __version__, sources, sha256, versions["datamodel-code-generator"], versions["black"], trainer, written_for
+        __version__,
+        sources,
+        sha256,
+        versions["datamodel-code-generator"],
+        versions["black"],
+        trainer,
+        written_for,
+        plugin,
     )
 
 
@@ -76,6 +89,8 @@ def models(sources: str, sha256: str) -> Header:
 def write(header: Header) -> str:
     """The header's lines, newline-terminated, to be put before the formatted body."""
     for_whom = _SHARED if header.trainer == MODELS else f"For trainer {header.trainer} ({header.written_for})"
+    if header.plugin is not None:
+        for_whom += f" from plugin {header.plugin}"
     return (
         f"{PREFIX} {header.orlgen} from {header.sources} (sha256 {header.sha256}). DO NOT EDIT.\n"
         f"# {for_whom}; models by datamodel-code-generator {header.dcg}, formatted by black {header.black}.\n"
@@ -98,7 +113,16 @@ def parse(data: bytes) -> Header | None:
     if one is None or two is None:
         return None
     trainer = MODELS if two["shared"] else two["trainer"]
-    return Header(one["orlgen"], one["sources"], one["sha256"], two["dcg"], two["black"], trainer, two["written_for"])
+    return Header(
+        one["orlgen"],
+        one["sources"],
+        one["sha256"],
+        two["dcg"],
+        two["black"],
+        trainer,
+        two["written_for"],
+        two["plugin"],
+    )
 
 
 def is_generated(path: Path) -> bool:

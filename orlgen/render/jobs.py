@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from orlgen import __version__, lookalike
 from orlgen.disk import FileMap
@@ -27,8 +28,9 @@ from orlgen.render.numeric import allow_numeric_unions
 from orlgen.runtime.contract import CONTRACTS
 from orlgen.schema import SchemaError, printable
 from orlgen.snapshot.model import Snapshot
-from orlgen.trainers import DEFAULT_TRAINERS, ExtraFile, Trainer, trainer
+from orlgen.trainers import DEFAULT_TRAINERS, ExtraFile, Trainer, plugin_digest, trainer
 
+_T = TypeVar("_T")
 LINE_LENGTH = 100
 # Bumped whenever the structure handed to templates changes, so override authors can tell.
 TEMPLATE_CONTEXT_VERSION = 5
@@ -108,7 +110,7 @@ def _env_jobs(path: Path, snapshot: Snapshot, chosen: tuple[Trainer, ...], templ
     found = [
         Job(
             module_path(path, snapshot, each.suffix),
-            ("module", each.name, snapshot.name, snapshot.sha256, *((MODELS_SUFFIX,) if shared else ())),
+            ("module", each.name, snapshot.name, snapshot.sha256, *((MODELS_SUFFIX,) if shared else ()), *_code(each)),
             functools.partial(render_module, snapshot, templates, each.name, shared, planned),
         )
         for each in chosen
@@ -116,7 +118,7 @@ def _env_jobs(path: Path, snapshot: Snapshot, chosen: tuple[Trainer, ...], templ
     found += [
         Job(
             extra_path(path, snapshot, extra),
-            ("file", each.name, snapshot.name, snapshot.sha256, extra.suffix),
+            ("file", each.name, snapshot.name, snapshot.sha256, extra.suffix, *_code(each)),
             functools.partial(render_extra, snapshot, each.name, extra, planned),
         )
         for each in chosen
@@ -133,6 +135,12 @@ def _env_jobs(path: Path, snapshot: Snapshot, chosen: tuple[Trainer, ...], templ
     return found
 
 
+def _code(chosen: Trainer) -> tuple[str, ...]:
+    """A plugin's part of a job's cache inputs: its distribution, version, code and templates
+    (a built-in's are in the cache's digest of orlgen itself)."""
+    return () if chosen.plugin is None else (plugin_digest(chosen.name),)
+
+
 def extra_path(snapshot_path: Path, snapshot: Snapshot, extra: ExtraFile) -> Path:
     """`<name><suffix>` (e.g. `helpdesk_verl_tools.yaml`) beside the env's modules."""
     return module_path(snapshot_path, snapshot).with_name(f"{snapshot.name}{extra.suffix}")
@@ -143,8 +151,26 @@ def render_extra(snapshot: Snapshot, trainer_name: str, extra: ExtraFile, planne
     shares with Python), then its body from the plan."""
     chosen = trainer(trainer_name)
     module_plan = (planned or PlannedEnv(snapshot)).planned[0]
-    body = extra.body(module_plan, chosen.module_name(snapshot.name))
-    return header.write(header.current(snapshot.file_name, snapshot.sha256, chosen.name, chosen.written_for)) + body
+    body = _plugin_call(chosen, "its file " + extra.suffix, extra.body, module_plan, chosen.module_name(snapshot.name))
+    return _header(snapshot.file_name, snapshot.sha256, chosen) + body
+
+
+def _header(sources: str, sha256: str, chosen: Trainer) -> str:
+    return header.write(header.current(sources, sha256, chosen.name, chosen.written_for, chosen.plugin))
+
+
+def _plugin_call(chosen: Trainer, what: str, call: Callable[..., _T], *args: object) -> _T:
+    """Call a trainer's own code; a plugin's failure is one line naming the plugin (a
+    built-in's is orlgen's bug, and keeps its traceback)."""
+    if chosen.plugin is None:
+        return call(*args)
+    try:
+        return call(*args)
+    except Exception as exc:
+        raise RenderError(
+            f"trainer plugin {chosen.name!r} ({chosen.plugin}): {what} failed: {type(exc).__name__}: "
+            f"{printable(str(exc))}"
+        ) from None
 
 
 class PlannedEnv:
@@ -180,7 +206,7 @@ def _mixture_jobs(
     return [
         Job(
             members[0][0].with_name(f"{name}{each.suffix}.py"),
-            ("mixture", each.name, name, *(snapshot.sha256 for snapshot in snapshots)),
+            ("mixture", each.name, name, *(snapshot.sha256 for snapshot in snapshots), *_code(each)),
             functools.partial(render_mixture, name, snapshots, templates, each.name),
         )
         for each in common
@@ -233,14 +259,12 @@ def render_module(
     module_plan, imports, model_classes = (planned or PlannedEnv(snapshot)).planned
     models_module = f"{snapshot.name}{MODELS_SUFFIX}" if shared else None
     context = {
-        **chosen.context(module_plan),
+        **_plugin_call(chosen, "its context", chosen.context, module_plan),
         **_models_context(module_plan, model_classes, models_module),
     }
     body = _render(templates, chosen, chosen.module_template, context)
     body = allow_numeric_unions(with_imports(body, [] if shared else imports, chosen.imports))
-    return header.write(header.current(snapshot.file_name, snapshot.sha256, chosen.name, chosen.written_for)) + _format(
-        body
-    )
+    return _header(snapshot.file_name, snapshot.sha256, chosen) + _format(body)
 
 
 def render_models(snapshot: Snapshot, templates: Path | None = None, planned: PlannedEnv | None = None) -> str:
@@ -290,7 +314,7 @@ def render_mixture(
     body = _render(templates, chosen, chosen.mixture_template, {"plan": plan_mixture(name, snapshots)})
     sources = ", ".join(snapshot.file_name for snapshot in snapshots)
     combined = hashlib.sha256(" ".join(snapshot.sha256 for snapshot in snapshots).encode()).hexdigest()
-    return header.write(header.current(sources, combined, chosen.name, chosen.written_for)) + _format(body)
+    return _header(sources, combined, chosen) + _format(body)
 
 
 def _format(source: str) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orlgen.render import header
+from orlgen.render import header, lock
 from orlgen.render.jobs import Job
 from orlgen.review.cache import Verdicts
 from orlgen.review.files import is_regular
@@ -92,6 +92,8 @@ def _compare(job: Job, cache: Verdicts | None) -> Drift | None:
         return Drift(job.path, _FORMAT_1 if actual.startswith(_FORMAT_1_START) else _NOT_CANONICAL, actual, expected)
     if job.path.name.endswith(TASKS_SUFFIX):
         return Drift(job.path, tasks_cause(actual, expected), actual, expected)
+    if job.path.name == lock.NAME:  # its versions are the installed ones (`Project.check` asked first)
+        return Drift(job.path, _LOCK, actual, expected)
     return Drift(job.path, cause(actual, expected), actual, expected)
 
 
@@ -99,6 +101,12 @@ def _compare(job: Job, cache: Verdicts | None) -> Drift | None:
 _NOT_CANONICAL = (
     "not canonical: its content matches its sha256, but its bytes are not what orlgen writes "
     "(key order, spacing or escapes were edited); `orlgen generate` rewrites it"
+)
+
+
+_LOCK = (
+    "not what orlgen writes for this project (hand-edited, or the trainer plugins pyproject.toml lists "
+    "changed): `orlgen generate` rewrites it"
 )
 
 
@@ -143,6 +151,9 @@ def cause(actual: bytes, expected: bytes) -> str:
     if (found.trainer, found.written_for) != (wanted.trainer, wanted.written_for):
         said = f"trainer {found.trainer} ({found.written_for})" if found.trainer else "no trainer (an older orlgen)"
         return f"stale: the header names {said}; this is trainer {wanted.trainer} ({wanted.written_for})"
+    if found.plugin != wanted.plugin:
+        said, now = (f"plugin {each}" if each else "orlgen's built-in" for each in (found.plugin, wanted.plugin))
+        return f"stale: the header names {said} for trainer {wanted.trainer}; this is {now}"
     if _shares_models(actual) != _shares_models(expected):
         moved = "out of it into" if _shares_models(expected) else "back into it from"
         return f"stale: the env's trainers changed, so its models move {moved} the env's models file"
