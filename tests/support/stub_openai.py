@@ -33,13 +33,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.support.envs.both import TASKS
+from tests.support.graded_policy import Plans
 
 SCRIPT = os.environ.get("STUB_SCRIPT", "win")  # "win", or "idle"
 TARGETS = {task["id"]: task["target"] for tasks in TASKS.values() for task in tasks}
+# STUB_SCRIPT=graded:TASK:CALLS,...: the graded env's rollouts (tests/support/graded_policy.py)
+GRADED = Plans.parse(SCRIPT.removeprefix("graded:")) if SCRIPT.startswith("graded:") else None
 
 
 def script(body: dict) -> list:
     """The both-env's winning script for the task the first user message names (-1 when none)."""
+    if GRADED is not None:
+        return GRADED.steps(body)
     first = next((m.get("content") for m in body.get("messages", []) if m.get("role") == "user"), "")
     found = re.match(r"Task (\d+):", first if isinstance(first, str) else "")
     answer = TARGETS.get(int(found.group(1)), -1) if found else -1
