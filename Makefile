@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo lint types test fuzz generate check bench clean
+.PHONY: install demo lint types test fuzz generate check bench release-check clean
 
 install: $(STAMP)
 
@@ -65,6 +65,16 @@ check: install
 # table on stdout, numbers in bench/results*.json (see docs/benchmarks.md).
 bench: install
 	@$(PY) -m bench
+
+# The release as users will get it: `python -m build` (the sdist, then the wheel from it), the
+# wheel's contents and metadata, a fresh `[generate]` venv running `orlgen --version`, the demo
+# and `check` from the wheel and rendering what the source renders, and the GitHub Action in a
+# throwaway repository (tests/test_release.py, tests/test_action.py); then the sizes and each
+# install shape's time and venv size (bench/release.py). Venvs install offline from wheelhouses
+# cached in ~/.cache/orlgen-test-venvs (the first run fills them from PyPI).
+release-check: install
+	@$(PY) -m pytest tests/test_release.py tests/test_action.py
+	@$(PY) -m bench.release
 
 clean:
 	rm -rf $(VENV) build

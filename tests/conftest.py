@@ -38,6 +38,7 @@ LONGEST_FIRST = (
     "test_ors_client.py",
     "test_verifiers.py",
     "test_runtime_install.py",
+    "test_release.py",
 )
 
 
