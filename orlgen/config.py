@@ -295,7 +295,10 @@ def load_config(project: Path = Path(".")) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigFileError(f"{path}: not valid TOML: {exc}") from exc
     except ValidationError as exc:
-        raise ConfigFileError(f"{path}: [tool.orlgen] {_problem(exc.errors()[0])}") from exc
+        error = exc.errors()[0]
+        raise ConfigFileError(
+            f"{path}: [tool.orlgen] {_problem(error)}{_recorded_plugin(project, table, error)}"
+        ) from exc
     _refuse_unsafe_path(path, project, "out", config.out)
     _refuse_misleading_out(path, project, config.out)
     if config.templates is not None:
@@ -306,6 +309,19 @@ def load_config(project: Path = Path(".")) -> Config:
             "templates": None if config.templates is None else project / config.templates,
         }
     )
+
+
+def _recorded_plugin(project: Path, table: Any, error: ErrorDetails) -> str:
+    """For a trainer this machine lacks that the output directory's `orlgen.lock` records as a
+    plugin: what to install (a checkout made where the plugin is installed)."""
+    from orlgen.render import lock
+
+    out = table.get("out", "generated") if isinstance(table, dict) else None
+    if error["type"] != "trainer" or not isinstance(out, str):
+        return ""
+    recorded = lock.read(project / out / lock.NAME)
+    plugin = None if recorded is None else recorded.plugins.get(str(error["input"]))
+    return "" if plugin is None else f"; {lock.NAME} records it as a plugin: pip install '{plugin[0]}=={plugin[1]}'"
 
 
 def _problem(error: ErrorDetails) -> str:

@@ -117,3 +117,18 @@ def test_an_unreadable_lock_is_reported_not_trusted(gen: Path):
     (gen / lock.NAME).write_text(lock.written().replace("[generator]", "[generator"))
     result = invoke("check", "--no-cache", gen)
     assert result.exit_code == 1 and f"{gen / lock.NAME}: not what orlgen writes" in result.stdout
+
+
+def test_a_plugin_the_config_names_and_this_machine_lacks_says_what_to_install(tmp_path: Path):
+    """The config lists a plugin that is not installed here; the lock names its distribution."""
+    (tmp_path / "pyproject.toml").write_text("[tool.orlgen]\ntrainers = ['trl', 'echo']\n")
+    (tmp_path / "generated").mkdir()
+    recorded = lock.Versions(lock.installed().tools, {"echo": ("orlgen-echo-trainer", "0.1.0")})
+    (tmp_path / "generated" / lock.NAME).write_text(lock.text(recorded))
+    result = invoke("check", tmp_path / "generated")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"orlgen: error: {tmp_path / 'pyproject.toml'}: [tool.orlgen] trainers.1: unknown trainer 'echo': expected "
+        "one of trl, verifiers, skyrl, agent, verl; orlgen.lock records it as a plugin: "
+        "pip install 'orlgen-echo-trainer==0.1.0'\n"
+    )

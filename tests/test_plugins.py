@@ -278,10 +278,11 @@ def test_the_example_plugin_is_rendered_and_owned_by_check(plugin_python: Path, 
     )
     assert "pip install 'orlgen-echo-trainer==0.0.9'" in line
 
-    # without the plugin (this venv), the config's trainer is unknown, in one line
+    # without the plugin (this venv), the config's trainer is unknown: one line, what to install
     result = invoke("check", out)
     assert result.exit_code == 2 and result.stderr.endswith(
-        "unknown trainer 'echo': expected one of trl, verifiers, skyrl, agent, verl\n"
+        "unknown trainer 'echo': expected one of trl, verifiers, skyrl, agent, verl; "
+        "orlgen.lock records it as a plugin: pip install 'orlgen-echo-trainer==0.0.9'\n"
     )
 
 
