@@ -17,6 +17,16 @@ How one rollout runs (TRAINERS.md §2–3):
 - Each tool call goes through `Episode.call`; what the host needs (the standing reward by the
   env's rule, `finished`, counts) is pushed into `OrsState` after it, the one channel from the
   tool server to the host. `@vf.reward`, `@vf.stop` and `@vf.metric` read it there.
+- Secrets: verifiers starts the tool server with the host's environment minus every variable
+  whose name contains `API_KEY`, so the secrets the env needs (the snapshot's `secret_names`)
+  and the OpenReward key are written by the host to a private file (`child_secrets`: mode 0600,
+  removed when the host exits) whose path rides in the tool server's config; `setup_task` puts
+  them back in the tool server's environment before the session opens, so `Episode` finds them
+  where the TRL module does. No other process verifiers starts (the agent program) is told of it.
+- A tool server is `python -m <module>` started in a directory of verifiers' own: a module found
+  through a relative `PYTHONPATH` entry cannot be imported there, and verifiers would wait three
+  minutes for a server that exited at once. `OrsTask.setup` (on the host, before the launch)
+  fails the rollout with one line naming the module instead (`unreachable`).
 - The session is deleted when the env finishes the episode, else when the tool server exits:
   verifiers SIGTERMs it, and uvicorn re-raises SIGTERM after its shutdown, which would kill the
   process before its exit stack unwinds (§3.4 pitfall 4), so `setup_task` installs a handler
@@ -29,8 +39,11 @@ imported at the top of this file, and only a verifiers module imports it.
 from __future__ import annotations
 
 import base64
+import importlib.machinery
 import inspect
+import os
 import signal
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Annotated, Any, ClassVar, TypeVar
 
@@ -39,6 +52,7 @@ from mcp.types import ImageContent, TextContent  # type: ignore[import-not-found
 from pydantic import BaseModel, Field
 from verifiers.v1.utils.decorators import discover_decorated  # type: ignore[import-not-found, unused-ignore]
 
+from . import child_secrets
 from .content import png
 from .data.spec import EnvSpec
 from .episode import Episode
@@ -90,7 +104,11 @@ class OrsTaskConfig(vf.TaskConfig):  # type: ignore[misc]
 
 
 class OrsToolsetConfig(vf.ToolsetConfig):  # type: ignore[misc]
+    """`secrets_file`: the host's private file of the session's secrets (`child_secrets`): a
+    path, never a value, so the config (`VF_CONFIG`) may be seen."""
+
     base_url: str | None = None
+    secrets_file: str | None = None
 
 
 class OrsTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
@@ -126,6 +144,40 @@ def tool(name: str, params: type[BaseModel] | None, described: Mapping[str, str]
     return apply
 
 
+def carried_secrets(spec: EnvSpec) -> list[str]:
+    """The environment variables a session of `spec` may read: its secrets and the OpenReward key
+    (a catalog target's; `Episode` sends it to the platform only). All of them are carried, not
+    only those verifiers drops, so what the tool server sees does not hang on verifiers' rule."""
+    return [*spec.secret_names, "OPENREWARD_API_KEY"]
+
+
+def unreachable(module: str) -> str | None:
+    """Why the tool server of `module` could not import it (or orlgen), in one line; None when
+    it can. verifiers 0.4's subprocess runtime starts it as `sys.executable -m module` in a fresh
+    directory of its own (`verifiers/v1/mcp/launch.py:serve_in_runtime`) with this process's
+    `PYTHONPATH`: there a relative entry names nothing, nor does the directory this process was
+    started from. So its import path is the absolute entries of `PYTHONPATH` and this
+    interpreter's own (site) path, which is where the module must be found."""
+    entries = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    relative = {os.path.abspath(entry): entry for entry in entries if not os.path.isabs(entry)}
+    own = {os.path.abspath(sys.path[0] or os.curdir)} if sys.path else set()  # the script's or cwd
+    child = [entry for entry in entries if os.path.isabs(entry)]
+    child += [p for p in sys.path[1:] if p and os.path.abspath(p) not in relative.keys() | own]
+    for top in (module.partition(".")[0], "orlgen"):
+        if importlib.machinery.PathFinder.find_spec(top, child) is not None:
+            continue
+        found = importlib.machinery.PathFinder.find_spec(top, sys.path)
+        origin = found.origin if found is not None and found.origin else ""
+        where = os.path.dirname(os.path.dirname(origin) if found and found.submodule_search_locations else origin)
+        named = f" (PYTHONPATH names its directory as {relative[where]!r})" if where in relative else ""
+        return (
+            f"{module}: verifiers starts this rollout's tool server as `python -m {module}` in a directory "
+            f"of its own, where {top} cannot be imported{named}: PYTHONPATH must name its directory by an "
+            f"absolute path{f' (PYTHONPATH={where})' if where else ''}"
+        )
+    return None
+
+
 def _exit_on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(0)
 
@@ -140,6 +192,7 @@ class OrsToolset(vf.Toolset[OrsToolsetConfig, OrsState]):  # type: ignore[misc]
 
     async def setup_task(self, task: OrsTaskData) -> None:
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        child_secrets.restore(self.config.secrets_file)
         self.episode = Episode(self.SPEC, name=self.NAME, owner=type(self), base_url=self.config.base_url)
         self._exit_stack.callback(self.episode.close)
         prompt = self.episode.start(task.split, task.task_index)
@@ -193,7 +246,15 @@ class OrsTask(vf.Task[OrsTaskData, OrsState, OrsTaskConfig]):  # type: ignore[mi
 
     @classmethod
     def toolsets(cls, config: OrsTaskConfig) -> list[Any]:
-        return [cls.TOOLSET(OrsToolsetConfig(base_url=config.base_url))]
+        secrets_file = child_secrets.write(carried_secrets(cls.TOOLSET.SPEC))
+        return [cls.TOOLSET(OrsToolsetConfig(base_url=config.base_url, secrets_file=secrets_file))]
+
+    async def setup(self, trace: vf.Trace, runtime: Any) -> None:
+        """On the host, before the tool server starts: a module it could not import fails the
+        rollout here, in one line, instead of after verifiers' three-minute wait for its port."""
+        said = unreachable(type(self).TOOLSET.__module__)
+        if said is not None:
+            raise ModuleNotFoundError(said)
 
     @vf.intercept  # type: ignore[untyped-decorator, unused-ignore]
     async def session_prompt(self, request: vf.Request, trace: vf.Trace) -> Any:

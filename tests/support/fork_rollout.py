@@ -24,14 +24,14 @@ import threading
 from typing import Any
 
 import orlgen.runtime
-from orlgen.runtime import log, process
+from orlgen.runtime import child_secrets, log, process
 from orlgen.runtime.agent import AgentEnv, Tool
 from orlgen.runtime.agent.loop import play
 from orlgen.runtime.coverage import COVERAGE
 from orlgen.runtime.episode import DeploymentChanged, Episode, _live
 from orlgen.runtime.session import backoff
 from orlgen.runtime.session.metrics import COUNTERS
-from orlgen.runtime.trl.scoring import submit_final_message
+from orlgen.runtime.trl.scoring import scoring_metrics, submit_final_message
 
 from examples.echo import TARGETS
 from generated.echo import SPEC, EchoEnv, EchoParams
@@ -71,6 +71,8 @@ def rollout(env: EchoEnv, index: int) -> tuple[float | None, str]:
 def populate() -> EchoEnv:
     """Real rollouts that leave something in every per-process state; returns an adapter whose
     session is still open."""
+    hooks = {"log_metric": lambda *_: None, "log_extra": lambda *_: None}  # TRL's, to reward functions
+    scoring_metrics(environments=[EchoEnv(base_url=URL)], **hooks)  # the batch logged last
     assert rollout(EchoEnv(base_url=URL), 0) == (1.0, "finished")
     drawn = EchoEnv(base_url=URL)  # a row naming no task: the split's size and the seeded walk
     drawn.reset()
@@ -81,6 +83,8 @@ def populate() -> EchoEnv:
     Episode(SPEC, base_url=URL)  # an episode of no class: its missing-secrets key
     submit_final_message(completions=[[]])  # no environments: the once-per-process warning
     log.log_once("fork", "a line logged once per process")
+    os.environ["FORK_JUDGE_API_KEY"] = "fork-key"  # a verifiers host hands its secrets over in a file
+    child_secrets.write(["FORK_JUDGE_API_KEY"])
     refuse_another_deployment()
     assert agent_rollout(0) == 1.0  # the agent loop's episode pool
     held = EchoEnv(base_url=URL)

@@ -30,6 +30,7 @@ class Evaluated:
     requests: list[dict]  # every request body the endpoint received
     wall: float  # seconds vf-eval ran
     stderr: str
+    stdout: str  # with --no-rich, every trace as JSON
 
 
 class Stub:
@@ -106,4 +107,4 @@ def vf_eval(
         assert run.returncode == 0, run.stderr[-4000:]
         (found,) = out.glob("*/traces.jsonl")
         traces = [trace for line in found.read_text().splitlines() for trace in json.loads(line)["traces"]]
-        return Evaluated(traces, stub.requests(), wall, run.stderr)
+        return Evaluated(traces, stub.requests(), wall, run.stderr, run.stdout)
