@@ -180,8 +180,16 @@ def test_an_unknown_trainer_names_the_installed_plugins(site: Path, tmp_path: Pa
             dict(trainer="Trainer('demo', '_demo', 'demo 1', Path('.'), 'm', None, context, {})"),
             "refused: written_for 'demo 1' is not one word",
         ),
+        (
+            dict(
+                trainer="Trainer('demo', '_demo', 'demo', Path('.'), 'm', None, context, {}, "
+                "(ExtraFile('/../../x.py', lambda plan, name: ''),))",
+                body="from orlgen.trainers import ExtraFile\n" + CONTEXT,
+            ),
+            "refused: extra file suffix '/../../x.py' is not `_<name>.py` or `_<name>.yaml`",
+        ),
     ],
-    ids=["import-error", "not-a-trainer", "other-name", "written-for"],
+    ids=["import-error", "not-a-trainer", "other-name", "written-for", "extra-file"],
 )
 def test_a_broken_plugin_is_one_line_naming_its_distribution(site: Path, how: dict[str, str], said: str):
     install(site, "demo", **how)

@@ -66,6 +66,8 @@ _PLUGIN_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _RESERVED = ("models",)
 # What the header's parenthesis can hold: one word, no space or parenthesis (`echo-format>=1,<2`).
 _WRITTEN_FOR = re.compile(r"[^()\s;]{1,80}")
+# A plugin's extra file: a name beside the env's module, in a language whose comments are `#`.
+_EXTRA_SUFFIX = re.compile(r"_[a-z0-9_]{1,40}\.(?:py|yaml)")
 
 
 class UnknownTrainer(OrlgenError):
@@ -166,6 +168,12 @@ def _plugin(name: str) -> Trainer:
         )
     if not _WRITTEN_FOR.fullmatch(found.written_for):
         raise UnknownTrainer(f"{problem}: refused: written_for {found.written_for!r} is not one word (e.g. 'echo>=1')")
+    for extra in found.extra_files:
+        if not _EXTRA_SUFFIX.fullmatch(extra.suffix):
+            raise UnknownTrainer(
+                f"{problem}: refused: extra file suffix {extra.suffix!r} is not `_<name>.py` or `_<name>.yaml` "
+                "(files with orlgen's header as comment lines, beside the env's module)"
+            )
     if not found.templates.is_dir():
         raise UnknownTrainer(f"{problem}: refused: its templates folder {found.templates} is not a directory")
     return dataclasses.replace(found, plugin=_distribution(point))
