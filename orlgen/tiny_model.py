@@ -14,6 +14,7 @@ runtime imports nothing from here. The suite's tests train this same model
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -164,7 +165,7 @@ def save_tiny_model(path: str | os.PathLike[str]) -> str:
     holds half of one.
     """
     target = Path(path)
-    if target.exists() and not _replaceable(target):
+    if (target.exists() or target.is_symlink()) and not _replaceable(target):
         raise ValueError(f"save_tiny_model: {target} exists and is not a tiny model saved before; give a new directory")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
@@ -185,16 +186,22 @@ def _replaceable(target: Path) -> bool:
 
 
 def _swap_in(staging: Path, target: Path) -> None:
-    """Put `staging` at `target`: the old directory, if any, is moved aside first and removed after."""
-    if not target.exists():
-        staging.rename(target)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
-    old.rmdir()
-    target.rename(old)
+    """Put `staging` at `target`, the old directory (if any) moved aside first and removed after.
+
+    Processes that run the same script at once (the ranks of a `torchrun`) may each save to one
+    path: one that finds the path taken by another's tiny model keeps that one (the same bytes).
+    """
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
+    old = aside / target.name
     try:
-        staging.rename(target)
-    except BaseException:
-        old.rename(target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):  # absent, or another process moved it first
+            target.rename(old)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not (target / MARKER).is_file():
+                if old.exists():
+                    old.rename(target)  # put back what was there
+                raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)

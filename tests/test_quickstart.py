@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
+from orlgen import tiny_model
 from orlgen.tiny_model import MARKER, save_tiny_model
 
 from tests.support.modules import REPO
@@ -55,17 +57,68 @@ def test_the_tiny_model_is_the_same_bytes_each_time_and_replaces_its_own(tmp_pat
 
 
 def test_the_tiny_model_refuses_a_directory_it_did_not_write_and_touches_nothing(tmp_path):
-    """Refused before anything is built (no torch import): a user's checkpoint or any other file."""
+    """Refused before anything is built (no torch import): a user's checkpoint, a file, a link."""
     theirs = tmp_path / "theirs"
     theirs.mkdir()
     (theirs / "config.json").write_text("{}", encoding="utf-8")
     (tmp_path / "file").write_text("x", encoding="utf-8")
-    for path in (theirs, tmp_path / "file"):
+    (tmp_path / "link").symlink_to(tmp_path / "missing")
+    for path in (theirs, tmp_path / "file", tmp_path / "link"):
         with pytest.raises(ValueError, match=r"^save_tiny_model: .* exists and is not a tiny model saved before"):
             save_tiny_model(path)
     assert [path.name for path in theirs.iterdir()] == ["config.json"]
     assert (theirs / "config.json").read_text(encoding="utf-8") == "{}"
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["file", "theirs"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["file", "link", "theirs"]
+
+
+def _model_dir(path: Path, text: str) -> Path:
+    """A stand-in for a saved tiny model (its marker and one file): what `_swap_in` moves is
+    directories, whatever they hold, so these tests build no model."""
+    path.mkdir()
+    (path / MARKER).write_text("", encoding="utf-8")
+    (path / "config.json").write_text(text, encoding="utf-8")
+    return path
+
+
+def test_saving_over_a_tiny_model_swaps_the_directory_whole(tmp_path):
+    _model_dir(tmp_path / "model", "old")
+    tiny_model._swap_in(_model_dir(tmp_path / "staging", "new"), tmp_path / "model")
+    assert (tmp_path / "model" / "config.json").read_text(encoding="utf-8") == "new"
+    assert [path.name for path in tmp_path.iterdir()] == ["model"]
+
+
+def test_two_processes_saving_to_one_path_keep_one_model(tmp_path, monkeypatch):
+    """Fault injection (a wrapped `Path.rename`): another process's model lands at the path just
+    before this one renames its own there, as when every rank of a torchrun runs the README block."""
+    target, staging = tmp_path / "model", _model_dir(tmp_path / "staging", "ours")
+    rename = Path.rename
+
+    def another_writer_first(self, destination):
+        if self == staging:
+            _model_dir(target, "theirs")
+        return rename(self, destination)
+
+    monkeypatch.setattr(Path, "rename", another_writer_first)
+    tiny_model._swap_in(staging, target)
+    assert (target / "config.json").read_text(encoding="utf-8") == "theirs"  # kept: the same bytes in life
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model", "staging"]  # the caller removes its own
+
+
+def test_a_failed_swap_puts_the_old_model_back(tmp_path, monkeypatch):
+    """Fault injection: the rename into place fails (a full disk, a permission)."""
+    target, staging = _model_dir(tmp_path / "model", "old"), _model_dir(tmp_path / "staging", "new")
+    rename = Path.rename
+
+    def refused(self, destination):
+        if self == staging:
+            raise PermissionError(13, "Permission denied", str(destination))
+        return rename(self, destination)
+
+    monkeypatch.setattr(Path, "rename", refused)
+    with pytest.raises(PermissionError):
+        tiny_model._swap_in(staging, target)
+    assert (target / "config.json").read_text(encoding="utf-8") == "old"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model", "staging"]
 
 
 @pytest.mark.slow
