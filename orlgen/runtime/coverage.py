@@ -2,12 +2,14 @@
 finished, and how many tool calls and model errors they made, counted once per rollout by
 whichever scorer owns it (`Episode.score`). Mean reward alone hides failures: a run where half
 the rollouts hit a dead server looks like a run of a weak model. Each trainer's shim reports
-these beside the reward (TRL's through `scoring_callback`)."""
+these beside the reward, through the trainer's own door: TRL's through the `log_metric` its reward
+functions receive (`orlgen.runtime.trl.scoring`, which counts each batch with `rollout_counts`),
+skyrl-gym's through `get_metrics`, verl's through `reward_extra_info`."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import process
@@ -29,14 +31,14 @@ class Coverage:
         self.rollouts = self.scored = self.env_errors = self.unfinished = self.tool_calls = self.tool_errors = 0
 
     def add(self, environments: Sequence[Any]) -> None:
+        raw = rollout_counts((env, env.reward is not None) for env in environments)
         with self._lock:
-            for env in environments:
-                self.rollouts += 1
-                self.scored += env.reward is not None
-                self.env_errors += env.outcome == "env_error"
-                self.unfinished += env.outcome == "running"
-                self.tool_calls += env.tool_calls
-                self.tool_errors += env.tool_errors
+            self.rollouts += int(raw["rollouts"])
+            self.scored += int(raw["scored"])
+            self.env_errors += int(raw["env_errors"])
+            self.unfinished += int(raw["unfinished"])
+            self.tool_calls += int(raw["tool_calls"])
+            self.tool_errors += int(raw["tool_errors"])
 
     def take(self) -> dict[str, float]:
         """The raw counts since the last take (summable across processes), zeroed."""
@@ -55,6 +57,20 @@ class Coverage:
     def drain(self) -> dict[str, float]:
         """The metrics since the last drain (nothing when no rollout was scored since)."""
         return coverage_metrics(self.take())
+
+
+def rollout_counts(rollouts: Iterable[tuple[Any, bool]]) -> dict[str, float]:
+    """The raw counts of `(state, scored)` pairs, `state` anything with a rollout's `outcome`,
+    `tool_calls` and `tool_errors` (an `EpisodeState`, an adapter): summable across processes."""
+    raw = dict.fromkeys(("rollouts", "scored", "env_errors", "unfinished", "tool_calls", "tool_errors"), 0.0)
+    for state, scored in rollouts:
+        raw["rollouts"] += 1
+        raw["scored"] += scored
+        raw["env_errors"] += state.outcome == "env_error"
+        raw["unfinished"] += state.outcome == "running"
+        raw["tool_calls"] += state.tool_calls
+        raw["tool_errors"] += state.tool_errors
+    return raw
 
 
 def coverage_metrics(raw: dict[str, float]) -> dict[str, float]:

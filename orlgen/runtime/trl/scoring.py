@@ -16,29 +16,62 @@ assistant message to its env's terminal tool. `AsyncGRPOTrainer` gives reward fu
 environments and `get_reward()` no completion: there the final message cannot reach the env, and
 such rollouts stay unscored unless a tool call scored them (see docs/training.md).
 
-Mean reward alone hides failures: a run where half the rollouts hit a dead server looks like a
-run of a weak model. Whoever scores a rollout (`get_reward` or a reward function) records how many rollouts were
-scored, how many failed in the environment, how many never finished, and how many tool calls and
-model errors they made; `scoring_callback(trainer)` adds those numbers to TRL's logged metrics
+Metrics. Mean reward alone hides failures: a run where half the rollouts hit a dead server
+looks like a run of a weak model. TRL 1.16's `GRPOTrainer` (and `RLOOTrainer`) hands every reward
+function two public hooks, `log_metric(name, value)` (a scalar in the step's log, averaged over
+the processes) and `log_extra(column, values)` (a column of the completions table wandb and
+trackio show); env-owned rewards (`get_reward()`) get neither. So orlgen's reward functions
+(every one here, and `scoring_metrics`) log the batch they see: how many rollouts were scored,
+failed in the environment, never finished, their tool calls and model errors
 (`orlgen/scored_fraction`, `orlgen/env_errors`, `orlgen/unfinished`, `orlgen/tool_errors`,
-`orlgen/tool_calls_mean`), with the runtime's counters beside them (`orlgen/capacity_waits`,
-`orlgen/capacity_wait_s`, `orlgen/breaker_rejections`, `orlgen/tool_latency_ms/<tool>`), summed
-over every rank first.
+`orlgen/tool_calls_mean`), the runtime's counters since the last batch (`orlgen/capacity_waits`,
+`orlgen/capacity_wait_s`, `orlgen/breaker_rejections`, `orlgen/tool_latency_ms/<tool>`, ...), all
+summed over every rank first so each rank logs the run's numbers, and per rollout its
+`orlgen/outcome`, `orlgen/error`, `orlgen/tool_calls` and `orlgen/tool_errors` as table columns.
+A batch is logged once, by the first of orlgen's functions that sees it. A run whose rollouts
+are scored by the adapters' own `get_reward()` alone (a module's `reward_funcs` as generated)
+adds `scoring_metrics`, which scores nothing: TRL gives every reward function a column, and
+this one's is empty (`rewards/scoring_metrics/mean` is None; reward and advantages unchanged).
+`AsyncGRPOTrainer` gives reward functions no hooks: there the numbers stay in
+`orlgen.runtime.COVERAGE` and the runtime's counters, unlogged.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable, Sequence
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from .. import process
-from ..coverage import COVERAGE, coverage_metrics
+from ..coverage import coverage_metrics, rollout_counts
+from ..session.metrics import COUNTERS, gather, runtime_metrics
+from .adapter import EnvAdapter
 
 logger = logging.getLogger("orlgen")
 
+F = TypeVar("F", bound=Callable[..., Any])
 
+
+def _logged(scorer: F) -> F:
+    """`scorer`, then its batch's metrics through TRL's log hooks, when the caller passed them."""
+
+    @functools.wraps(scorer)
+    def logged(
+        environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **kwargs: Any
+    ) -> Any:
+        result = scorer(environments, completions, **kwargs)
+        if environments is not None:
+            _log_batch(environments, kwargs)
+        return result
+
+    return cast(F, logged)
+
+
+@_logged
 def outcome_reward(
     environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **_: Any
 ) -> list[float | None]:
@@ -47,6 +80,7 @@ def outcome_reward(
     return _scored("outcome_reward", "outcome", environments, completions)
 
 
+@_logged
 def summed_reward(
     environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **_: Any
 ) -> list[float | None]:
@@ -56,6 +90,7 @@ def summed_reward(
     return _scored("summed_reward", "summed", environments, completions)
 
 
+@_logged
 def submit_final_message(
     environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **_: Any
 ) -> list[None]:
@@ -64,6 +99,21 @@ def submit_final_message(
     every rollout (TRL logs an empty `submit_final_message` column)."""
     if environments is None:
         _warn_no_environments()
+        return [None] * len(completions or ())
+    _submit_all(environments, completions)
+    return [None] * len(environments)
+
+
+@_logged
+def scoring_metrics(
+    environments: Sequence[Any] | None = None, completions: Sequence[Any] | None = None, **_: Any
+) -> list[None]:
+    """Not a score: logs orlgen's metrics for the batch (see this module's docstring) where no
+    other function of orlgen's is among the reward functions, as when the adapters' `get_reward()`
+    scores: `reward_funcs=[*module.reward_funcs, scoring_metrics]`. Returns None for every rollout
+    (TRL shows an empty `scoring_metrics` column). Hands unfinished rollouts' final messages to
+    their env's terminal tool first, as every scorer here does, so it may sit anywhere in the list."""
+    if environments is None:
         return [None] * len(completions or ())
     _submit_all(environments, completions)
     return [None] * len(environments)
@@ -150,31 +200,78 @@ def _warn_no_environments() -> None:
         )
 
 
-def scoring_callback(trainer: Any) -> Any:
-    """A `transformers.TrainerCallback` that puts the scoring coverage and orlgen's runtime
-    counters (capacity waits, breaker rejections, tool latency: `orlgen.runtime.session.metrics`) into
-    `trainer`'s logged metrics each step: `trainer.add_callback(scoring_callback(trainer))`.
+# The batch logged last. TRL hands every reward function of a batch the same `environments` list,
+# a new list each batch; held here so its id is never a later batch's.
+_last_batch: list[Sequence[Any]] = process.per_process([])
 
-    On several ranks every rank's counts are summed first (accelerate's `gather_object`, a
-    collective each rank joins at the same step end, as TRL gathers its tool counts), so the
-    log shows the run's numbers, not rank 0's; the trainer writes the main process's log."""
+# Each rollout's columns in TRL's completions table (None for an environment that is not orlgen's).
+_EXTRAS: Mapping[str, Callable[[EnvAdapter], Any]] = {
+    "outcome": lambda env: env.outcome,
+    "error": lambda env: env.error,
+    "tool_calls": lambda env: env.tool_calls,
+    "tool_errors": lambda env: env.tool_errors,
+}
+
+
+def _log_batch(environments: Sequence[Any], hooks: Mapping[str, Any]) -> None:
+    """The batch's scoring coverage and the runtime's counters since the last batch, summed over
+    every rank, through TRL's `log_metric`; each rollout's outcome and counts through `log_extra`.
+    Nothing without the hooks (orlgen's rollout loop, `AsyncGRPOTrainer`), nothing for a batch
+    already logged. "Scored" is the rollout's reward by its env's rule, what `get_reward()` gives."""
+    log_metric, log_extra = hooks.get("log_metric"), hooks.get("log_extra")
+    if log_metric is None or log_extra is None or (_last_batch and _last_batch[0] is environments):
+        return
+    _last_batch[:] = [environments]
+    ours = [env for env in environments if isinstance(env, EnvAdapter)]
+    counts = rollout_counts((env, env._episode.standing_reward() is not None) for env in ours)
+    raw = {f"coverage/{name}": value for name, value in counts.items()} | COUNTERS.take()
+    # Every rank runs the same reward functions at the same point: the gather is a collective each
+    # joins, and each then logs the same run-wide numbers (so TRL's mean over ranks is the sum).
+    total = gather(raw, _processes())
+    logged = coverage_metrics(
+        {name[len("coverage/") :]: v for name, v in total.items() if name.startswith("coverage/")}
+    )
+    if logged:  # a batch with no rollout of orlgen's logs nothing
+        logged |= runtime_metrics(total)
+    for name, value in logged.items():
+        log_metric(f"orlgen/{name}", value)
+    for column, read in _EXTRAS.items():
+        log_extra(f"orlgen/{column}", [read(env) if isinstance(env, EnvAdapter) else None for env in environments])
+
+
+def _processes() -> Any:
+    """accelerate's state of the job the trainer runs in (how many processes); None where nothing
+    imported accelerate (then no trainer set a job of several processes up)."""
+    accelerate = sys.modules.get("accelerate")
+    return None if accelerate is None else accelerate.PartialState()
+
+
+def _logs_metrics(func: Any) -> bool:
+    """Whether `func`, a reward function, is one of orlgen's (each logs its batch's metrics)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    return getattr(func, "__module__", None) == __name__
+
+
+def scoring_callback(trainer: Any) -> Any:
+    """Deprecated: orlgen's metrics reach TRL through its reward functions' `log_metric` (see
+    this module's docstring), so this callback writes nothing to the trainer. What it still does:
+    when training starts, one warning if none of `trainer.reward_funcs` is orlgen's (add
+    `scoring_metrics`), so a run that relied on it does not lose its metrics silently."""
+    warnings.warn(
+        "scoring_callback is deprecated: orlgen's reward functions log its metrics through TRL's log_metric; "
+        "add orlgen.runtime.scoring_metrics to reward_funcs where none of them is there",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     from transformers import TrainerCallback
 
-    from ..session.metrics import COUNTERS, gather, runtime_metrics
-
     class ScoringCoverageCallback(TrainerCallback):
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            # GRPOTrainer averages `_metrics` into each log line (trl 1.16); a plain Trainer has none.
-            metrics = getattr(trainer, "_metrics", None)
-            if metrics is None:
-                return
-            raw = {f"coverage/{name}": value for name, value in COVERAGE.take().items()} | COUNTERS.take()
-            total = gather(raw, getattr(trainer, "accelerator", None))
-            coverage = {name.removeprefix("coverage/"): v for name, v in total.items() if name.startswith("coverage/")}
-            logged = coverage_metrics(coverage)
-            if logged:  # a step that scored nothing logs nothing, as before
-                logged |= runtime_metrics(total)
-            for name, value in logged.items():
-                metrics["train"][f"orlgen/{name}"].append(value)
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if not any(_logs_metrics(func) for func in getattr(trainer, "reward_funcs", None) or ()):
+                logger.warning(
+                    "no reward function of orlgen's among the trainer's reward_funcs: orlgen's metrics "
+                    "(orlgen/scored_fraction, ...) are not logged; add orlgen.runtime.scoring_metrics to reward_funcs"
+                )
 
     return ScoringCoverageCallback()
