@@ -27,7 +27,7 @@ from orlgen.render import jobs as render
 from orlgen.snapshot.model import load
 
 from tests.support.cli import invoke
-from tests.support.plugin_venv import echo_plugin_python
+from tests.support.plugin_venv import echo_plugin_bin
 
 REPO = Path(__file__).resolve().parent.parent
 GENERATED = REPO / "generated"
@@ -233,22 +233,24 @@ def test_a_plugins_template_renders_in_the_sandbox(site: Path):
 
 
 @pytest.fixture(scope="module")
-def plugin_python() -> Path:
-    return echo_plugin_python()
+def plugin_bin() -> Path:
+    return echo_plugin_bin()
 
 
-def run(python: Path, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([python, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
+def run(program: Path, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`orlgen` or `python` of the plugin's venv, in a child process."""
+    return subprocess.run([program, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 @pytest.mark.slow
-def test_the_example_plugin_is_rendered_and_owned_by_check(plugin_python: Path, tmp_path: Path):
+def test_the_example_plugin_is_rendered_and_owned_by_check(plugin_bin: Path, tmp_path: Path):
+    orlgen, python = plugin_bin / "orlgen", plugin_bin / "python"
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n\n[tool.orlgen]\ntrainers = ['echo']\n")
     out = tmp_path / "generated"
     out.mkdir()
     for name in ("echo.snapshot.json", "echo.tasks.jsonl"):
         shutil.copy(GENERATED / name, out)
-    generated = run(plugin_python, "-m", "orlgen", "generate", "--no-cache", cwd=tmp_path)
+    generated = run(orlgen, "generate", "--no-cache", cwd=tmp_path)
     assert generated.returncode == 0, generated.stderr
     assert sorted(path.name for path in out.iterdir()) == [
         "echo.snapshot.json",
@@ -261,23 +263,21 @@ def test_the_example_plugin_is_rendered_and_owned_by_check(plugin_python: Path, 
         "# For trainer echo (orlgen-echo-trainer>=0.1,<1) from plugin orlgen-echo-trainer 0.1.0; models by "
         f"datamodel-code-generator {version('datamodel-code-generator')}, formatted by black {version('black')}."
     )
-    ran = run(
-        plugin_python, "-c", "import runpy; print(runpy.run_path('generated/echo_echo.py')['TOOLS'])", cwd=tmp_path
-    )
+    ran = run(python, "-c", "import runpy; print(runpy.run_path('generated/echo_echo.py')['TOOLS'])", cwd=tmp_path)
     assert ran.stdout == "{'echo': ('text',), 'hint': ()}\n", ran.stderr
     recorded = lock.read(out / lock.NAME)
     assert recorded is not None and recorded.plugins == {"echo": ("orlgen-echo-trainer", "0.1.0")}
 
-    checked = run(plugin_python, "-m", "orlgen", "check", "--no-cache", cwd=tmp_path)
+    checked = run(orlgen, "check", "--no-cache", cwd=tmp_path)
     assert (checked.returncode, checked.stdout) == (0, "generated files are current\n"), checked.stderr
     module.write_text(module.read_text().replace("'hint'", "'hints'").replace('"hint"', '"hints"'))
-    checked = run(plugin_python, "-m", "orlgen", "check", "--no-cache", cwd=tmp_path)
+    checked = run(orlgen, "check", "--no-cache", cwd=tmp_path)
     assert checked.returncode == 1 and f"{Path('generated') / 'echo_echo.py'}: hand-edited" in checked.stdout
 
     # the lock records another version of the plugin: one line, what to install
     text = (out / lock.NAME).read_text()
     (out / lock.NAME).write_text(text.replace('version = "0.1.0"', 'version = "0.0.9"'))
-    checked = run(plugin_python, "-m", "orlgen", "check", "--no-cache", cwd=tmp_path)
+    checked = run(orlgen, "check", "--no-cache", cwd=tmp_path)
     assert checked.returncode == 2 and checked.stdout == ""
     (line,) = checked.stderr.splitlines()
     assert (

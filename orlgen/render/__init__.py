@@ -4,4 +4,4 @@
 from outside to them); the others are this package's own.
 """
 
-__all__ = ["deadline", "header", "jobs", "sandbox", "verify"]
+__all__ = ["deadline", "header", "jobs", "lock", "sandbox", "verify"]
