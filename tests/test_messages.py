@@ -53,7 +53,7 @@ def test_sync_says_one_line_per_env_when_nothing_changed(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(REPO))
     first = invoke("sync")
     assert first.exit_code == 0, first.output
-    assert len(first.stdout.splitlines()) == 6  # each env: its snapshot, its module
+    assert len(first.stdout.splitlines()) == 7  # each env: its snapshot, its module; the directory's orlgen.lock
     again = invoke("sync")
     assert [line.split(" ", 2)[:2] for line in again.stdout.splitlines()] == [
         ["unchanged", "gen/echo.snapshot.json"],
