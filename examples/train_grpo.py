@@ -252,10 +252,11 @@ def train(args: argparse.Namespace, module) -> None:
         torch.set_num_threads(1)  # a model this small runs faster on one thread
         model = str(tiny_qwen3_dir())
 
-    from orlgen.runtime import outcome_reward_with, scoring_callback
+    from orlgen.runtime import outcome_reward_with, scoring_metrics
     from trl import GRPOTrainer
 
-    reward_funcs = module.reward_funcs  # outcome-only: the last non-null reward, None when unscored
+    # The adapters score their rollouts (get_reward); scoring_metrics logs orlgen/scored_fraction, env_errors, ...
+    reward_funcs = [*module.reward_funcs, scoring_metrics]
     if args.env_error_reward is not None or args.unfinished_reward is not None:
         reward_funcs = [outcome_reward_with(env_error=args.env_error_reward, unfinished=args.unfinished_reward)]
     trainer = GRPOTrainer(
@@ -265,7 +266,6 @@ def train(args: argparse.Namespace, module) -> None:
         environment_factory=environment_factory,
         reward_funcs=reward_funcs,
     )
-    trainer.add_callback(scoring_callback(trainer))  # orlgen/scored_fraction, env_errors, ... beside the reward
     trainer.train()
     if not args.tiny:
         trainer.save_model(args.output_dir)

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 
 import pytest
-from orlgen.runtime import COVERAGE, DatasetError, scoring_callback
+from orlgen.runtime import DatasetError, scoring_metrics
 from orlgen.runtime.trl.tools import tool_methods
 
 from generated import echo, helpdesk, support_mix
@@ -298,7 +298,7 @@ def test_grpo_step_on_the_mixture_routes_tools_per_environment(
         model=mixture_model_path,
         environment_factory=recorders,
         train_dataset=data,
-        reward_funcs=support_mix.reward_funcs,
+        reward_funcs=[*support_mix.reward_funcs, scoring_metrics],  # scoring_metrics: orlgen's metrics
         gradient_accumulation_steps=2,  # one generation batch: 4 tasks x 2 generations
         max_completion_length=512,  # room for the policies text, a long tool result
         max_tool_calling_iterations=1,  # one round of tool calls per rollout
@@ -325,8 +325,6 @@ def test_grpo_step_on_the_mixture_routes_tools_per_environment(
         return out
 
     trainer._tokenize_prompts = recording_tokenize_prompts
-    COVERAGE.drain()  # what earlier tests scored in this process
-    trainer.add_callback(scoring_callback(trainer))
     trainer.train()
 
     # Each rollout's prompt was rendered with its own environment's tools, and only those.

@@ -102,8 +102,11 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(
     (`explicit`), the first of them owns each rollout and the others give None: the total stays
     0.5, where counting every scorer would give 1.5.
     """
+    from orlgen.runtime import scoring_metrics
+
     rows = echo_module.build_dataset(indices=[0, 1])
-    funcs = [echo_module.outcome_reward, echo_module.summed_reward] if explicit else None
+    # orlgen's reward functions log its metrics; with get_reward scoring, scoring_metrics does (an empty column).
+    funcs = [echo_module.outcome_reward, echo_module.summed_reward] if explicit else [scoring_metrics]
     trainer, factory = make_trainer(
         tiny_model_path, echo_module, echo_url, rows, tmp_path, reward_funcs=funcs, temperature=0.5
     )
@@ -111,10 +114,6 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(
     loss = teach_echo_hello(trainer, echo_module, echo_url, list(rows))
     assert loss < 0.05, f"the tiny model did not learn the tool call (loss {loss:.3f})"
 
-    from orlgen.runtime import COVERAGE, scoring_callback
-
-    COVERAGE.drain()  # what earlier tests scored in this process
-    trainer.add_callback(scoring_callback(trainer))
     trainer.train()
 
     # 4 rollouts (2 tasks x 2 generations), one adapter each: the probe plus 3 more from the pool.
@@ -134,9 +133,12 @@ def test_grpo_training_runs_tool_calls_through_the_generated_adapter(
         assert metrics["rewards/summed_reward/mean"] is None and metrics["rewards/EchoEnv/mean"] is None  # no value
     else:
         assert metrics["rewards/EchoEnv/mean"] == pytest.approx(0.5)
-        assert not any(key.startswith("rewards/") and "EchoEnv" not in key for key in metrics)
+        assert metrics["rewards/scoring_metrics/mean"] is None  # it scores nothing
+        assert not any(
+            key.startswith("rewards/") and key.split("/")[1] not in ("EchoEnv", "scoring_metrics") for key in metrics
+        )
     assert metrics["tools/call_frequency"] == pytest.approx(1.0)  # one tool call per rollout
     assert metrics["tools/failure_frequency"] == 0.0
-    # The scoring coverage, logged with TRL's metrics by orlgen's callback.
+    # The scoring coverage, logged with TRL's metrics through the log_metric of orlgen's reward functions.
     assert metrics["orlgen/scored_fraction"] == 1.0 and metrics["orlgen/tool_calls_mean"] == 1.0
     assert metrics["orlgen/env_errors"] == metrics["orlgen/unfinished"] == metrics["orlgen/tool_errors"] == 0.0

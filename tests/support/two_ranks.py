@@ -31,7 +31,7 @@ PER_DEVICE = 4
 def main(url: str, out: Path) -> None:
     import torch
     import torch.distributed as dist
-    from orlgen.runtime import scoring_callback
+    from orlgen.runtime import scoring_metrics
     from orlgen.runtime.session import admission, budget, prefetch
     from transformers.utils import logging as hf_logging
 
@@ -68,13 +68,12 @@ def main(url: str, out: Path) -> None:
         model=str(model_dir),
         environment_factory=factory,
         train_dataset=echo.build_dataset(num_tasks=8),
-        reward_funcs=echo.reward_funcs,
+        reward_funcs=[*echo.reward_funcs, scoring_metrics],  # orlgen's metrics, summed over both ranks
         per_device_train_batch_size=PER_DEVICE,
         num_generations=GENERATIONS,
         max_completion_length=8,
         max_tool_calling_iterations=1,
     )
-    trainer.add_callback(scoring_callback(trainer))
     trainer.train()
     slots = budget.for_env(admission.env_key(adapters[0]._episode.connection), CountedEchoEnv)
     result = {
