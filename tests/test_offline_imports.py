@@ -18,11 +18,12 @@ WIRE = ("aiohttp", "orlgen.runtime.ors.client", "orlgen.capture.live")
 
 
 def _tiny_project(root: Path) -> Path:
-    """A project holding echo's snapshot and module, as generated/ has them."""
+    """A project holding echo's snapshot and module, and the lock of the versions that generated
+    them, as generated/ has them."""
     (root / "pyproject.toml").write_text('[tool.orlgen]\nout = "generated"\n', encoding="utf-8")
     out = root / "generated"
     out.mkdir()
-    for name in ("echo.snapshot.json", "echo.tasks.jsonl", "echo.py"):
+    for name in ("echo.snapshot.json", "echo.tasks.jsonl", "echo.py", "orlgen.lock"):
         shutil.copyfile(REPO / "generated" / name, out / name)
     return out
 
