@@ -178,6 +178,12 @@ def _turn(*calls: tuple[str, dict]) -> str:
     return "\n".join(f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>" for n, a in calls)
 
 
+# The runtime's counters of the episode's process: one session opened, nothing waited or refused.
+RUNTIME_COUNTS = {
+    "sessions_opened": 1.0, "capacity_waits": 0.0, "capacity_wait_s": 0.0, "breaker_rejections": 0.0, "images_refused": 0.0,
+}  # fmt: skip
+
+
 @pytest.mark.slow
 def test_skyrl_gym_plays_the_scripted_episode_to_one(skyrl_python, helpdesk_logged, request_log):
     """Two calls per turn, through `skyrl_gym.make` on a row read back from parquet: the last step
@@ -208,6 +214,7 @@ def test_skyrl_gym_plays_the_scripted_episode_to_one(skyrl_python, helpdesk_logg
     assert "Error" not in json.dumps(steps)
     assert episode["metrics"] == {
         "turns": len(turns), "tool_calls": len(calls), "tool_errors": 0, "scored": 1.0, "env_error": 0.0, "reward": 1.0,
+        "unfinished": 0.0, **RUNTIME_COUNTS,
     }  # fmt: skip
     assert paths.count("/helpdesk/call") == len(calls)
     assert paths.count("/delete") == 1
@@ -244,7 +251,9 @@ def test_bad_calls_are_refused_without_a_request_and_close_deletes_the_session(
         assert answer.startswith("<tool_response>\nError: ") and problem in answer, answer
         assert len(answer.splitlines()) == 3  # one line between the tags
     assert [step["done"] for step in played["steps"]] == [False] * len(bad)
-    assert played["metrics"] == {"turns": 7, "tool_calls": 7, "tool_errors": 7, "scored": 0.0, "env_error": 0.0}
+    assert played["metrics"] == {
+        "turns": 7, "tool_calls": 7, "tool_errors": 7, "scored": 0.0, "env_error": 0.0, "unfinished": 1.0, **RUNTIME_COUNTS,
+    }  # fmt: skip
     assert "/helpdesk/call" not in paths  # the server never saw one of them
     assert paths.count("/delete") == 1  # close() deleted the unfinished episode's session
 

@@ -60,8 +60,11 @@ def test_a_winning_trajectory_scores_the_envs_reward_through_reward_score(played
 
 
 def test_each_trajectory_has_its_own_session_deleted_at_its_end(played):
-    _, before, after = played
+    report, before, after = played
     assert after["created"] - before["created"] == 4 and after["deleted"] - before["deleted"] == 4
+    # The runtime's counters ride with each sample: the batch's sum is the run's.
+    assert sum(trajectory["extra"]["ors_sessions_opened"] for trajectory in report["played"]) == 4
+    assert all(trajectory["extra"]["ors_breaker_rejections"] == 0.0 for trajectory in report["played"])
 
 
 def test_a_bad_argument_is_answered_and_nothing_is_sent(played):

@@ -37,6 +37,7 @@ from .hermes import (
     tool_response,
 )
 from .ors.blocks import quoted
+from .session.metrics import since_last_rollout
 
 __all__ = ["OrsTextEnv", "Tool", "dataset_builder"]
 
@@ -153,7 +154,10 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
     def get_metrics(self) -> dict[str, Any]:
         """Per episode (SkyRL averages them over a batch): turns, tool calls and the calls the
         model got wrong, whether the rollout was scored (averaged: the scoring coverage), whether
-        the environment failed, and the reward (absent when unscored)."""
+        the environment failed or the episode never finished, the reward (absent when unscored),
+        and the runtime's counters (`orlgen.runtime.session.metrics.since_last_rollout`: sessions
+        opened, capacity waits and their seconds, breaker rejections, images refused; per rollout
+        once averaged)."""
         state = self.episode.state
         metrics: dict[str, Any] = {
             "turns": self.turns,
@@ -161,6 +165,8 @@ class OrsTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type 
             "tool_errors": state.tool_errors,
             "scored": float(self.reward is not None),
             "env_error": float(state.outcome == "env_error"),
+            "unfinished": float(state.outcome == "running"),
+            **since_last_rollout(),
         }
         if self.reward is not None:
             metrics["reward"] = self.reward

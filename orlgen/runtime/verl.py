@@ -40,6 +40,7 @@ from .data.spec import EnvSpec
 from .episode import Episode, Step
 from .hermes import Tool
 from .offload import blocking
+from .session.metrics import since_last_rollout
 
 __all__ = ["OrsAgentLoop", "OrsTool", "Tool", "dataset_builder", "register"]
 
@@ -136,6 +137,8 @@ class OrsAgentLoop(ToolAgentLoop):  # type: ignore[misc]
             "ors_env_error": float(state.outcome == "env_error"),
             "ors_tool_calls": float(state.tool_calls),
             "ors_tool_errors": float(state.tool_errors),
+            # The runtime's counters, by the same names in every sample (verl reads the first's keys).
+            **{f"ors_{name}": value for name, value in since_last_rollout().items()},
         }
         return output
 

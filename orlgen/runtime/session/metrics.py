@@ -69,6 +69,22 @@ def gather(raw: Raw, accelerator: Any) -> Raw:
     return merge(gather_object([raw]))
 
 
+# The counters a trainer that averages per-rollout metrics over its batch is given with each rollout.
+PER_ROLLOUT = ("sessions_opened", "capacity_waits", "capacity_wait_s", "breaker_rejections", "images_refused")
+
+
+def since_last_rollout() -> dict[str, float]:
+    """What this process counted since the previous call, by the names of `PER_ROLLOUT`, every
+    name present: for the shims whose trainer takes metrics per rollout, always the same names, and
+    averages them over a batch (skyrl-gym's `get_metrics`, verl's `reward_extra_info`). Rollouts
+    of one process share the counters, so each rollout carries what was counted since the one
+    before it ended: one rollout's share is arbitrary, but a batch's mean is the counts per
+    rollout (capacity waits per rollout, sessions opened per rollout). Takes `COUNTERS`: not for
+    a process whose trainer logs them otherwise (TRL's reward functions)."""
+    raw = COUNTERS.take()
+    return {name: raw.get(name, 0.0) for name in PER_ROLLOUT}
+
+
 def runtime_metrics(raw: Mapping[str, float]) -> dict[str, float]:
     """Logged names from merged counters: sessions opened, capacity waits, breaker rejections,
     images refused (over an answer's `content.ImageLimits`), tool latency (ms)."""
