@@ -12,14 +12,17 @@ only TRL's `log_metric` hook fills, and `_metrics`, which scoring_callback used 
 from __future__ import annotations
 
 import copy
+import functools
+import logging
+from collections import defaultdict
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
+from examples.echo import TARGETS
 from tests.support.training import make_trainer
 from tests.test_trl import teach_echo_hello
-
-pytestmark = [pytest.mark.usefixtures("quiet_and_single_threaded"), pytest.mark.slow]
 
 COVERAGE_NAMES = ["rollouts", "scored_fraction", "env_errors", "unfinished", "tool_errors", "tool_calls_mean"]
 
@@ -48,6 +51,8 @@ class Probes:
         return [None] * len(completions)
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("quiet_and_single_threaded")
 @pytest.mark.parametrize("scorers", ["get_reward", "reward_funcs"])
 def test_metrics_reach_trl_through_log_metric_and_log_extra(scorers, echo_module, echo_url, tiny_model_path, tmp_path):
     """`get_reward`: the module's `reward_funcs` (empty: `EchoEnv.get_reward()` scores) plus
@@ -112,3 +117,77 @@ def test_metrics_reach_trl_through_log_metric_and_log_extra(scorers, echo_module
     assert list(completions["orlgen/outcome"]) == ["finished"] * 4
     assert list(completions["orlgen/tool_calls"]) == [1] * 4 and list(completions["orlgen/tool_errors"]) == [0] * 4
     assert completions["orlgen/error"].isna().all()
+
+
+class Hooks:
+    """What TRL hands reward functions, kept: `log_metric` and `log_extra` as TRL 1.16 calls them."""
+
+    def __init__(self) -> None:
+        self.metrics: defaultdict[str, list[float]] = defaultdict(list)
+        self.extra: defaultdict[str, list] = defaultdict(list)
+
+    def kwargs(self) -> dict:
+        return {"log_metric": lambda name, value: self.metrics[name].append(value),
+                "log_extra": lambda column, values: self.extra[column].extend(values)}  # fmt: skip
+
+
+def test_a_batch_is_logged_once_by_whichever_of_orlgens_functions_sees_it(echo_module, echo_url):
+    """Three rollouts (won, lost, never played) scored by two of orlgen's functions: one set of
+    numbers, one column each; the next batch (a new list, as TRL builds one) is logged again;
+    a caller without the hooks (orlgen's rollout loop) logs nothing and still scores."""
+    from orlgen.runtime import outcome_reward, scoring_metrics, summed_reward
+    from orlgen.runtime.session.metrics import COUNTERS
+
+    COUNTERS.take()  # what earlier tests counted in this process
+    envs = [echo_module.EchoEnv(base_url=echo_url) for _ in range(3)]
+    for index, env in enumerate(envs[:2]):
+        env.reset(split="train", task_index=index)
+        env.echo(text=TARGETS[0])  # task 0 won, task 1 lost
+    hooks = Hooks()
+    assert outcome_reward(environments=envs, completions=[[]] * 3, **hooks.kwargs()) == [1.0, 0.0, None]
+    assert summed_reward(environments=envs, completions=[[]] * 3, **hooks.kwargs()) == [None] * 3
+    assert scoring_metrics(environments=envs, completions=[[]] * 3, **hooks.kwargs()) == [None] * 3
+    logged = {name: values for name, values in hooks.metrics.items() if not name.startswith("orlgen/tool_latency_ms/")}
+    assert logged == {
+        "orlgen/rollouts": [3.0], "orlgen/scored_fraction": [2 / 3], "orlgen/env_errors": [0.0],
+        "orlgen/unfinished": [1.0], "orlgen/tool_errors": [0.0], "orlgen/tool_calls_mean": [2 / 3],
+        "orlgen/sessions_opened": [2.0], "orlgen/capacity_waits": [0.0], "orlgen/capacity_wait_s": [0.0],
+        "orlgen/breaker_rejections": [0.0], "orlgen/images_refused": [0.0],
+    }  # fmt: skip
+    assert dict(hooks.extra) == {
+        "orlgen/outcome": ["finished", "finished", "running"], "orlgen/error": [None] * 3,
+        "orlgen/tool_calls": [1, 1, 0], "orlgen/tool_errors": [0, 0, 0],
+    }  # fmt: skip
+
+    scoring_metrics(environments=list(envs), completions=[[]] * 3, **hooks.kwargs())  # the next batch
+    assert hooks.metrics["orlgen/rollouts"] == [3.0, 3.0] and len(hooks.extra["orlgen/outcome"]) == 6
+
+    again = echo_module.EchoEnv(base_url=echo_url)
+    again.reset(split="train", task_index=0)
+    again.echo(text=TARGETS[0])
+    assert outcome_reward(environments=[again], completions=[[]]) == [1.0]  # no hooks: scored, nothing logged
+    assert hooks.metrics["orlgen/rollouts"] == [3.0, 3.0]
+
+
+def test_scoring_callback_writes_nothing_and_warns_when_no_function_of_orlgens_logs(caplog):
+    """Deprecated: it warns (once, at train begin) only where no reward function of orlgen's
+    (a partial of one counts) would log, and leaves the trainer as it found it."""
+    from orlgen.runtime import outcome_reward_with, scoring_callback, scoring_metrics
+
+    def own_reward(completions, **_):
+        return [0.0] * len(completions)
+
+    for funcs, warns in [
+        ([own_reward], True),
+        ([own_reward, scoring_metrics], False),
+        ([functools.partial(outcome_reward_with(env_error=0.0))], False),
+    ]:
+        trainer = SimpleNamespace(reward_funcs=funcs)
+        before = dict(vars(trainer))
+        with pytest.deprecated_call():
+            callback = scoring_callback(trainer)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="orlgen"):
+            callback.on_train_begin(None, None, None)
+        assert ("add orlgen.runtime.scoring_metrics" in caplog.text) is warns, funcs
+        assert vars(trainer) == before
