@@ -41,7 +41,8 @@ def test_the_readme_training_block_trains_one_step_on_cpu_as_written(tmp_path, m
     assert trainer.state.log_history[0]["num_tokens"] > 0  # two rollouts generated and trained on
     assert trainer.args.use_cpu and not trainer.args.bf16
     assert scope["HelpdeskEnv"].spec.target.kind == "module"  # served by the adapter, not a URL
-    assert (tmp_path / "tiny-model" / MARKER).is_file()
+    model_dir = (tmp_path / trainer.model.name_or_path).resolve()  # relative to the block's directory
+    assert model_dir.parent == tmp_path.resolve() and (model_dir / MARKER).is_file()  # built here: no download
     assert not list(tmp_path.glob("trainer_output/*"))  # a first run saves no checkpoint of a random model
 
 
