@@ -5,6 +5,9 @@ The block builds its own model offline (`orlgen.tiny_model.save_tiny_model`), tr
 on CPU, and serves the helpdesk env itself through the generated adapter of a `module:Class`
 target: no URL anywhere. The test only gives it a working directory of its own (the block writes
 `./tiny-model`), and drops `ORLGEN_*` variables so a developer's shell cannot point it elsewhere.
+
+Beside it, `save_tiny_model` itself: the same bytes each time, TRL's tool-call parsing on its
+template, and a directory it did not write never touched (those tests build nothing and import no torch).
 """
 
 from __future__ import annotations
