@@ -7,7 +7,8 @@ target: no URL anywhere. The test only gives it a working directory of its own (
 `./tiny-model`), and drops `ORLGEN_*` variables so a developer's shell cannot point it elsewhere.
 
 Beside it, `save_tiny_model` itself: the same bytes each time, TRL's tool-call parsing on its
-template, and a directory it did not write never touched (those tests build nothing and import no torch).
+template, a directory it did not write never touched, its directory swapped whole (these last
+build no model and import no torch).
 """
 
 from __future__ import annotations
