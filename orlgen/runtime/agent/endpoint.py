@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import OrlgenRuntimeError, described
+from ..ors.bounded_http import origin
 
 MAX_ANSWER_BYTES = 32 * 2**20  # a chat completion is kilobytes; 32 MiB leaves room for any real one
 RETRIED = (429, 500, 502, 503, 504)  # answers worth asking again, with back-off
@@ -177,13 +178,6 @@ async def _bounded(chunks: AsyncIterator[bytes], headers: Mapping[str, str], lim
             raise _Refused(f"the endpoint's answer exceeds the {limit}-byte limit")
         received.append(chunk)
     return b"".join(received)
-
-
-def origin(url: str) -> str:
-    """`scheme://host:port` of `url`, the port made explicit: what a key is bound to."""
-    parts = urllib.parse.urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 def _json(body: bytes) -> Any:

@@ -1,6 +1,7 @@
-"""Blocking HTTP under the bounds orlgen keeps with an ORS server, for `eval --upload`'s requests
-to the rollout API (the model's endpoint is asked by the agent loop's async client,
-`orlgen.runtime.agent.endpoint`, under the same bounds).
+"""Blocking HTTP under the bounds orlgen keeps with an ORS server, for the requests to
+OpenReward's rollout API (`orlgen.runtime.ors.rollouts`: `eval --upload` and the training
+uploader; the model's endpoint is asked by the agent loop's async client,
+`orlgen.runtime.agent.endpoint`, under the same bounds and with the same `origin`).
 
 The API is as untrusted as an environment server: any host the configuration names. So a request here
 - sends the key (`Authorization`) to the URL's origin only: a redirect to the same origin is
@@ -23,8 +24,6 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-from ..runtime.agent.endpoint import origin
 
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_REDIRECTS = 5
@@ -51,6 +50,13 @@ class RedirectRefused(EndpointError):
 class Answer:
     status: int
     body: bytes
+
+
+def origin(url: str) -> str:
+    """`scheme://host:port` of `url`, the port made explicit: what a key is bound to."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}"
 
 
 def request(
