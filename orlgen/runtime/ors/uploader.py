@@ -31,6 +31,7 @@ URLs, and every given value) before it leaves the process: the platform key, the
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import os
 import threading
@@ -273,5 +274,5 @@ def _masked(value: Any, secrets: tuple[str, ...]) -> Any:
 def _ids(run_name: str, name: str) -> Callable[[], str]:
     """Event ids derived from the rollout's name: the rollout's, then one per message in order."""
     base = uuid.uuid5(uuid.UUID(_NAMESPACE), f"{run_name}\n{name}")
-    count = iter(range(1_000_000_000))
+    count = itertools.count()
     return lambda: str(base) if (n := next(count)) == 0 else str(uuid.uuid5(base, str(n)))

@@ -32,7 +32,8 @@ rank: `{run_name}/rank{rank}/step{global_step}/{index}`). A full queue drops (co
 warning line), a failed post is one line: training never waits or fails for an upload.
 
 `AsyncGRPOTrainer` passes reward functions no environments: there nothing is recorded (one
-warning line). The other trainers' rollouts go through the same `RolloutUploader.upload`
+warning line). GRPOTrainer's own evaluation (`eval_strategy`) calls reward functions too and
+says nothing of its mode to them: its rollouts are uploaded as well, named by the step they ran at. The other trainers' rollouts go through the same `RolloutUploader.upload`
 (docs/training.md, "Uploading training rollouts").
 """
 
