@@ -109,6 +109,11 @@ NOT_PER_PROCESS = {
     "ors.secrets._KNOWN": "a constant table",
     "ors.secrets.WELL_KNOWN_SECRETS": "a constant table",
     "data.tasks_file._KEYS": "a constant list",
+    "data.reward.REDUCTIONS": "a constant tuple (the reward rule's reductions)",
+    "data.reward.ALIASES": "a constant table (the rule's names before 0.3)",
+    "data.reward._WORDS": "a constant table",
+    "data.reward._REDUCE": "a constant table of functions",
+    "trl.scoring._EXTRAS": "a constant table of the log_extra columns",
 }
 # Calls that make immutable or stateless values (or the declarations themselves).
 IMMUTABLE_CALLS = {
