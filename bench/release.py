@@ -36,7 +36,7 @@ SMOKE = {  # shape: (what the table says, the command from the venv's bin direct
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="orlgen-release-") as scratch:
         tmp = Path(scratch)
-        sdist, wheel = build(tmp)
+        _, sdist, wheel = build(tmp)
         print(f"sdist {sdist.name}: {sdist.stat().st_size / 1000:.0f} kB")
         print(f"wheel {wheel.name}: {wheel.stat().st_size / 1000:.0f} kB")
         for shape in SHAPES:

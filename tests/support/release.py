@@ -22,6 +22,7 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from bench.install import ok, run
 from tests.support.framework_venvs import CACHE
@@ -52,7 +53,13 @@ def project_files(dest: Path) -> Path:
     return dest
 
 
-def build(tmp: Path) -> tuple[Path, Path]:
+class Built(NamedTuple):
+    source: Path  # the project's files the sdist was made from (project_files)
+    sdist: Path
+    wheel: Path
+
+
+def build(tmp: Path) -> Built:
     """The sdist and the wheel `python -m build` makes (the wheel from the sdist, so the sdist is
     proven complete), with this venv's setuptools (`--no-isolation`: nothing downloaded)."""
     source = project_files(tmp / "source")
@@ -61,15 +68,17 @@ def build(tmp: Path) -> tuple[Path, Path]:
     ok(run(sys.executable, "-P", "-m", "build", "--no-isolation", "--outdir", dist, source, timeout=600, cwd=tmp))
     (sdist,) = dist.glob("orlgen-*.tar.gz")
     (wheel,) = dist.glob("orlgen-*.whl")
-    return sdist, wheel
+    return Built(source, sdist, wheel)
 
 
 def requirements(shape: str) -> list[str]:
-    """The requirements a shape installs besides orlgen, as pyproject.toml declares them."""
-    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    extras = project["optional-dependencies"]
+    """The requirements a shape installs besides orlgen, as pyproject.toml declares them, and its
+    build backend's (setuptools), so that pip can also build orlgen from a source tree offline
+    (the GitHub Action installs its own checkout)."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    project, extras = pyproject["project"], pyproject["project"]["optional-dependencies"]
     extra = {"runtime": [], "generate": extras["generate"], "train": [TORCH, *extras["train"]]}[shape]
-    return [*project["dependencies"], *extra]
+    return [*project["dependencies"], *extra, *pyproject["build-system"]["requires"]]
 
 
 def wheelhouse(shape: str) -> Path:
