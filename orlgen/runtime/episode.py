@@ -27,7 +27,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,7 +43,7 @@ from .ors import blocks as _wire
 from .ors import secrets as _secrets
 from .ors.errors import ToolRefused
 from .ors.secrets import choose_api_key, secrets_from_env
-from .redaction import mask_secrets, public_url, redact
+from .redaction import mask_secrets, redact
 from .session import admission, budget
 from .session import draw as _draw
 from .session import prefetch as _prefetch
@@ -244,7 +244,7 @@ class Episode:
         *,
         name: str = "Episode",
         owner: type | None = None,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         api_key: str | None = None,
         secrets: dict[str, Any] | None = None,
         split: str = "train",
@@ -424,7 +424,7 @@ class Episode:
         payload = _payload(name, params, arguments)
         if isinstance(payload, str):
             return self._model_error(payload)
-        refusal = admission.call_refusal(self.connection)
+        refusal = admission.call_refusal(self.connection, self._session)
         if refusal is not None:  # the env was found dead by another rollout: nothing is sent
             return self._env_failed(f"{name} was not run", admission.CircuitOpen(refusal))
         session = self._session
@@ -629,7 +629,7 @@ class Episode:
         """One warning line per process, env and `what`, naming the env: the shim's name and the
         address without credentials (server text in `line` masked as the state's error is)."""
         connection = self.connection
-        address = public_url(connection.url) if connection.url else f"catalog {connection.catalog}"
+        address = connection.address
         said = f"{self.name}: the environment {connection.env!r} at {address}: {redact(line, self._secret_values)}"
         log_once(f"{what} {admission.env_key(connection)}", said)
 

@@ -6,6 +6,19 @@ it back when the opening fails), `close_sessions` gives it back once the server 
 session go. An `Episode` calls those two, and `env_failed` when the environment failed a
 rollout. A server found dead is watched (`_probe_until_answered`) so that its breaker closes
 as soon as it answers again. See `budget`, `backoff` and `breaker` for each rule.
+
+Replicas (a pool `Connection`, several URLs of one env): a session opens on one replica and is
+pinned there (`pinned`: its client's address; its calls, its failures and its breaker are
+that replica's). The slot of
+the env's budget is taken first (the configured cap is the env's, all replicas together); then
+the replica is picked (`_pick`): among those whose breaker is not open, one below its learned
+capacity first, then the one with the fewest sessions of this process open or opening, ties
+broken by a rotating order (each pick starts one replica further along the list than the pick
+before: A, B, A, B... for serial rollouts), so the same calls pick the same replicas in every
+run. Each replica has its own breaker and learned capacity; a replica that fails an opening
+counts it on its breaker (a dead one opens it at once, and is watched until it answers) and the
+next replica is asked within the same `timeout`. When every replica's breaker is open the
+rollout ends at once with one line, as for one server.
 """
 
 from __future__ import annotations
@@ -18,6 +31,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import OrlgenRuntimeError, ServerDead
+from ..log import log_once
+from ..redaction import public_url
 from . import backoff, breaker, budget, cluster
 from .metrics import COUNTERS
 
@@ -29,9 +44,17 @@ class CircuitOpen(OrlgenRuntimeError):
     """The breaker ended the rollout before asking the environment."""
 
 
-def env_key(connection: Any) -> tuple[str | None, str]:
-    """One environment, whichever API key or options reach it."""
-    return (connection.url or connection.catalog, connection.env)
+def env_key(connection: Any) -> tuple[Any, str]:
+    """One environment, whichever API key or options reach it (a pool: its replicas together)."""
+    return (connection.url or connection.catalog or connection.replicas or None, connection.env)
+
+
+def pinned(pool: Any, session: Any) -> Any:
+    """The replica of `pool` that `session` was opened on (a plain `Connection`: the address of
+    the session's own client, which sends its every request), None without a session."""
+    if session is None or session.client.address.base not in pool.replicas:
+        return None
+    return pool.replica(session.client.address.base)
 
 
 def open_sessions(
@@ -43,7 +66,23 @@ def open_sessions(
 ) -> list[Any]:
     """Open up to `count` sessions together (at least one, or raise): the first waits for a
     budget slot, the others take only slots free right now. Each session holds its slot.
-    `owner` is the class whose run-wide budget applies (`set_max_sessions(n, owner)`)."""
+    `owner` is the class whose run-wide budget applies (`set_max_sessions(n, owner)`). A pool's
+    sessions open together on one replica (`_open_on_pool`)."""
+    if connection.replicas:
+        return _open_on_pool(connection, owner, timeout, open_once, count)
+    return _open_on(connection, owner, timeout, open_once, count)
+
+
+def _open_on(
+    connection: Any,
+    owner: type | None,
+    timeout: float,
+    open_once: Callable[[Any], Awaitable[Any]],
+    count: int,
+    whole: budget.Budget | None = None,
+) -> list[Any]:
+    """`open_sessions` on one server. `whole`: the pool's budget, whose slots the caller holds:
+    then this server is a replica, and its own budget only learns its capacity."""
     key = env_key(connection)
     gate = breaker.for_env(key)
     _hear_of_death(connection, key, gate)
@@ -51,7 +90,7 @@ def open_sessions(
     if refusal is not None:
         COUNTERS.add("breaker_rejections")
         raise CircuitOpen(refusal)
-    slots = budget.for_env(key, owner)
+    slots = budget.for_env(key, owner, configured=whole is None)
     deadline = time.monotonic() + timeout
     taken = 0
     try:
@@ -81,17 +120,105 @@ def open_sessions(
         raise  # an env failure is counted by the adapter's `env_failed`
     COUNTERS.add("sessions_opened", len(opened))
     for session in opened:
-        budget.bind(session, slots)
+        if whole is None:
+            budget.bind(session, slots)
+        else:
+            budget.bind(session, whole, slots)
     for _ in range(taken - len(opened)):  # slots of sessions that did not open
         slots.release()
     gate.succeeded()
     return opened
 
 
-def env_failed(connection: Any, exc: BaseException) -> str | None:
+def _open_on_pool(
+    pool: Any, owner: type | None, timeout: float, open_once: Callable[[Any], Awaitable[Any]], count: int
+) -> list[Any]:
+    """A pool's sessions: slots of the env's budget, then a replica (`_pick`); a replica that
+    fails the opening counts it on its own breaker and the next one is asked, within `timeout`.
+    Raises the last replica's failure when every one failed, `CircuitOpen` when none was asked."""
+    deadline = time.monotonic() + timeout
+    whole = budget.for_env(env_key(pool), owner)
+    taken = 0
+    try:
+        waited = whole.acquire(timeout)
+        taken = 1 + _take_free(whole, count - 1)
+        if waited > 0.001:
+            COUNTERS.add("capacity_waits")
+            COUNTERS.add("capacity_wait_s", waited)
+        tried: list[str] = []
+        failure: BaseException | None = None
+        while True:
+            replica = _pick(pool, tried, whole)
+            if replica is None:
+                raise failure if failure is not None else _all_refusing(pool)
+            tried.append(replica.url)
+            left = max(0.001, deadline - time.monotonic())
+            try:
+                opened = _open_on(replica, owner, left, open_once, taken, whole)
+                break
+            except (*_NOT_THE_ENVS, budget.BudgetError):
+                raise
+            except CircuitOpen:  # its breaker opened since the pick: the next replica
+                continue
+            except Exception as exc:  # this replica's failure: counted on its breaker
+                _replica_failed(replica, exc)
+                failure = exc
+    except BaseException:
+        for _ in range(taken):
+            whole.release()
+        raise
+    for _ in range(taken - len(opened)):  # slots of sessions that did not open
+        whole.release()
+    return opened
+
+
+def _pick(pool: Any, tried: list[str], whole: budget.Budget) -> Any:
+    """The replica the next opening goes to, None when none is left: not tried yet, its breaker
+    not open; then below its learned capacity, then the fewest sessions of this process open
+    or opening on it, ties broken by a turn that moves one replica further at each pick."""
+    turn = whole.next_turn()
+    ranked = []
+    for place, url in enumerate(pool.replicas):
+        replica = pool.replica(url)
+        if url in tried or breaker.for_env(env_key(replica)).refusing() is not None:
+            continue
+        slots = budget.for_env(env_key(replica), None, configured=False)
+        window = slots.window
+        full = window is not None and slots.open >= window
+        ranked.append(((full, slots.open, (place - turn) % len(pool.replicas)), replica))
+    return min(ranked, key=lambda entry: entry[0])[1] if ranked else None
+
+
+def _all_refusing(pool: Any) -> CircuitOpen:
+    """The one line a rollout ends with when every replica's breaker is open."""
+    COUNTERS.add("breaker_rejections")
+    first = pool.replica(pool.replicas[0])
+    why = breaker.for_env(env_key(first)).refusing() or "circuit open"
+    return CircuitOpen(f"every replica ({len(pool.replicas)}) is refused; the first: {why}")
+
+
+def _replica_failed(replica: Any, exc: BaseException) -> None:
+    """A replica failed: its breaker counts it (`env_failed`), and its opening is said once per
+    replica, naming it (without credentials)."""
+    opened = env_failed(replica, exc)
+    if opened is not None:
+        log_once(
+            f"breaker {env_key(replica)}",
+            f"the environment {replica.env!r} at replica {public_url(replica.url)}: {opened}",
+        )
+
+
+def env_failed(connection: Any, exc: BaseException, session: Any = None) -> str | None:
     """A rollout's environment failed after its session opened: the breaker counts it; a server
     found dead (refusing connections, or silent) opens it at once. Returns why the breaker
-    refuses from now on when this failure opened it, for the adapter to say once; else None."""
+    refuses from now on when this failure opened it, for the adapter to say once; else None.
+    A pool's failure is its `session`'s replica's (said here, per replica); a failed opening
+    was counted on each replica it tried."""
+    if connection.replicas:
+        replica = pinned(connection, session)
+        if replica is not None:
+            _replica_failed(replica, exc)
+        return None
     if isinstance(exc, ServerDead):
         gate = breaker.for_env(env_key(connection))
         why = f"{type(exc).__name__}: {exc}"
@@ -105,9 +232,13 @@ def env_failed(connection: Any, exc: BaseException) -> str | None:
     return breaker.for_env(env_key(connection)).failed()
 
 
-def call_refusal(connection: Any) -> str | None:
-    """Why a tool call of an open session should not be sent (the env's breaker is open), or
-    None. Unlike `open_sessions`, a call never takes the half-open probe."""
+def call_refusal(connection: Any, session: Any = None) -> str | None:
+    """Why a tool call of an open session should not be sent (the env's breaker is open, or
+    for a pool the breaker of the `session`'s replica), or None. Unlike `open_sessions`, a
+    call never takes the half-open probe."""
+    if connection.replicas:
+        replica = pinned(connection, session)
+        return None if replica is None else breaker.for_env(env_key(replica)).refusing()
     return breaker.for_env(env_key(connection)).refusing()
 
 

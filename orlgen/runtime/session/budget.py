@@ -40,6 +40,13 @@ cannot be shared and is an error at the first `reset`. `AsyncGRPOTrainer` runs e
 one worker process, which TRL starts with those variables removed and no process group: the
 worker takes the whole budget.
 
+Replicas (`Connection.replicas`): the configured budget is the env's, all its replicas together,
+as it is for one server (what a user sets is how many sessions the run may hold of the env,
+whichever server holds them; a per-replica cap would change with the number of replicas). Each
+replica has a budget of its own besides (`for_env(..., configured=False)`) that only learns that
+server's capacity from its refusals and counts its open sessions: a pool's session holds a slot
+of both.
+
 A slot is taken before a session is opened and given back once the server has deleted it, or
 when opening failed: however the rollout ends (finished, env error, the next `reset`, the
 adapter collected, the process exiting). Every session an adapter holds, prefetched ones too,
@@ -78,7 +85,8 @@ _lock = process.lock()
 # under `object` (the end of every class's MRO: any class's own limit wins over it).
 _class_max: dict[type, int | None] = {}
 _budgets: dict[Any, Budget] = process.per_process({})  # env key → this process's budget for it
-_leases: dict[int, tuple[Any, Budget]] = process.per_process({})  # id(session) → (session, its budget)
+# id(session) → (session, its budget, and its replica's budget for a pool's session)
+_leases: dict[int, tuple[Any, Budget, Budget | None]] = process.per_process({})
 
 
 def set_max_sessions(limit: int | None, adapter_class: type | None = None) -> None:
@@ -189,8 +197,16 @@ class Budget:
         self.open = 0  # this process's slots taken: sessions open, and being opened
         self.held = 0  # this process's sessions open
         self.peak = 0  # the most slots this process ever took at once
+        self._turn = 0  # a pool's picks of a replica so far (`next_turn`)
         self._free = threading.Condition()
         self._calm = (self._counts.add("refusals", 0), time.monotonic())  # refusals seen, and since when
+
+    def next_turn(self) -> int:
+        """For a pool's budget: how many replicas this process picked before this pick, which
+        turns `admission`'s tie order one replica further each time."""
+        with self._free:
+            self._turn += 1
+            return self._turn - 1
 
     @property
     def window(self) -> int | None:
@@ -325,13 +341,15 @@ class Budget:
         )
 
 
-def for_env(key: Any, adapter_class: type | None) -> Budget:
+def for_env(key: Any, adapter_class: type | None, configured: bool = True) -> Budget:
     """This process's budget for the env `key`, made on first use: the run's whole budget shared
     through the job's store when there is one, or through the Ray cluster's actor inside a Ray
-    job (`orlgen.runtime.session.cluster`), else this rank's share (unlimited when none is set)."""
+    job (`orlgen.runtime.session.cluster`), else this rank's share (unlimited when none is set).
+    `configured=False`: a replica's budget, which learns its server's capacity and applies no
+    configured cap (the env's budget does)."""
     with _lock:
         if key not in _budgets:
-            limit = run_limit(adapter_class)
+            limit = run_limit(adapter_class) if configured else None
             store = job_store()
             if store is not None:
                 prefix = "orlgen/budget/" + hashlib.sha256(repr(key).encode()).hexdigest()[:16] + "/"
@@ -358,19 +376,23 @@ def job_store() -> Any:
         return None
 
 
-def bind(session: Any, budget: Budget) -> None:
-    """`session` holds one slot of `budget` until `release(session)`."""
+def bind(session: Any, budget: Budget, replica: Budget | None = None) -> None:
+    """`session` holds one slot of `budget` (and of its `replica`'s budget, for a pool's session)
+    until `release(session)`."""
     with _lock:
-        _leases[id(session)] = (session, budget)
+        _leases[id(session)] = (session, budget, replica)
     budget.opened()
+    if replica is not None:
+        replica.opened()
 
 
 def release(session: Any) -> None:
-    """Give back the slot `session` holds, if any (idempotent)."""
+    """Give back the slots `session` holds, if any (idempotent)."""
     with _lock:
         lease = _leases.pop(id(session), None)
-    if lease is not None:
-        lease[1].closed()
+    for held in lease[1:] if lease is not None else ():
+        if held is not None:
+            held.closed()
 
 
 def forget() -> None:

@@ -6,6 +6,13 @@ that one thread serves every rollout of the process. Every call waits at most it
 bound that expires cancels the request and leaves the loop free for the next rollout.
 
 At exit (normal end, an exception, SIGTERM: see `install_sigterm`) the open sessions are deleted.
+
+Replicas. A self-hosted env often runs as several servers of one deployment: `base_url=` a list
+(or `ORLGEN_<NAME>_URL` with URLs separated by commas) makes a pool (`Connection.replicas`). A
+pool has no address of its own: `admission` opens each session on one replica (its `replica`
+`Connection`) and every later call of the session goes there (a session lives on the server that
+made it); a call that names no session (the split's size, `/version`) goes to the first replica
+whose breaker is not open. One URL is the plain `Connection` it always was.
 """
 
 from __future__ import annotations
@@ -14,10 +21,11 @@ import asyncio
 import atexit
 import concurrent.futures
 import os
+import re
 import signal
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import process
@@ -25,6 +33,7 @@ from ..data.spec import Target
 from ..errors import OrlgenRuntimeError
 from ..ors.secrets import on_loopback, platform_key
 from ..redaction import public_url
+from . import breaker
 
 if TYPE_CHECKING:
     from ..ors import client as ors
@@ -42,7 +51,8 @@ class CallTimeout(OrlgenRuntimeError):
 
 @dataclass(frozen=True)
 class Connection:
-    """A resolved address: a URL of a single-host server, or a catalog name on the platform."""
+    """A resolved address: a URL of a single-host server, a catalog name on the platform, or a
+    pool of replicas of one env (`replicas`, each a URL; `url` and `catalog` None)."""
 
     url: str | None
     catalog: str | None
@@ -50,20 +60,26 @@ class Connection:
     api_key: str | None
     max_answer_bytes: int | None = None  # refuse larger server answers, streamed ones included (capture sets it)
     trusted: bool = True  # the caller's key and secrets may go here (`resolve` says when not)
+    replicas: tuple[str, ...] = ()  # a pool's URLs, in the order given (empty: not a pool)
 
     @classmethod
-    def resolve(cls, target: Target, env_var: str, base_url: str | None, api_key: str | None) -> Connection:
+    def resolve(
+        cls, target: Target, env_var: str, base_url: str | Sequence[str] | None, api_key: str | None
+    ) -> Connection:
         """Explicit `base_url` first, then the `env_var` environment variable, then the snapshot's
-        target (a `module:EnvClass` target is served by this process, on first use).
+        target (a `module:EnvClass` target is served by this process, on first use). Several
+        URLs (a list, or text with commas) make a pool of replicas; one URL, a plain address.
 
         The caller's `api_key` goes where the caller named for this run (`base_url=`, `env_var`),
         to the platform, and to a server on loopback. A snapshot's URL target elsewhere is not
         trusted with it: the snapshot is repository data, and a pull request that reseals its
         target to another host (`url http://10.99.0.1:8000`) must not collect the key a training
         script passes (the adapter withholds the secrets too: `secrets.for_unnamed_target`)."""
-        url = base_url or os.environ.get(env_var)
-        if url:
-            return cls(url=url.rstrip("/"), catalog=None, env=target.env, api_key=api_key)
+        urls = _urls(base_url) or _urls(os.environ.get(env_var))
+        if len(urls) > 1:
+            return cls(url=None, catalog=None, env=target.env, api_key=api_key, replicas=urls)
+        if urls:
+            return cls(url=urls[0], catalog=None, env=target.env, api_key=api_key)
         if target.kind == "url":
             trusted = on_loopback(target.value)
             key = api_key if trusted else None
@@ -73,24 +89,52 @@ class Connection:
         return cls(url=_serve_locally(target, env_var), catalog=None, env=target.env, api_key=api_key)
 
     def __repr__(self) -> str:  # never show the API key, nor credentials in the URL
+        if self.replicas:
+            return f"Connection({[public_url(url, mask='***') for url in self.replicas]!r}, env={self.env!r})"
         where = public_url(self.url, mask="***") if self.url else self.catalog
         return f"Connection({where!r}, env={self.env!r})"
 
+    @property
+    def address(self) -> str:
+        """Where this reaches, for a log line: the URL without credentials, the catalog name, or
+        a pool's replicas."""
+        if self.replicas:
+            return "replicas " + ", ".join(public_url(url) for url in self.replicas)
+        return public_url(self.url) if self.url else f"catalog {self.catalog}"
+
+    def replica(self, url: str) -> Connection:
+        """The plain `Connection` of one replica of this pool: its own client, breaker and budget."""
+        return replace(self, url=url, replicas=())
+
+    def reachable(self) -> Connection:
+        """Where a call that names no session goes: this address, or a pool's first replica whose
+        breaker is not open (the first replica when every one is: the call then fails as a
+        single server's would)."""
+        if not self.replicas:
+            return self
+        for url in self.replicas:
+            if breaker.for_env((url, self.env)).refusing() is None:
+                return self.replica(url)
+        return self.replica(self.replicas[0])
+
     def run(self, call: Callable[[ors.Client], Awaitable[T]], timeout: float | None) -> T:
-        """`await call(client)` on the runtime's loop, waiting at most `timeout` seconds."""
+        """`await call(client)` on the runtime's loop, waiting at most `timeout` seconds. A
+        session's own calls ignore `client`: they go to the server the session was opened on."""
+        where = self.reachable()
 
         async def with_client() -> T:
-            return await call(_client(self))
+            return await call(_client(where))
 
         install_sigterm()
         return _sdk_loop().run(with_client(), timeout)
 
     def run_nowait(self, call: Callable[[ors.Client], Awaitable[Any]]) -> None:
         """Start `call(client)` on the runtime's loop without waiting (for finalizers)."""
+        where = self.reachable()
 
         async def with_client() -> None:
             try:
-                await call(_client(self))
+                await call(_client(where))
             except Exception:  # best effort; nobody is waiting
                 pass
 
@@ -100,10 +144,29 @@ class Connection:
         """Run `call(client)` on the runtime's loop in the background for as long as it runs: a
         watch, cancelled at exit (which never waits for it), unlike `run_nowait`'s work."""
 
+        where = self.reachable()
+
         async def with_client() -> None:
-            await call(_client(self))
+            await call(_client(where))
 
         _sdk_loop().watch(with_client())
+
+
+# A comma that starts another URL (`scheme://` follows it): a comma inside one URL stays there.
+_NEXT_URL = re.compile(r",\s*(?=[a-zA-Z][a-zA-Z0-9+.-]{0,31}://)")
+
+
+def _urls(given: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The URLs `base_url=` or the variable names: one, a list, or text with a comma before each
+    next URL (blanks and trailing slashes dropped, order kept, a repeated URL kept once). One
+    URL is taken as it always was: only its trailing slashes go."""
+    if not given:
+        return ()
+    parts = _NEXT_URL.split(given) if isinstance(given, str) else list(given)
+    if len(parts) == 1:
+        return (parts[0].rstrip("/"),) if parts[0] else ()
+    urls = (part.strip().strip(",").strip().rstrip("/") for part in parts if part)
+    return tuple(dict.fromkeys(url for url in urls if url))
 
 
 def _serve_locally(target: Target, env_var: str) -> str:

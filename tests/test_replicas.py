@@ -1,0 +1,168 @@
+"""One env served by several replicas (`base_url=[...]`, or `ORLGEN_<NAME>_URL` with commas): two
+real ORS servers on loopback, each wearing a ledger of which session asked it what
+(`tests/support/servers/ledger.py`, a middleware that records and changes nothing).
+
+What must hold: sessions spread over the replicas (fewest open first, ties in a rotating order);
+every request of a session reaches the server that created it; a replica killed mid-run costs
+no rollout (the next opening it gets fails over to the survivor, its breaker opens and it is
+skipped) and comes back once it answers again; with every replica down a rollout ends with one
+line; the configured session budget is the env's, all replicas together.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+from orlgen.runtime import set_max_sessions
+from orlgen.runtime.session import admission, breaker, budget
+from orlgen.runtime.session.connection import Connection
+
+from tests.support.envs.both import TASKS
+from tests.support.servers.both import BothServer
+from tests.support.waiting import wait_for
+
+LEDGER = ("tests.support.servers.ledger:Ledger",)
+KIND = "openreward-sdk"
+
+
+def ledger(server: BothServer) -> dict:
+    with urllib.request.urlopen(f"{server.url}/_stats", timeout=10) as response:
+        return json.loads(response.read())
+
+
+def started(env, index: int) -> None:
+    env.reset(task_index=index)
+    assert env.outcome == "running", env.error
+
+
+def finished(env, index: int) -> float | None:
+    """The rest of a rollout on the open session: two calls, then the right answer."""
+    target = TASKS["train"][index]["target"]
+    assert env.guess(guess=target - 1) == "higher"
+    assert env.count() == "1"
+    assert env.submit(answer=target) == "correct"
+    return env.get_reward()
+
+
+def played(env, index: int) -> float | None:
+    started(env, index)
+    return finished(env, index)
+
+
+def replica_of(env) -> str:
+    return admission.pinned(env._episode.connection, env._episode._session).url
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """Two replicas of the both-env, each with its ledger, shared by this file's tests (a server
+    takes seconds to start on a busy machine); the test that kills them comes last."""
+    with BothServer(KIND, LEDGER) as a, BothServer(KIND, LEDGER) as b:
+        yield a, b
+
+
+@pytest.fixture
+def fresh(both_module):
+    """Breakers and budgets made anew for each test, and no budget set for the both-env's class."""
+    budget.forget()
+    breaker.forget()
+    yield
+    set_max_sessions(None, both_module.BothEnv)
+    budget.forget()
+    breaker.forget()
+
+
+def _index(env) -> int:
+    return env._episode.task[1]
+
+
+def test_the_budget_is_the_envs_across_replicas(both_module, pair, fresh):
+    """`set_max_sessions(2)` with two replicas: two sessions in all, not two per replica."""
+    a, b = pair
+    created = len(ledger(a)["created"]) + len(ledger(b)["created"])
+    set_max_sessions(2, both_module.BothEnv)
+    envs = [both_module.BothEnv(base_url=[a.url, b.url], timeout=0.5) for _ in range(3)]
+    started(envs[0], 0)
+    started(envs[1], 1)
+    envs[2].reset(task_index=2)
+    assert envs[2].outcome == "env_error" and "session slots" in envs[2].error
+    assert finished(envs[0], 0) == 1.0  # its slot comes back
+    assert played(envs[2], 2) == 1.0 and finished(envs[1], 1) == 1.0
+    assert len(ledger(a)["created"]) + len(ledger(b)["created"]) - created == 3
+
+
+@pytest.mark.slow
+def test_sessions_spread_pinned_and_a_killed_replica_costs_no_rollout(both_module, pair, fresh):
+    a, b = pair  # their ledgers hold what earlier tests of this file left: counted from here
+    pool = [a.url, b.url]
+    start_a, start_b = len(ledger(a)["created"]), len(ledger(b)["created"])
+    # Four rollouts open at once: the fewest-open replica takes each, two apiece.
+    envs = [both_module.BothEnv(base_url=pool, timeout=60) for _ in range(4)]
+    for index, env in enumerate(envs):
+        started(env, index)
+    picks = [replica_of(env) for env in envs]
+    assert sorted(picks) == sorted(pool * 2) and picks[0] == picks[2] != picks[1] == picks[3]
+    assert [finished(env, index) for index, env in enumerate(envs)] == [1.0] * 4
+    # Serial rollouts (nothing open at each pick): the rotating order alternates.
+    serial = both_module.BothEnv(base_url=pool, timeout=60)
+    picks = []
+    for index in range(4):
+        started(serial, index)
+        picks.append(replica_of(serial))
+        assert finished(serial, index) == 1.0
+    assert sorted(picks) == sorted([a.url, b.url] * 2) and picks[0] != picks[1]
+
+    # Mid-run: a rollout is open on b when a is killed; it goes on, and so does the run.
+    first, second = both_module.BothEnv(base_url=pool, timeout=60), both_module.BothEnv(base_url=pool, timeout=60)
+    started(first, 0)
+    started(second, 1)
+    on_a, on_b = (first, second) if replica_of(first) == a.url else (second, first)
+    assert replica_of(on_b) == b.url and replica_of(on_a) == a.url
+    assert finished(on_a, _index(on_a)) == 1.0
+    before = ledger(a)
+    a.process.stop()
+    assert finished(on_b, _index(on_b)) == 1.0
+    rewards = [played(serial, index % 6) for index in range(6)]
+    assert rewards == [1.0] * 6, serial.error  # nothing lost: the survivor took every one
+    assert breaker.for_env((a.url, "both")).state == "open"
+    after_b = ledger(b)
+
+    # Pinned: each session's every request reached the server that created it, and only it.
+    assert set(before["created"]).isdisjoint(after_b["created"])
+    for stats in (before, after_b):
+        assert set(stats["requests"]) == set(stats["created"])
+        assert all(stats["calls"].get(sid, 0) >= 1 for sid in stats["created"])
+    assert len(before["created"]) - start_a == 2 + 2 + 1  # the concurrent pair, the serial pair, `on_a`
+    assert len(after_b["created"]) - start_b == 2 + 2 + 1 + 6
+
+    # Back: a's breaker closes once its health probe is answered, and it takes sessions again.
+    a.start()
+    assert wait_for(lambda: breaker.for_env((a.url, "both")).state == "closed", 15)
+    assert [played(serial, index) for index in range(2)] == [1.0, 1.0]
+    assert len(ledger(a)["created"]) == 1
+
+    # Every replica down: the first rollout tries each, then one line; the next ends at once.
+    a.process.stop()
+    b.process.stop()
+    serial.reset(task_index=0)
+    assert serial.outcome == "env_error" and "\n" not in serial.error
+    assert "ServerGone" in serial.error
+    serial.reset(task_index=0)
+    assert serial.outcome == "env_error" and "\n" not in serial.error
+    assert "every replica (2) is refused" in serial.error
+
+
+def test_a_pool_from_the_variable_and_its_credentials_never_shown(monkeypatch):
+    from orlgen.runtime.data.spec import Target
+
+    target = Target(kind="url", value="http://127.0.0.1:9", env="both")
+    monkeypatch.setenv("ORLGEN_BOTH_URL", "http://user:pw1@10.0.0.1:8000/, http://10.0.0.2:8000?token=tk2")
+    pool = Connection.resolve(target, "ORLGEN_BOTH_URL", None, None)
+    assert pool.replicas == ("http://user:pw1@10.0.0.1:8000", "http://10.0.0.2:8000?token=tk2")
+    assert pool.url is None and pool.trusted
+    for shown in (repr(pool), pool.address):
+        assert "pw1" not in shown and "tk2" not in shown and "10.0.0.2:8000" in shown
+    one = Connection.resolve(target, "ORLGEN_BOTH_URL", "http://10.0.0.3:8000/?a=1,2", None)
+    assert one.replicas == () and one.url == "http://10.0.0.3:8000/?a=1,2"  # a comma inside one URL stays
