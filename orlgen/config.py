@@ -28,6 +28,8 @@ trainers = ["trl"]           # optional: this env's trainers (default: [tool.orl
 [[tool.orlgen.mixtures]]
 name = "support_mix"         # generated/support_mix.py: several envs for one trainer
 envs = ["echo", "helpdesk"]  # module names of snapshots in `out`
+weights = { echo = 1, helpdesk = 3 }  # optional: sampling weights per env, recorded as the module's
+                             # build_dataset default (the share of rows, so of GRPO groups)
 
 [tool.orlgen.diff]           # optional: this project's review rules (`orlgen diff`, `snapshot --check`)
 rules = "1"                  # the rule set pinned (default: the latest), so a release's new rule waits
@@ -204,6 +206,23 @@ def parse_secrets(items: Iterable[str]) -> dict[str, str]:
 class MixtureConfig(_Strict):
     name: str  # the mixture module's name
     envs: tuple[str, ...] = Field(min_length=2)  # module names of snapshots in `out`
+    weights: dict[str, float] | None = None  # sampling weights by env (the share of rows), recorded in the module
+
+    @model_validator(mode="after")
+    def _weights_of_members(self) -> MixtureConfig:
+        """Weights name only the mixture's envs, none negative, not all zero: one line here,
+        not an error when the module is imported."""
+        weights = self.weights or {}
+        unknown = sorted(set(weights) - set(self.envs))
+        if unknown:
+            raise PydanticCustomError(
+                "mixture_weights",
+                "weights name {unknown}, which are not among this mixture's envs {envs}",
+                {"unknown": unknown, "envs": list(self.envs)},
+            )
+        if self.weights is not None and (any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0):
+            raise PydanticCustomError("mixture_weights", "weights must be non-negative and not all zero")
+        return self
 
 
 class DiffConfig(_Strict):
@@ -276,6 +295,11 @@ class Config(_Strict):
 
 def mixture_members(config: Config) -> dict[str, tuple[str, ...]]:
     return {mixture.name: mixture.envs for mixture in config.mixtures}
+
+
+def mixture_weights(config: Config) -> dict[str, dict[str, float]]:
+    """Each mixture's sampling weights by env, for the mixtures whose config gives them."""
+    return {mixture.name: dict(mixture.weights) for mixture in config.mixtures if mixture.weights}
 
 
 def load_config(project: Path = Path(".")) -> Config:

@@ -19,7 +19,7 @@ from orlgen.capture import recapture
 from orlgen.capture.options import CaptureOptions
 from orlgen.capture.shadowing import shadow_warning
 from orlgen.capture.targets import server_url
-from orlgen.config import Config, EnvConfig, find_config, mixture_members
+from orlgen.config import Config, EnvConfig, find_config, mixture_members, mixture_weights
 from orlgen.disk import FileMap
 from orlgen.errors import CaptureError, OrlgenError, RefusedWrite
 from orlgen.names import check_name
@@ -107,6 +107,10 @@ class Project:
     def mixtures(self) -> dict[str, tuple[str, ...]]:
         return mixture_members(self.config)
 
+    def weights(self) -> dict[str, dict[str, float]]:
+        """Each mixture's sampling weights by member, where its config gives some."""
+        return mixture_weights(self.config)
+
     # ---------------------------------------------------------------------------------------
     # offline: generate and check
     # ---------------------------------------------------------------------------------------
@@ -187,7 +191,7 @@ class Project:
             for path, snapshot in snapshots.items()
         ]
         chosen = {s.name: tuple(trainers) for s in snapshots.values()} if trainers else self.trainers(snapshots)
-        modules = render.jobs(snapshots.items(), self.config.templates, self.mixtures(), chosen)
+        modules = render.jobs(snapshots.items(), self.config.templates, self.mixtures(), chosen, self.weights())
         return canonical + _tasks_jobs(snapshots) + modules + self._lock_jobs(snapshots)
 
     def _lock_jobs(self, snapshots: Mapping[Path, Snapshot]) -> list[render.Job]:
@@ -330,7 +334,7 @@ class Project:
             jobs = [
                 job  # the other members' own modules did not change
                 for job in render.jobs(
-                    snapshots.items(), self.config.templates, self.mixtures(), self.trainers(snapshots)
+                    snapshots.items(), self.config.templates, self.mixtures(), self.trainers(snapshots), self.weights()
                 )
                 if job.inputs[0] != "module" or job.inputs[2] == captured.name
             ] + self._lock_jobs({path: sealed})

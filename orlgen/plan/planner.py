@@ -167,10 +167,12 @@ class MixturePlan:
     name: PythonIdentifier
     description: Source
     members: tuple[MixtureMember, ...]
+    weights: Source | None = None  # the config's sampling weights by member name, a dict literal
 
 
-def plan_mixture(name: str, snapshots: list[Snapshot]) -> MixturePlan:
-    """A module that hands several environments to one trainer: `environment_factory` as a dict."""
+def plan_mixture(name: str, snapshots: list[Snapshot], weights: dict[str, float] | None = None) -> MixturePlan:
+    """A module that hands several environments to one trainer: `environment_factory` as a dict;
+    `weights` (the mixture config's) recorded as its `build_dataset`'s default shares."""
     members = tuple(
         MixtureMember(PythonIdentifier(s.name), names.class_name(s.name, suffix="Env"), literal(s.name))
         for s in sorted(snapshots, key=lambda s: s.name)
@@ -180,7 +182,19 @@ def plan_mixture(name: str, snapshots: list[Snapshot]) -> MixturePlan:
         "It imports its members from its own directory, whether imported from a package\n"
         "(`from generated import " + names.slug(name) + "`) or not. Regenerate with `orlgen generate`."
     )
-    return MixturePlan(name=names.slug(name), description=docstring_literal(summary, indent=""), members=members)
+    recorded = {env: float(weight) for env, weight in sorted((weights or {}).items())}
+    if recorded:
+        shares = ", ".join(f"{env} {weight:g}" for env, weight in recorded.items())
+        summary += (
+            f"\n\nSampling weights (the mixture config's): {shares}. `build_dataset(num_tasks=N)` draws\n"
+            "tasks in these shares: the share of rows, so of GRPO groups, per environment."
+        )
+    return MixturePlan(
+        name=names.slug(name),
+        description=docstring_literal(summary, indent=""),
+        members=members,
+        weights=literal(recorded) if recorded else None,
+    )
 
 
 def plan(snapshot: Snapshot) -> ModulePlan:

@@ -74,13 +74,15 @@ def jobs(
     templates: Path | None = None,
     mixtures: Mapping[str, Sequence[str]] | None = None,
     trainers: Trainers | None = None,
+    weights: Mapping[str, Mapping[str, float]] | None = None,
 ) -> list[Job]:
     """The files these snapshots generate: one module per (env, trainer), and each mixture once
     per trainer that renders mixtures and all its members are rendered for.
 
     `templates` is a project directory whose templates override the packaged ones by name.
     `mixtures` maps a mixture module's name to the names of its members; a mixture is rendered
-    when all its members are among `snapshots`, next to the first of them. Two jobs that would
+    when all its members are among `snapshots`, next to the first of them; `weights` maps a
+    mixture's name to its sampling weights by member (recorded in its module). Two jobs that would
     write one path (an env named `helpdesk_verifiers` beside the verifiers module of `helpdesk`)
     are refused, naming both.
     """
@@ -95,7 +97,8 @@ def jobs(
         if name in by_name:
             raise RefusedWrite(f"mixture name {name!r} refused: it is the name of an environment's module")
         if all(member in by_name for member in members):
-            found += _mixture_jobs(name, [by_name[member] for member in sorted(members)], chosen, templates)
+            shares = (weights or {}).get(name)
+            found += _mixture_jobs(name, [by_name[member] for member in sorted(members)], chosen, templates, shares)
     _refuse_shared_paths(found)
     return found
 
@@ -198,7 +201,11 @@ def _trainers(names: Sequence[str]) -> tuple[Trainer, ...]:
 
 
 def _mixture_jobs(
-    name: str, members: list[tuple[Path, Snapshot]], chosen: Mapping[str, tuple[Trainer, ...]], templates: Path | None
+    name: str,
+    members: list[tuple[Path, Snapshot]],
+    chosen: Mapping[str, tuple[Trainer, ...]],
+    templates: Path | None,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Job]:
     """The mixture's module for each trainer every member is rendered for, if it renders mixtures."""
     snapshots = [snapshot for _, snapshot in members]
@@ -206,8 +213,9 @@ def _mixture_jobs(
     return [
         Job(
             members[0][0].with_name(f"{name}{each.suffix}.py"),
-            ("mixture", each.name, name, *(snapshot.sha256 for snapshot in snapshots), *_code(each)),
-            functools.partial(render_mixture, name, snapshots, templates, each.name),
+            ("mixture", each.name, name, *(snapshot.sha256 for snapshot in snapshots), *_code(each))
+            + ((f"weights {sorted(weights.items())!r}",) if weights else ()),
+            functools.partial(render_mixture, name, snapshots, templates, each.name, weights),
         )
         for each in common
         if each.mixture_template is not None
@@ -240,9 +248,10 @@ def generate(
     templates: Path | None = None,
     mixtures: Mapping[str, Sequence[str]] | None = None,
     trainers: Trainers | None = None,
+    weights: Mapping[str, Mapping[str, float]] | None = None,
 ) -> FileMap:
     """Every generated file for these snapshots: path → bytes."""
-    return {job.path: job.render().encode() for job in jobs(snapshots, templates, mixtures, trainers)}
+    return {job.path: job.render().encode() for job in jobs(snapshots, templates, mixtures, trainers, weights)}
 
 
 def render_module(
@@ -305,13 +314,19 @@ def _params_classes(module_plan: ModulePlan) -> list[str]:
 
 
 def render_mixture(
-    name: str, snapshots: list[Snapshot], templates: Path | None = None, trainer_name: str = "trl"
+    name: str,
+    snapshots: list[Snapshot],
+    templates: Path | None = None,
+    trainer_name: str = "trl",
+    weights: Mapping[str, float] | None = None,
 ) -> str:
     """One trainer's mixture module (only for a trainer whose `mixture_template` is set)."""
     chosen = trainer(trainer_name)
     if chosen.mixture_template is None:
         raise RenderError(f"mixture {name!r}: trainer {chosen.name!r} renders no mixture")
-    body = _render(templates, chosen, chosen.mixture_template, {"plan": plan_mixture(name, snapshots)})
+    body = _render(
+        templates, chosen, chosen.mixture_template, {"plan": plan_mixture(name, snapshots, dict(weights or {}))}
+    )
     sources = ", ".join(snapshot.file_name for snapshot in snapshots)
     combined = hashlib.sha256(" ".join(snapshot.sha256 for snapshot in snapshots).encode()).hexdigest()
     return _header(sources, combined, chosen) + _format(body)

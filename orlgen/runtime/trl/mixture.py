@@ -3,6 +3,14 @@
 Each row carries the `environment` column TRL routes on. Task-field columns are prefixed with the
 environment's name (`helpdesk__customer`), so fields of different environments never share an
 Arrow column, whatever their types; a row holds None in the other environments' columns.
+
+Weights and GRPO groups. A row is one task; GRPOTrainer's sampler (`RepeatSampler`) plays each
+row `num_generations` times in a row, a group, and normalises rewards within the group. So
+weights set the share of rows (tasks, groups) per environment, and completions follow the same
+shares exactly, each row counting `num_generations` completions whatever its environment; one
+generation batch holds `generation_batch_size // num_generations` rows drawn from the shuffled
+dataset, so a batch's shares vary around the weights and only the dataset's match them. A
+mixture config's `weights` are recorded in its module as `build_dataset`'s default.
 """
 
 from __future__ import annotations
@@ -33,10 +41,17 @@ class BuildMixture(Protocol):
     ) -> Any: ...
 
 
-def mixture_builder(members: Mapping[str, EnvSpec], module: str) -> BuildMixture:
-    """The `build_dataset` of the mixture module named `module`, over its members' specs by name."""
+def mixture_builder(
+    members: Mapping[str, EnvSpec], module: str, weights: Mapping[str, float] | None = None
+) -> BuildMixture:
+    """The `build_dataset` of the mixture module named `module`, over its members' specs by name;
+    `weights`: the mixture config's, used when a call gives `num_tasks` and neither `counts` nor
+    `weights` (shown in `build_dataset`'s docstring)."""
     builders = {name: dataset_builder(spec, module) for name, spec in members.items()}
     splits = {name: spec.dataset.num_tasks for name, spec in members.items()}
+    recorded = dict(_known(weights, splits)) if weights is not None else None
+    if recorded is not None:
+        _allocate(0, recorded)  # refuses negative or all-zero weights at import, in one line
 
     def build_dataset(
         split: str = "train",
@@ -55,12 +70,20 @@ def mixture_builder(members: Mapping[str, EnvSpec], module: str) -> BuildMixture
         Args:
             split: The split to draw from, in every environment.
             counts: Tasks to draw per environment, e.g. {"echo": 8}; environments not named get none.
-            weights: Relative shares per environment, with `num_tasks` as the total.
+            weights: Relative shares per environment, with `num_tasks` as the total (the share of
+                rows, so of GRPO groups; default: the mixture's recorded weights, when it has some).
             num_tasks: The mixture's size when `weights` is given.
             seed: Seed of the draw and of the shuffle.
         """
+        if weights is None and counts is None and num_tasks is not None:
+            weights = recorded
         return mix(builders, splits, split, counts=counts, weights=weights, total=num_tasks, seed=seed)
 
+    if recorded is not None and build_dataset.__doc__ is not None:
+        shown = ", ".join(f"{name!r}: {weight!r}" for name, weight in sorted(recorded.items()))
+        build_dataset.__doc__ = (
+            f"{build_dataset.__doc__.rstrip()}\n\n        Recorded weights (the mixture config's): {{{shown}}}.\n"
+        )
     build_dataset.__module__ = module
     build_dataset.__qualname__ = "build_dataset"
     return build_dataset
