@@ -45,7 +45,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the project: root pyproject with override templates in `tpl/`, `generated/`.
     HOME and the cache are private, so no test touches the real ones."""
     root = tmp_path / "project"
-    keep = ("echo.", "helpdesk", "support_mix.")  # the smallest copy with a mixture: quick to render
+    keep = ("echo.", "helpdesk", "support_mix.", "orlgen.lock")  # the smallest copy with a mixture: quick to render
     shutil.copytree(GENERATED, root / "generated", ignore=lambda _, names: [n for n in names if not n.startswith(keep)])
     shutil.copytree(REPO / "templates", root / "tpl")
     (root / "pyproject.toml").write_text(ROOT_CONFIG.format(extra='templates = "tpl"'))
