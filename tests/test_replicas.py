@@ -12,14 +12,19 @@ line; the configured session budget is the env's, all replicas together.
 from __future__ import annotations
 
 import json
+import threading
+import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from orlgen.runtime import set_max_sessions
 from orlgen.runtime.session import admission, breaker, budget
 from orlgen.runtime.session.connection import Connection
+from orlgen.serve import ServerProcess
 
 from tests.support.envs.both import TASKS
+from tests.support.servers import capacity
 from tests.support.servers.both import BothServer
 from tests.support.waiting import wait_for
 
@@ -91,6 +96,38 @@ def test_the_budget_is_the_envs_across_replicas(both_module, pair, fresh):
     assert finished(envs[0], 0) == 1.0  # its slot comes back
     assert played(envs[2], 2) == 1.0 and finished(envs[1], 1) == 1.0
     assert len(ledger(a)["created"]) + len(ledger(b)["created"]) - created == 3
+
+
+@pytest.mark.slow
+def test_each_replica_learns_its_own_capacity(echo_module, fresh):
+    """Replica a takes 1 session at once, b 4 (FAULT INJECTION: the capacity middleware of
+    tests/support/servers/capacity.py answers 429 past it). Five rollouts at once: a refuses
+    what it cannot take, learns its window of 1, and those rollouts are opened on b instead of
+    waiting for a; every rollout is scored."""
+    entry = "tests.support.servers.capacity"
+    with ServerProcess("examples.echo:Echo", entry=entry) as a, ServerProcess("examples.echo:Echo", entry=entry) as b:
+        capacity.post(a.url, "/_fault/capacity?n=1")
+        capacity.post(b.url, "/_fault/capacity?n=4")
+        barrier = threading.Barrier(5)
+
+        def rollout(env):
+            barrier.wait()
+            env.reset(task_index=0)
+            time.sleep(0.3)  # the model generating: the session stays open meanwhile
+            env.echo(text="hello")
+            return env.get_reward(), env.error
+
+        envs = [echo_module.EchoEnv(base_url=[a.url, b.url], timeout=60) for _ in range(5)]
+        with ThreadPoolExecutor(5) as pool:
+            results = list(pool.map(rollout, envs))
+        assert [error for _, error in results] == [None] * 5 and None not in [reward for reward, _ in results]
+        on_a, on_b = capacity.stats(a.url), capacity.stats(b.url)
+        assert (
+            on_a["refused"] >= 1 and on_a["max_open"] == on_a["created"] == 1
+        )  # the picks alternate: a is asked twice or more
+        assert on_b["refused"] == 0 and on_b["created"] == 4
+        windows = [budget.for_env((url, "echo"), None, configured=False).window for url in (a.url, b.url)]
+        assert windows == [1, None]  # learned per replica: b's never refused
 
 
 @pytest.mark.slow

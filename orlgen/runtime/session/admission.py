@@ -107,6 +107,9 @@ def _open_on(
                 for _ in range(taken):
                     slots.release()
                 taken = 0
+                if whole is not None:  # a replica at its capacity: the pool picks again (`_open_on_pool`)
+                    gate.abandon()
+                    raise
                 waited += slots.acquire(max(0.0, deadline - time.monotonic()))
                 taken = 1
         if waited > 0.001:
@@ -134,7 +137,9 @@ def _open_on_pool(
     pool: Any, owner: type | None, timeout: float, open_once: Callable[[Any], Awaitable[Any]], count: int
 ) -> list[Any]:
     """A pool's sessions: slots of the env's budget, then a replica (`_pick`); a replica that
-    fails the opening counts it on its own breaker and the next one is asked, within `timeout`.
+    fails the opening counts it on its own breaker and the next one is asked, within `timeout`;
+    one that refuses at its capacity has learned it and the pick is made again (a replica with
+    room first; when none has, the rollout waits in the fewest-open replica's queue).
     Raises the last replica's failure when every one failed, `CircuitOpen` when none was asked."""
     deadline = time.monotonic() + timeout
     whole = budget.for_env(env_key(pool), owner)
@@ -158,6 +163,9 @@ def _open_on_pool(
                 break
             except (*_NOT_THE_ENVS, budget.BudgetError):
                 raise
+            except budget.Requeue:  # it refused at its capacity, now learned: pick again, it included
+                tried.remove(replica.url)
+                continue
             except CircuitOpen:  # its breaker opened since the pick: the next replica
                 continue
             except Exception as exc:  # this replica's failure: counted on its breaker
