@@ -203,3 +203,25 @@ def test_a_pool_from_the_variable_and_its_credentials_never_shown(monkeypatch):
         assert "pw1" not in shown and "tk2" not in shown and "10.0.0.2:8000" in shown
     one = Connection.resolve(target, "ORLGEN_BOTH_URL", "http://10.0.0.3:8000/?a=1,2", None)
     assert one.replicas == () and one.url == "http://10.0.0.3:8000/?a=1,2"  # a comma inside one URL stays
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_dead_replicas_are_said_without_their_credentials(both_module, fresh, caplog):
+    """Two replicas that refuse connections, their URLs carrying a password and a token: the
+    rollout ends with one line, and neither that line nor any log line shows either."""
+    pool = [f"http://user:pw1@127.0.0.1:{_closed_port()}", f"http://127.0.0.1:{_closed_port()}/?token=tk2"]
+    env = both_module.BothEnv(base_url=pool, timeout=30)
+    with caplog.at_level("WARNING", logger="orlgen"):
+        env.reset(task_index=0)
+    assert env.outcome == "env_error" and "\n" not in env.error
+    said = [record.getMessage() for record in caplog.records] + [env.error, repr(env)]
+    assert sum("replica http://127.0.0.1:" in line for line in said) == 2  # each replica's breaker, once
+    assert not any("pw1" in line or "tk2" in line for line in said), said
