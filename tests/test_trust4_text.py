@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from orlgen.runtime import hermes
 from orlgen.runtime.hermes import BadCall, Call, parse_tool_calls
-from orlgen.snapshot.model import Snapshot, Split, SplitTasks, Target, Task, Tool
+from orlgen.snapshot.model import Reward, Snapshot, Split, SplitTasks, Target, Task, Tool
 
 from tests.support.cli import invoke
 from tests.support.text_envs import LONG_NAME
@@ -176,7 +176,7 @@ def _sealed_with_tool_named(name: str) -> str:
         name="attacked",
         target=Target(kind="url", value="http://127.0.0.1:9", env="attacked"),
         secret_names=[],
-        reward="outcome",
+        reward=Reward(),
         deployment=None,
         splits=[Split(name="train", num_tasks=1)],
         tools=[tool],
