@@ -1,3 +1,3 @@
 """orlgen: reviewable, typed TRL adapters generated from Open Reward Standard environments."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

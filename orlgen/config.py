@@ -144,17 +144,17 @@ class EnvConfig(_Strict):
             {"given": repr(tasks)},
         )
 
-    @field_validator("secrets")
     @model_validator(mode="after")
     def _reward_rule(self) -> EnvConfig:
         self.reward_rule()  # a rule the runtime would refuse is this env's error, in one line
         return self
 
-    @property
     def reward_rule(self) -> Reward:
+        """The rule the keys declare, as the snapshot records it."""
         clamp = list(self.reward_clamp) if isinstance(self.reward_clamp, tuple) else self.reward_clamp
         return Reward.declared(self.reward, self.unfinished_reward, clamp)
 
+    @field_validator("secrets")
     @classmethod
     def _names_only(cls, names: tuple[str, ...]) -> tuple[str, ...]:
         for name in names:

@@ -35,7 +35,7 @@ from orlgen.snapshot import recorded
 from orlgen.snapshot.model import Snapshot, Tool, confusing_names
 
 # Bumped whenever a field of the plan changes meaning or goes; a field added keeps it.
-PLAN_VERSION = 2
+PLAN_VERSION = 3
 # Names method signatures use in their hints: a parameter named like one would shadow it.
 _HINT_NAMES = ("Any", "Literal", "JSONObject", "JSONArray", "ToolOutput")
 # Module names a parameter default may use: a parameter of that name would shadow it.

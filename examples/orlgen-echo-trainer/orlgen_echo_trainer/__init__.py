@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from orlgen.plan.planner import ModulePlan
 
 # The plan versions this plugin reads; a newer plan changed a field's meaning (docs/plugins.md).
-PLAN_VERSIONS = (2,)
+PLAN_VERSIONS = (3,)
 
 
 def context(plan: ModulePlan) -> dict[str, object]:
