@@ -32,7 +32,9 @@ class CaptureOptions:
     splits: tuple[str, ...] = ()  # capture only these splits (default: all)
     tasks: TaskMode = None  # "all", "none", a sample size, or None for the size-based default
     probes: int = DEFAULT_PROBES  # sessions opened per split to discover task-only tools
-    reward: Reward = field(default_factory=Reward)  # the env's reward rule, as its author documents it (recorded, not probed)
+    reward: Reward = field(
+        default_factory=Reward
+    )  # the env's reward rule, as its author documents it (recorded, not probed)
     toolset: str | None = None  # a built-in toolset the probe sessions open with (the SDK's `toolset=`)
     # name → value, sent with every probe session. Only the names reach the snapshot.
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)

@@ -37,7 +37,9 @@ class EnvSpec:
     tool_fingerprints: Mapping[str, tuple[bool, str]]  # wire name → (shared, fingerprint): the drift guard
     dataset: DatasetSpec  # the snapshot file, its hash, split sizes and the task columns
     terminal_tool: str | None = None  # wire name of the env's @terminal tool, if any
-    reward_rule: RewardRule = field(default_factory=RewardRule)  # the env's rule, from the snapshot: what every trainer scores by
+    reward_rule: RewardRule = field(
+        default_factory=RewardRule
+    )  # the env's rule, from the snapshot: what every trainer scores by
     probed_tasks: tuple[TaskKey, ...] = ()  # the tasks capture probed, when a tool is task-only
     offered_on: Mapping[str, tuple[TaskKey, ...]] = field(
         default_factory=dict
