@@ -307,6 +307,12 @@ class Episode:
         return dict(self._options)
 
     @property
+    def masked_values(self) -> tuple[str, ...]:
+        """The values masked as `***` in what this rollout shows (its secrets, the API key,
+        env_overrides' keys), for a shim that writes the rollout elsewhere (`ors.uploader`)."""
+        return self._secret_values
+
+    @property
     def _owner_key(self) -> str:
         owner = self.owner
         return f"{owner.__module__}.{owner.__qualname__}" if owner is not None else f"{self.name}@{id(self.spec)}"

@@ -149,5 +149,4 @@ def _rollout(prompt: Any, completion: Any, env: Any) -> tuple[dict[str, Any], tu
         "tool_calls": state.tool_calls,
         "tool_errors": state.tool_errors,
     }
-    # The values the episode masks in server text: its secrets, its API key, env_overrides' keys.
-    return rollout, tuple(getattr(episode, "_secret_values", ()))
+    return rollout, episode.masked_values
