@@ -99,12 +99,15 @@ def test_the_budget_is_the_envs_across_replicas(both_module, pair, fresh):
 
 
 @pytest.mark.slow
-def test_each_replica_learns_its_own_capacity(echo_module, fresh):
+def test_each_replica_learns_its_own_capacity(echo_module, fresh, monkeypatch):
     """Replica a takes 1 session at once, b 4 (FAULT INJECTION: the capacity middleware of
     tests/support/servers/capacity.py answers 429 past it). Five rollouts at once: a refuses
     what it cannot take, learns its window of 1, and those rollouts are opened on b instead of
     waiting for a; every rollout is scored."""
     entry = "tests.support.servers.capacity"
+    # A learned window grows by one after GROW_PERIOD_S without a refusal: a loaded machine can
+    # take that long over these rollouts, so the window is read before it may grow.
+    monkeypatch.setattr(budget, "GROW_PERIOD_S", 3600.0)
     with ServerProcess("examples.echo:Echo", entry=entry) as a, ServerProcess("examples.echo:Echo", entry=entry) as b:
         capacity.post(a.url, "/_fault/capacity?n=1")
         capacity.post(b.url, "/_fault/capacity?n=4")
