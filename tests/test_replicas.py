@@ -130,7 +130,10 @@ def test_each_replica_learns_its_own_capacity(echo_module, fresh, monkeypatch):
         )  # the picks alternate: a is asked twice or more
         assert on_b["refused"] == 0 and on_b["created"] == 4
         windows = [budget.for_env((url, "echo"), None, configured=False).window for url in (a.url, b.url)]
-        assert windows == [1, None]  # learned per replica: b's never refused
+        # Learned per replica: b never refused, a did. a's window is what this process held there
+        # when a refusal came back: its one session, and another opening still in flight at that
+        # moment when the picks sent two at once (the server itself never had more than 1 open).
+        assert windows[1] is None and windows[0] in (1, 2), windows
 
 
 @pytest.mark.slow
