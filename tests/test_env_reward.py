@@ -9,7 +9,7 @@ import gc
 import pickle
 
 import pytest
-from orlgen.runtime import COVERAGE, outcome_reward, outcome_reward_with, summed_reward
+from orlgen.runtime import COVERAGE, RewardRule, outcome_reward, outcome_reward_with, summed_reward
 from orlgen.runtime.trl.adapter import STATE_ATTRIBUTES
 
 from tests.support.modules import generated
@@ -130,3 +130,15 @@ def test_pickling_keeps_only_the_options(stepped, stepped_url):
     for _ in range(4):
         clone.advance()
     assert clone.get_reward() == pytest.approx(0.005)  # the option crossed, the episode did not
+
+
+def test_the_coverage_counts_what_the_rule_gave(stepped, stepped_url):
+    """A rollout that ran, did not finish and scored no step reward is scored by a rule with an
+    unfinished reward: the coverage counts it scored (and unfinished), as the trainer got it."""
+    COVERAGE.take()
+    env = stepped.SteppedEnv(base_url=stepped_url, reward=RewardRule("sum", unfinished=-1.0))
+    env.reset(task_index=0)
+    env.advance()  # [None]: no reward yet, not finished
+    assert env.get_reward() == -1.0
+    counts = COVERAGE.take()
+    assert (counts["rollouts"], counts["scored"], counts["unfinished"]) == (1.0, 1.0, 1.0)

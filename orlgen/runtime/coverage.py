@@ -9,7 +9,7 @@ skyrl-gym's through `get_metrics`, verl's through `reward_extra_info`."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from . import process
@@ -30,8 +30,9 @@ class Coverage:
     def _clear(self) -> None:
         self.rollouts = self.scored = self.env_errors = self.unfinished = self.tool_calls = self.tool_errors = 0
 
-    def add(self, environments: Sequence[Any]) -> None:
-        raw = rollout_counts((env, env.reward is not None) for env in environments)
+    def add(self, rollouts: Iterable[tuple[Any, bool]]) -> None:
+        """Count `(state, scored)` pairs, as `rollout_counts` reads them."""
+        raw = rollout_counts(rollouts)
         with self._lock:
             self.rollouts += int(raw["rollouts"])
             self.scored += int(raw["scored"])

@@ -481,13 +481,14 @@ class Episode:
         is over, so its session is deleted. The first scorer to ask owns the rollout (and counts
         it in the scoring coverage, `orlgen.runtime.COVERAGE`); any other scorer gets None."""
         self.close()
+        reward = self.standing_reward(rule)
         with _scoring_lock:
             if self._scored_by is None:
                 self._scored_by = scorer
-                COVERAGE.add([self._log])
+                COVERAGE.add([(self._log, reward is not None)])  # scored: what this scorer gets
             elif self._scored_by != scorer:
                 return None
-        return self.standing_reward(rule)
+        return reward
 
     def standing_reward(self, rule: RewardRule | str | None = None) -> float | None:
         """The reward the rule gives the rollout so far, without ending it or counting it in the
