@@ -65,6 +65,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    FiniteFloat,
     StrictInt,
     ValidationError,
     field_validator,
@@ -206,7 +207,7 @@ def parse_secrets(items: Iterable[str]) -> dict[str, str]:
 class MixtureConfig(_Strict):
     name: str  # the mixture module's name
     envs: tuple[str, ...] = Field(min_length=2)  # module names of snapshots in `out`
-    weights: dict[str, float] | None = None  # sampling weights by env (the share of rows), recorded in the module
+    weights: dict[str, FiniteFloat] | None = None  # sampling weights by env (the share of rows), recorded in the module
 
     @model_validator(mode="after")
     def _weights_of_members(self) -> MixtureConfig:

@@ -124,8 +124,10 @@ def test_bad_requests_raise_dataset_error_naming_the_problem():
         support_mix.build_dataset(counts={"echo": 1}, num_tasks=1)
     with pytest.raises(DatasetError, match="weights need num_tasks"):
         support_mix.build_dataset(weights={"echo": 1.0})
-    with pytest.raises(DatasetError, match="weights must be non-negative and not all zero"):
+    with pytest.raises(DatasetError, match="weights must be finite, non-negative and not all zero"):
         support_mix.build_dataset(weights={"echo": 0, "helpdesk": 0}, num_tasks=4)
+    with pytest.raises(DatasetError, match="weights must be finite, non-negative and not all zero"):
+        support_mix.build_dataset(weights={"echo": float("nan"), "helpdesk": 1.0}, num_tasks=4)
 
 
 def test_the_mixture_module_routes_names_to_its_members():

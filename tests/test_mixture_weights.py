@@ -85,3 +85,10 @@ def test_weights_naming_another_env_or_all_zero_are_one_line(tmp_path):
     )
     with pytest.raises(ConfigFileError, match="weights must be non-negative and not all zero"):
         load_config(tmp_path)
+    for weight in ("nan", "inf"):  # TOML's own: the module would render `{'echo': inf}`, a NameError
+        (tmp_path / "pyproject.toml").write_text(
+            f'[tool.orlgen]\n[[tool.orlgen.mixtures]]\nname = "mix"\nenvs = ["echo", "helpdesk"]\nweights = {{ echo = {weight} }}\n',
+            encoding="utf-8",
+        )
+        with pytest.raises(ConfigFileError, match=r"mixtures\.0\.weights\.echo: Input should be a finite number"):
+            load_config(tmp_path)

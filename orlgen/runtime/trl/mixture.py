@@ -15,6 +15,7 @@ mixture config's `weights` are recorded in its module as `build_dataset`'s defau
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -172,8 +173,8 @@ def _known(by_env: Mapping[str, Any], num_tasks: Mapping[str, Any]) -> Mapping[s
 
 def _allocate(total: int, weights: Mapping[str, float]) -> dict[str, int]:
     """`total` split in proportion to `weights`, remainders to the largest fractions (ties by name)."""
-    if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
-        raise DatasetError("weights must be non-negative and not all zero")
+    if not all(math.isfinite(w) and w >= 0 for w in weights.values()) or sum(weights.values()) <= 0:
+        raise DatasetError("weights must be finite, non-negative and not all zero")
     scale = total / sum(weights.values())
     exact = {env: w * scale for env, w in weights.items()}
     counts = {env: int(value) for env, value in exact.items()}
