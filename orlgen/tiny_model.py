@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from orlgen import __version__
+
 __all__ = ["save_tiny_model"]
 
 # Qwen3's added vocabulary, in Qwen3's order. `special` as in Qwen3's tokenizer.json: the tool and
@@ -84,7 +86,8 @@ MAX_POSITIONS = 40_960
 
 # Written beside the weights: a directory holding it is one this module made, and may be replaced.
 MARKER = "ORLGEN_TINY_MODEL"
-_MARKER_TEXT = "A tiny random model written by orlgen.tiny_model.save_tiny_model, for trying orlgen out.\n"
+# Names the orlgen that built it: a model of this one is kept as it is (the same bytes), another's replaced.
+_MARKER_TEXT = f"A tiny random model written by orlgen {__version__}'s save_tiny_model, for trying orlgen out.\n"
 
 
 def qwen3_chat_template() -> str:
@@ -159,12 +162,14 @@ def build_model(tokenizer: Any, *, seed: int = 0) -> Any:
 def save_tiny_model(path: str | os.PathLike[str]) -> str:
     """Build the tiny model and its tokenizer and save both to the directory `path`; return it as a string.
 
-    The same bytes on every call. `path` may be missing, empty, or a tiny model saved here before
-    (replaced whole); any other directory or file is refused with a `ValueError`, and nothing in it
-    is touched. The checkpoint is written beside `path` and renamed into place, so `path` never
-    holds half of one.
+    The same bytes on every call. `path` may be missing, empty, or a tiny model saved here before:
+    this orlgen's is kept as it is, another's replaced whole; any other directory or file is
+    refused with a `ValueError`, and nothing in it is touched. The checkpoint is written beside
+    `path` and renamed into place, so `path` never holds half of one.
     """
     target = Path(path)
+    if _current(target):
+        return str(target)
     if (target.exists() or target.is_symlink()) and not _replaceable(target):
         raise ValueError(f"save_tiny_model: {target} exists and is not a tiny model saved before; give a new directory")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -180,6 +185,12 @@ def save_tiny_model(path: str | os.PathLike[str]) -> str:
     return str(target)
 
 
+def _current(target: Path) -> bool:
+    """A tiny model this orlgen saved: what a new save would write, byte for byte."""
+    marker = target / MARKER
+    return target.is_dir() and not target.is_symlink() and marker.is_file() and marker.read_text() == _MARKER_TEXT
+
+
 def _replaceable(target: Path) -> bool:
     """An empty directory, or one this module wrote (its marker there)."""
     return target.is_dir() and not target.is_symlink() and (not any(target.iterdir()) or (target / MARKER).is_file())
@@ -189,8 +200,14 @@ def _swap_in(staging: Path, target: Path) -> None:
     """Put `staging` at `target`, the old directory (if any) moved aside first and removed after.
 
     Processes that run the same script at once (the ranks of a `torchrun`) may each save to one
-    path: one that finds the path taken by another's tiny model keeps that one (the same bytes).
+    path: one that finds the path taken by another's model of this orlgen keeps that one (the same
+    bytes), never moving it while another process may be loading it.
     """
+    with contextlib.suppress(OSError):
+        staging.rename(target)  # atomic where nothing, or an empty directory, is there
+        return
+    if _current(target):
+        return
     aside = Path(tempfile.mkdtemp(prefix=f".{target.name}-old-", dir=target.parent))
     old = aside / target.name
     try:

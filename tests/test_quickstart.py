@@ -109,6 +109,18 @@ def test_two_processes_saving_to_one_path_keep_one_model(tmp_path, monkeypatch):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["model", "staging"]  # the caller removes its own
 
 
+def test_a_model_of_this_orlgen_is_never_moved_nor_rebuilt(tmp_path):
+    """Another rank's finished model may be loading while this one saves: one of this orlgen (its
+    marker's words) is left where it is, by a save (which builds nothing) and by a swap alike."""
+    target = _model_dir(tmp_path / "model", "theirs")
+    (target / MARKER).write_text(tiny_model._MARKER_TEXT, encoding="utf-8")
+    inode = target.stat().st_ino
+    assert save_tiny_model(target) == str(target)
+    tiny_model._swap_in(_model_dir(tmp_path / "staging", "ours"), target)
+    assert (target / "config.json").read_text(encoding="utf-8") == "theirs" and target.stat().st_ino == inode
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model", "staging"]  # the caller removes its own
+
+
 def test_a_failed_swap_puts_the_old_model_back(tmp_path, monkeypatch):
     """Fault injection: the rename into place fails (a full disk, a permission)."""
     target, staging = _model_dir(tmp_path / "model", "old"), _model_dir(tmp_path / "staging", "new")
