@@ -146,8 +146,9 @@ def tool(name: str, params: type[BaseModel] | None, described: Mapping[str, str]
 
 def carried_secrets(spec: EnvSpec) -> list[str]:
     """The environment variables a session of `spec` may read: its secrets and the OpenReward key
-    (a catalog target's; `Episode` sends it to the platform only). All of them are carried, not
-    only those verifiers drops, so what the tool server sees does not hang on verifiers' rule."""
+    (`Episode` decides where the key goes: the platform, a URL the run names, loopback; see
+    `Connection.resolve`). All of them are carried, not only those verifiers drops, so what the
+    tool server sees does not hang on verifiers' rule; a variable that is not set is not written."""
     return [*spec.secret_names, "OPENREWARD_API_KEY"]
 
 

@@ -77,7 +77,7 @@ def outcome_reward(
 ) -> list[float | None]:
     """Outcome-only reward: each rollout's last non-null reward; None when nothing scored it,
     so TRL leaves the rollout out of the baseline instead of counting a zero."""
-    return _scored("outcome_reward", "outcome", environments, completions)
+    return _scored("outcome_reward", "last", environments, completions)
 
 
 @_logged
@@ -87,7 +87,7 @@ def summed_reward(
     """Summed reward: the sum of each rollout's non-null step rewards; None when none scored it.
     For envs whose step rewards add up to the episode's score (`[None, None, 0.005, 0.0]` sums
     to 0.005, where the outcome is 0.0)."""
-    return _scored("summed_reward", "summed", environments, completions)
+    return _scored("summed_reward", "sum", environments, completions)
 
 
 @_logged
@@ -147,7 +147,7 @@ def _scored(
         raise TypeError(
             f"{scorer} needs `environments`, which AsyncGRPOTrainer does not pass to reward functions: "
             "the adapter scores itself there through get_reward() (for a summed reward, build it with "
-            "reward='summed', e.g. functools.partial(MyEnv, reward='summed'))"
+            "reward='sum', e.g. functools.partial(MyEnv, reward='sum'); or record the rule in the snapshot)"
         )
     _submit_all(environments, completions)
     return [env._score(scorer, aggregate) for env in environments]
