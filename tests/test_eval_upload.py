@@ -17,6 +17,7 @@ from dataclasses import asdict
 
 import pytest
 from orlgen.eval.upload import Retry, Target, UploadFailed, batches, events, run_info, upload
+from orlgen.runtime.ors.rollouts import TRAIN_METADATA_KEYS
 
 from bench.chat_server import ChatServer, serving
 from tests.support.cli import invoke, start_orlgen
@@ -157,6 +158,16 @@ def test_events_are_what_the_sdk_sends():
     assert [e.get("type") for e in ours[2:]] == ["user_message", "tool_call", "tool_call", "tool_result",
                                                  "tool_result", "assistant_message"]  # fmt: skip
     assert ours[5]["content"] == "order A1: 2 items"  # NUL dropped, as the SDK does
+
+
+def test_an_eval_rollouts_metadata_holds_evals_keys_only():
+    """A row with the counts a training rollout's metadata carries (`tool_calls`, `tool_errors`):
+    eval's events send eval's keys, as `eval --upload` always has; training's add theirs."""
+    row = {**ROW, "tool_calls": 2, "tool_errors": 0, "global_step": 4}
+    started, *_ = events(row, "my-run", run_info("m", "0.2.0"), {})
+    assert set(started["metadata"]) == {"task_index", "sample", "seed", "model", "outcome", "stop", "rewards"}
+    trained, *_ = events(row, "my-run", run_info("m", "0.2.0"), {}, metadata_keys=TRAIN_METADATA_KEYS)
+    assert trained["metadata"] == {**started["metadata"], "tool_calls": 2, "tool_errors": 0, "global_step": 4}
 
 
 def test_batches_hold_at_most_128_events_and_1_mb():

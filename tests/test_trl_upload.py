@@ -15,10 +15,11 @@ import functools
 import json
 import logging
 import threading
+from contextlib import contextmanager
 
 import pytest
 from orlgen.runtime.agent.loop import Trajectory
-from orlgen.runtime.ors.rollouts import Target
+from orlgen.runtime.ors.rollouts import MAX_BATCH_ITEMS, Target
 from orlgen.runtime.ors.uploader import RolloutUploader, UploadStats
 from orlgen.runtime.trl.upload import RolloutUpload
 
@@ -35,10 +36,12 @@ ECHO_HELLO_CALL = '<tool_call>\n{"name": "echo", "arguments": {"text": "hello"}}
 
 class RolloutAPI:
     """A loopback stand-in for `POST /v1/rollouts`: records (headers, body) of each request and
-    answers `status`; with `stall` (fault injection) it answers nothing until `release` is set."""
+    answers `statuses` in turn, then `status`; with `stall` (fault injection) it answers nothing
+    until `release` is set."""
 
-    def __init__(self, status: int = 200, stall: bool = False) -> None:
+    def __init__(self, status: int = 200, stall: bool = False, statuses: tuple[int, ...] = ()) -> None:
         self.status = status
+        self.statuses = list(statuses)
         self.release = threading.Event()
         if not stall:
             self.release.set()
@@ -54,7 +57,8 @@ class RolloutAPI:
             self.requests.append((dict(request.headers), await request.json()))
             while not self.release.is_set():
                 await asyncio.sleep(0.01)
-            return JSONResponse({"detail": "said by the stand-in"}, status_code=self.status)
+            status = self.statuses.pop(0) if self.statuses else self.status
+            return JSONResponse({"detail": "said by the stand-in"}, status_code=status)
 
         return Starlette(routes=[Route("/v1/rollouts", rollouts, methods=["POST"])])
 
@@ -236,3 +240,119 @@ def test_no_platform_key_is_one_line(monkeypatch):
     monkeypatch.delenv("OPENREWARD_API_KEY", raising=False)
     with pytest.raises(Exception, match=r"^uploading training rollouts needs the platform key in OPENREWARD_API_KEY$"):
         RolloutUpload("run")
+
+
+@contextmanager
+def one_post(uploader: RolloutUploader):
+    """Fault injection on our own code: the test holds the uploader's lock (reentrant) while it
+    queues, so its worker takes every rollout queued inside in one post."""
+    with uploader._cond:
+        yield
+
+
+def started_names(api: RolloutAPI) -> list[str]:
+    return sorted(e["rolloutName"] for e in api.events() if e["eventType"] == "rollout")
+
+
+def test_a_rollout_that_cannot_be_encoded_fails_alone(caplog):
+    """In one post: a rollout with a value that is not JSON, one whose message is not a mapping,
+    and two good ones. The bad ones are failed (one line, the first), the good ones sent."""
+    api = RolloutAPI()
+    good = {"env": "helpdesk", "task_index": 0, "messages": OPENAI_TRAJECTORY, "reward": 1.0, "tool_calls": 1}
+    with serving(api), caplog.at_level(logging.WARNING, logger="orlgen"):
+        uploader = RolloutUploader("bad-ones", target=api.target)
+        with one_post(uploader):
+            assert uploader.upload(good, global_step=0)
+            assert uploader.upload({**good, "rewards": {0.5}}, global_step=0)  # a set: not JSON
+            assert uploader.upload({**good, "messages": ["not a message"]}, global_step=0)
+            assert uploader.upload(good, global_step=0)
+        assert uploader.close(10) == UploadStats(recorded=4, sent=2, failed=2)
+    assert started_names(api) == ["bad-ones/rank0/step0/0", "bad-ones/rank0/step0/3"]
+    started = [e for e in api.events() if e["eventType"] == "rollout"]
+    assert started[0]["metadata"] == {"task_index": 0, "global_step": 0, "rank": 0, "index": 0, "tool_calls": 1}
+    (said,) = [line for line in orlgen_lines(caplog) if "cannot be sent" in line]
+    assert said.startswith("rollout upload: rollout bad-ones/rank0/step0/1 cannot be sent: TypeError")
+
+
+def test_a_post_refused_part_way_counts_the_rollouts_wholly_sent():
+    """Rollout a (2 events after its start) and b (201) in one post: the started batch, then
+    a's and the first of b's events, then the rest of b's, which the API refuses (403). a went
+    out whole: sent; b did not: failed."""
+    api = RolloutAPI(statuses=(200, 200, 403))
+    short = {"env": "helpdesk", "task_index": 0, "messages": OPENAI_TRAJECTORY[:1], "reward": 1.0}
+    long = {**short, "messages": [{"role": "user", "content": f"turn {i}"} for i in range(200)]}
+    with serving(api):
+        uploader = RolloutUploader("part-way", target=api.target)
+        with one_post(uploader):
+            assert uploader.upload(short, global_step=0)
+            assert uploader.upload(long, global_step=0)
+        assert uploader.close(10) == UploadStats(recorded=2, sent=1, failed=1)
+    assert [len(body["events"]) for _, body in api.requests] == [2, MAX_BATCH_ITEMS, 203 - MAX_BATCH_ITEMS]
+
+
+class SlowToEnd(RolloutUploader):
+    """Fault injection on our own code: the worker, once it has decided to end, stays alive until
+    `let_end` is set, as a thread does for a moment after its last line under the lock."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.ended = threading.Event()
+        self.let_end = threading.Event()
+
+    def _work(self) -> None:
+        super()._work()
+        self.ended.set()
+        self.let_end.wait(60)
+
+
+def test_a_rollout_queued_while_the_worker_ends_is_sent():
+    api = RolloutAPI()
+    with serving(api):
+        uploader = SlowToEnd("restart", target=api.target)
+        try:
+            assert uploader.upload({"env": "helpdesk", "messages": []}, global_step=0)
+            uploader.close(0)  # the worker drains the queue, then ends
+            assert uploader.ended.wait(10)  # ...and is still alive
+            assert uploader.upload({"env": "helpdesk", "messages": []}, global_step=1)  # e.g. a later evaluate()
+            assert wait_for(lambda: uploader.stats.sent == 2)
+        finally:
+            uploader.let_end.set()
+        assert uploader.close(10) == UploadStats(recorded=2, sent=2)
+    assert started_names(api) == ["restart/rank0/step0/0", "restart/rank0/step1/0"]
+
+
+def test_an_upload_during_close_does_not_keep_the_worker():
+    """Fault injection: the stand-in API stalls the first post. close() asks the worker to end;
+    a rollout queued then is sent, and the worker still ends once the queue is empty."""
+    api = RolloutAPI(stall=True)
+    with serving(api):
+        uploader = RolloutUploader("closing", target=api.target)
+        try:
+            assert uploader.upload({"env": "helpdesk", "messages": []}, global_step=0)
+            assert wait_for(lambda: len(api.requests) == 1)
+            assert uploader.close(0).pending == 1  # asked to end; the post is still in flight
+            assert uploader.upload({"env": "helpdesk", "messages": []}, global_step=1)
+        finally:
+            api.release.set()
+        worker = uploader._worker
+        assert worker is not None and wait_for(lambda: not worker.is_alive())
+        assert uploader.stats == UploadStats(recorded=2, sent=2)
+
+
+def test_the_api_url_is_shown_without_its_credentials(caplog):
+    """The URL's user-info never reaches a repr or a log line, nor does the key (the lines: the
+    full queue, the refused post, the summary at close)."""
+    api = RolloutAPI(status=403)
+    with serving(api), caplog.at_level(logging.WARNING, logger="orlgen"):
+        host = api.target.url.removeprefix("http://")
+        target = Target(f"http://user:hunter2@{host}", KEY)
+        uploader = RolloutUploader("urls", target=target, max_queue=1)
+        with one_post(uploader):
+            assert uploader.upload({"env": "helpdesk", "messages": []}, global_step=0)
+            assert not uploader.upload({"env": "helpdesk", "messages": []}, global_step=0)  # the queue is full
+        assert uploader.close(10) == UploadStats(recorded=2, failed=1, dropped=1)
+    lines = orlgen_lines(caplog)
+    shown = [repr(uploader), repr(target), *lines]
+    assert len(lines) == 3 and all("127.0.0.1" in line or "localhost" in line for line in shown)
+    assert not any("hunter2" in line or KEY in line for line in shown)
+    assert "HTTP 403" in lines[1]

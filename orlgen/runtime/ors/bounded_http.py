@@ -4,8 +4,10 @@ uploader; the model's endpoint is asked by the agent loop's async client,
 `orlgen.runtime.agent.endpoint`, under the same bounds and with the same `origin`).
 
 The API is as untrusted as an environment server: any host the configuration names. So a request here
-- sends the key (`Authorization`) to the URL's origin only: a redirect to the same origin is
-  followed (a few times), one to another origin is refused before anything is sent there;
+- sends the caller's headers, and so its key (the rollout API's `x-api-key`, for `eval --upload`
+  and the training uploader alike), to the URL's origin only: a redirect to the same origin is
+  followed (a few times), one to another origin is refused before anything is sent there (the
+  agent loop's client keeps its `Authorization` to the model's endpoint by the same `origin`);
 - ends at a deadline, however the answer arrives: a socket timeout bounds one read, not their
   sum (a body trickling a byte at a time would never end), so a timer shuts the socket down at
   the deadline and every blocked read returns;

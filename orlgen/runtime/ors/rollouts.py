@@ -34,6 +34,7 @@ from its own thread.
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
 import os
 import time
@@ -44,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import OrlgenRuntimeError
-from ..redaction import redact
+from ..redaction import public_url, redact
 from .bounded_http import request
 
 ROUTE = "/v1/rollouts"
@@ -52,9 +53,10 @@ DEFAULT_WEB_URL = "https://openreward.ai"
 MAX_BATCH_ITEMS = 128
 MAX_BATCH_BYTES = 1_000_000
 MAX_ANSWER_BYTES = 2**20
-# The row keys a rollout's metadata carries (absent or None ones are not sent): eval's, then training's.
+# The row keys a rollout's metadata carries (absent or None ones are not sent): an eval's (what
+# `eval --upload` has always sent), and what a training rollout's carries beside them.
 METADATA_KEYS = ("task_index", "sample", "seed", "model", "outcome", "unscored_reason", "stop", "rewards")
-TRAIN_METADATA_KEYS = ("global_step", "rank", "index", "tool_calls", "tool_errors")
+TRAIN_METADATA_KEYS = (*METADATA_KEYS, "global_step", "rank", "index", "tool_calls", "tool_errors")
 
 
 class RolloutAPIError(OrlgenRuntimeError):
@@ -62,7 +64,10 @@ class RolloutAPIError(OrlgenRuntimeError):
 
 
 class UploadFailed(OrlgenRuntimeError):
-    """The rollout API refused a batch or did not answer (one line, the key masked)."""
+    """The rollout API refused a batch or did not answer (one line, the key masked).
+    `rollouts_sent`: how many of the posted rollouts had every event sent before it failed."""
+
+    rollouts_sent: int = 0
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,12 @@ class Target:
     key: str = ""
 
     def __repr__(self) -> str:
-        return f"Target({self.url!r})"
+        return f"Target({self.public!r})"
+
+    @property
+    def public(self) -> str:
+        """The URL as it may be shown: credentials in it (user-info, `?token=`) masked."""
+        return public_url(self.url, mask="***")
 
     @classmethod
     def from_env(cls, needed_by: str) -> Target:
@@ -120,11 +130,13 @@ def events(
     *,
     name: str | None = None,
     harness: str = "orlgen eval",
+    metadata_keys: Sequence[str] = METADATA_KEYS,
     new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     now: Callable[[], int] = lambda: int(time.time() * 1000),
 ) -> list[dict[str, Any]]:
     """The events of one rollout row, in order: started, update, then its messages. The rollout
-    is named `name`, by default `env/split/task_index/sample` (eval's rows are unique by it)."""
+    is named `name`, by default `env/split/task_index/sample` (eval's rows are unique by it); its
+    metadata holds the row's `metadata_keys` (eval's by default, `TRAIN_METADATA_KEYS` for training)."""
     rollout_id = new_id()
     started = {
         "eventId": rollout_id,
@@ -133,7 +145,7 @@ def events(
         "environment": row["env"],
         "rolloutName": name or f"{row['env']}/{row['split']}/{row['task_index']}/{row['sample']}",
         "split": row["split"],
-        "metadata": {key: row.get(key) for key in (*METADATA_KEYS, *TRAIN_METADATA_KEYS)},
+        "metadata": {key: row.get(key) for key in metadata_keys},
         "run_info": info,
         "eventType": "rollout",
     }
@@ -255,15 +267,40 @@ def send(
     any message is logged; the number of events sent. Raises `UploadFailed` (one line, the key
     masked) at the first batch the API refuses (4xx), keeps failing (5xx), or leaves unanswered
     for `timeout` seconds."""
-    started = [encode(first) for first, *_ in rollouts]
-    rest = [encode(event) for _, *others in rollouts for event in others]
+    return send_encoded(
+        [[encode(event) for event in rollout] for rollout in rollouts],
+        target,
+        timeout=timeout,
+        retry=retry,
+        agent=agent,
+    )
+
+
+def send_encoded(
+    rollouts: Sequence[list[bytes]],
+    target: Target,
+    *,
+    timeout: float = 30.0,
+    retry: Retry = Retry(),
+    agent: str = "orlgen",
+) -> int:
+    """`send`, of rollouts whose events are already encoded (`encode`): a caller that encodes
+    each rollout first finds one that cannot be encoded before anything is posted. An
+    `UploadFailed` says in `rollouts_sent` how many rollouts (the first ones) were wholly sent."""
+    started = [first for first, *_ in rollouts]
+    rest = [event for _, *others in rollouts for event in others]
+    # Messages go after every started event, in rollout order: rollout i is wholly sent once
+    # all started events and the first ends[i] of the rest are.
+    ends = list(itertools.accumulate(len(others) for _, *others in rollouts))
     sent = 0
     for batch in [*batches(started), *batches(rest)]:
         try:
             _post(batch, target, timeout, retry, agent)
         except UploadFailed as exc:
             total = len(started) + len(rest)
-            raise UploadFailed(redact(f"{exc} ({sent} of {total} events were sent)", [target.key])) from exc
+            failed = UploadFailed(redact(f"{exc} ({sent} of {total} events were sent)", [target.key]))
+            failed.rollouts_sent = sum(1 for end in ends if end <= sent - len(started))
+            raise failed from exc
         sent += len(batch)
     return sent
 
@@ -277,11 +314,11 @@ def _post(batch: list[bytes], target: Target, timeout: float, retry: Retry, agen
                 target.url + ROUTE, "POST", headers, body, deadline=time.monotonic() + timeout, limit=MAX_ANSWER_BYTES
             )
         except (OSError, ValueError, http.client.HTTPException) as exc:
-            raise UploadFailed(f"upload to {target.url}{ROUTE} failed: {type(exc).__name__}: {exc}") from exc
+            raise UploadFailed(f"upload to {target.public}{ROUTE} failed: {type(exc).__name__}: {exc}") from exc
         if answer.status < 400:
             return
         said = answer.body[:200].decode("utf-8", "replace").replace("\n", " ")
         if answer.status < 500 or attempt == retry.attempts:
             tries = f" after {attempt + 1} attempts" if attempt else ""
-            raise UploadFailed(f"upload to {target.url}{ROUTE} failed{tries}: HTTP {answer.status}: {said}")
+            raise UploadFailed(f"upload to {target.public}{ROUTE} failed{tries}: HTTP {answer.status}: {said}")
         time.sleep(retry.wait(attempt))

@@ -11,9 +11,14 @@ and says so in one warning line, the first time) and one daemon thread does the 
 what is queued (up to 64 rollouts at a time), masks secrets, builds the events
 (`orlgen.runtime.ors.rollouts`, the same code `eval --upload` posts with) and posts them under
 that module's bounds (a deadline per request, the SDK's retries, no redirect to another origin).
-A failed post is counted in `failed` and said in one line (once per outage: again only after a
-post succeeded), never raised into training. `close(timeout)` flushes with a bounded wait and
-returns the counts; what is still queued or in flight then is `pending`.
+Nothing is raised into training. Counted per rollout: one that cannot be built or encoded (a
+value that is not JSON, a message that is not a mapping) is `failed` alone, said in one line
+(the first such one; later ones are counted), and the others go; a post that fails part way
+counts as `sent` the rollouts whose every event went out before it, the rest `failed`, said in
+one line (once per outage: again only after a post succeeded). `close(timeout)` flushes with a
+bounded wait and returns the counts; what is still queued or in flight then is `pending`. The
+worker ends once `close` has drained the queue; an `upload` after that (a later evaluation)
+starts another.
 
 Names, resumable per run and rank: `{run_name}/rank{rank}/step{global_step}/{index}`, `index`
 counting this uploader's rollouts of that step (dropped ones too, so a name always means the
@@ -113,8 +118,10 @@ class RolloutUploader:
         self._in_flight = 0
         self._counts: collections.Counter[str] = collections.Counter()
         self._next_index: dict[int, int] = {}
-        self._closing = False
+        self._closing = False  # close() asked the worker to end once the queue is empty
+        self._running = False  # a worker serves the queue: set by upload(), cleared by the worker as it ends
         self._failing = False  # a post failed and none has succeeded since: said once
+        self._said_unencodable = False
         self._worker: threading.Thread | None = None
 
     def __repr__(self) -> str:
@@ -147,7 +154,6 @@ class RolloutUploader:
             if queued:
                 row |= {"global_step": global_step, "rank": self.rank, "index": index}
                 self._queue.append(_Job(row, self.name(global_step, index), tuple(secrets)))
-                self._closing = False
                 self._cond.notify()
                 self._start_worker()
             else:
@@ -158,7 +164,7 @@ class RolloutUploader:
                 "rollout upload: the queue of %d rollouts is full (the API at %s is slower than training): "
                 "rollouts are dropped, counted in orlgen/upload_dropped",
                 self.max_queue,
-                self.target.url,
+                self.target.public,
             )
         return queued
 
@@ -180,7 +186,7 @@ class RolloutUploader:
         was not sent by then is `pending`). One line says them when anything was not sent. A
         later `upload` starts the worker again."""
         with self._cond:
-            self._closing = True
+            self._closing = self._running  # no worker: nothing to end
             self._cond.notify_all()
             worker = self._worker
         if worker is not None:
@@ -192,7 +198,7 @@ class RolloutUploader:
                 self.run_name,
                 stats.sent,
                 stats.recorded,
-                self.target.url,
+                self.target.public,
                 stats.failed,
                 stats.dropped,
                 stats.pending,
@@ -200,8 +206,11 @@ class RolloutUploader:
         return stats
 
     def _start_worker(self) -> None:
-        """One worker per uploader, started by the first rollout (under the lock)."""
-        if self._worker is None or not self._worker.is_alive():
+        """A worker, unless one serves the queue (under the lock). `_running`, not the thread's
+        `is_alive()`: a worker that has decided to end is alive a moment longer, and a rollout
+        queued then would wait for a later one."""
+        if not self._running:
+            self._running = True
             self._worker = threading.Thread(target=self._work, name="orlgen-rollout-upload", daemon=True)
             self._worker.start()
 
@@ -210,39 +219,59 @@ class RolloutUploader:
             with self._cond:
                 while not self._queue and not self._closing:
                     self._cond.wait()
-                if not self._queue:
+                if not self._queue:  # closed and drained: the next upload() starts another worker
+                    self._running = self._closing = False
                     return
                 jobs = [self._queue.popleft() for _ in range(min(MAX_ROLLOUTS_PER_POST, len(self._queue)))]
                 self._in_flight = len(jobs)
-            ok = self._post(jobs)
+            sent, failed = self._post(jobs)
             with self._cond:
                 self._in_flight = 0
-                self._counts["sent" if ok else "failed"] += len(jobs)
+                self._counts["sent"] += sent
+                self._counts["failed"] += failed
 
-    def _post(self, jobs: list[_Job]) -> bool:
-        """Post `jobs`; whatever fails is one line (once per outage), never an exception."""
+    def _post(self, jobs: list[_Job]) -> tuple[int, int]:
+        """Post `jobs`: (rollouts sent, rollouts failed). A rollout that cannot be encoded fails
+        alone; whatever fails is one line, never an exception."""
+        encoded = [events for job in jobs if (events := self._encoded(job)) is not None]
+        unencodable = len(jobs) - len(encoded)
+        if not encoded:
+            return 0, unencodable
         try:
-            built = [
-                rollouts.events(
-                    _masked(job.row, (*self._secrets, *job.secrets)),
-                    self.run_name,
-                    self.info,
-                    self.sampling,
-                    name=job.name,
-                    harness="orlgen train",
-                    new_id=_ids(self.run_name, job.name),
-                )
-                for job in jobs
-            ]
-            rollouts.send(built, self.target, timeout=self.timeout, retry=self.retry, agent="orlgen-train")
-        except Exception as exc:  # a post's failure, or a rollout that cannot be encoded: never training's
+            rollouts.send_encoded(encoded, self.target, timeout=self.timeout, retry=self.retry, agent="orlgen-train")
+        except Exception as exc:  # a post's failure: never training's
+            sent = exc.rollouts_sent if isinstance(exc, rollouts.UploadFailed) else 0
             if not self._failing:
                 self._failing = True
-                said = redact(f"{type(exc).__name__}: {exc}", self._secrets).splitlines()
-                logger.warning("rollout upload: %d rollouts not sent: %s", len(jobs), said[0] if said else "")
-            return False
+                logger.warning("rollout upload: %d rollouts not sent: %s", len(encoded) - sent, self._said(exc))
+            return sent, len(encoded) - sent + unencodable
         self._failing = False
-        return True
+        return len(encoded), unencodable
+
+    def _encoded(self, job: _Job) -> list[bytes] | None:
+        """`job`'s events, masked and encoded; None (said once) when the rollout cannot be."""
+        try:
+            built = rollouts.events(
+                _masked(job.row, (*self._secrets, *job.secrets)),
+                self.run_name,
+                self.info,
+                self.sampling,
+                name=job.name,
+                harness="orlgen train",
+                metadata_keys=rollouts.TRAIN_METADATA_KEYS,
+                new_id=_ids(self.run_name, job.name),
+            )
+            return [rollouts.encode(event) for event in built]
+        except Exception as exc:  # a rollout we were given that is not JSON: that one is lost, the others go
+            if not self._said_unencodable:
+                self._said_unencodable = True
+                logger.warning("rollout upload: rollout %s cannot be sent: %s", job.name, self._said(exc))
+            return None
+
+    def _said(self, exc: BaseException) -> str:
+        """`exc` as the first line of its text, secrets masked."""
+        said = redact(f"{type(exc).__name__}: {exc}", self._secrets).splitlines()
+        return said[0] if said else ""
 
 
 def _row(rollout: Any) -> dict[str, Any]:
