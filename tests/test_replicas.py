@@ -137,6 +137,41 @@ def test_each_replica_learns_its_own_capacity(echo_module, fresh, monkeypatch):
 
 
 @pytest.mark.slow
+def test_a_replica_filled_by_another_client_hands_the_rollout_to_the_pool(echo_module, fresh, monkeypatch):
+    """Replica a takes 1 session at once (FAULT INJECTION: the capacity middleware answers 429
+    past it, `Retry-After: 1`) and another client holds it: a session opened straight through the
+    ORS client, outside this pool and its budgets. This process holds nothing on a, so a's refusal
+    teaches no window; still the rollout goes to b at once (a is asked once, not until the
+    timeout), and a is ranked full for a while: the next rollout does not ask it again."""
+    entry = "tests.support.servers.capacity"
+    with ServerProcess("examples.echo:Echo", entry=entry) as a, ServerProcess("examples.echo:Echo", entry=entry) as b:
+        capacity.post(a.url, "/_fault/capacity?n=1")
+        other = Connection(url=a.url, catalog=None, env="echo", api_key=None)
+        held = other.run(lambda client: client.open_session(split="train", index=0), 30)
+        # A small timeout: were a asked again and again, the rollout would end unscored in 5 s.
+        env = echo_module.EchoEnv(base_url=[a.url, b.url], timeout=5)
+
+        def rollout():
+            env.reset(task_index=0)  # the first pick of a fresh pool is a (the turn starts there)
+            env.echo(text="hello")
+            return env.get_reward(), env.error
+
+        assert rollout()[1] is None and rollout()[1] is None
+        assert env.get_reward() is not None
+        on_a, on_b = capacity.stats(a.url), capacity.stats(b.url)
+        assert on_a["refused"] == 1 and on_a["created"] == 1  # asked once, by the first rollout
+        assert on_b["created"] == 2 and on_b["refused"] == 0
+        assert budget.for_env((a.url, "echo"), None, configured=False).window is None  # nothing to learn
+
+        # The other client leaves and a's while is over: a takes sessions again.
+        other.run(lambda client: held.delete(), 10)
+        monkeypatch.setattr(budget, "GROW_PERIOD_S", 0.0)
+        assert [rollout()[1] for _ in range(2)] == [None, None]
+        on_a = capacity.stats(a.url)
+        assert on_a["created"] == 2 and on_a["refused"] == 1 and capacity.stats(b.url)["created"] == 3
+
+
+@pytest.mark.slow
 def test_sessions_spread_pinned_and_a_killed_replica_costs_no_rollout(both_module, pair, fresh):
     a, b = pair  # their ledgers hold what earlier tests of this file left: counted from here
     pool = [a.url, b.url]

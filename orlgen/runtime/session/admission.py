@@ -17,8 +17,12 @@ broken by a rotating order (each pick starts one replica further along the list 
 before: A, B, A, B... for serial rollouts), so the same calls pick the same replicas in every
 run. Each replica has its own breaker and learned capacity; a replica that fails an opening
 counts it on its breaker (a dead one opens it at once, and is watched until it answers) and the
-next replica is asked within the same `timeout`. When every replica's breaker is open the
-rollout ends at once with one line, as for one server.
+next replica is asked within the same `timeout`. A replica picked as one with room that refuses
+the opening at its capacity hands the rollout back to the pool, whatever this process holds
+there: it has learned its window, or, when other clients fill it, it is `busy` for a while
+(ranked full); the pick is made again. Only when no replica has room does a rollout wait on one,
+as it would on one server. When every replica's breaker is open the rollout ends at once with
+one line, as for one server.
 """
 
 from __future__ import annotations
@@ -80,9 +84,11 @@ def _open_on(
     open_once: Callable[[Any], Awaitable[Any]],
     count: int,
     whole: budget.Budget | None = None,
+    room: bool = False,
 ) -> list[Any]:
     """`open_sessions` on one server. `whole`: the pool's budget, whose slots the caller holds:
-    then this server is a replica, and its own budget only learns its capacity."""
+    then this server is a replica, and its own budget only learns its capacity; `room`: the pool
+    picked it as one with room, so any refusal at capacity hands the rollout back (`_requeue`)."""
     key = env_key(connection)
     gate = breaker.for_env(key)
     _hear_of_death(connection, key, gate)
@@ -100,7 +106,9 @@ def _open_on(
         while True:
             left = max(0.001, deadline - time.monotonic())
             try:
-                opening = functools.partial(_open_together, open_once=open_once, count=taken, timeout=left, slots=slots)
+                opening = functools.partial(
+                    _open_together, open_once=open_once, count=taken, timeout=left, slots=slots, handback=room
+                )
                 opened: list[Any] = connection.run(opening, left + 5.0)
                 break
             except budget.Requeue:  # refused at the env's learned capacity: queue for a slot
@@ -138,8 +146,9 @@ def _open_on_pool(
 ) -> list[Any]:
     """A pool's sessions: slots of the env's budget, then a replica (`_pick`); a replica that
     fails the opening counts it on its own breaker and the next one is asked, within `timeout`;
-    one that refuses at its capacity has learned it and the pick is made again (a replica with
-    room first; when none has, the rollout waits in the fewest-open replica's queue).
+    one picked with room that refuses at its capacity has learned it (its window, or `busy`) and
+    the pick is made again (a replica with room first; when none has, the rollout waits on the
+    fewest-open replica: in its queue, or asking it until `timeout` as with one server).
     Raises the last replica's failure when every one failed, `CircuitOpen` when none was asked."""
     deadline = time.monotonic() + timeout
     whole = budget.for_env(env_key(pool), owner)
@@ -153,13 +162,14 @@ def _open_on_pool(
         tried: list[str] = []
         failure: BaseException | None = None
         while True:
-            replica = _pick(pool, tried, whole)
-            if replica is None:
+            picked = _pick(pool, tried, whole)
+            if picked is None:
                 raise failure if failure is not None else _all_refusing(pool)
+            replica, room = picked
             tried.append(replica.url)
             left = max(0.001, deadline - time.monotonic())
             try:
-                opened = _open_on(replica, owner, left, open_once, taken, whole)
+                opened = _open_on(replica, owner, left, open_once, taken, whole, room)
                 break
             except (*_NOT_THE_ENVS, budget.BudgetError):
                 raise
@@ -180,10 +190,11 @@ def _open_on_pool(
     return opened
 
 
-def _pick(pool: Any, tried: list[str], whole: budget.Budget) -> Any:
-    """The replica the next opening goes to, None when none is left: not tried yet, its breaker
-    not open; then below its learned capacity, then the fewest sessions of this process open
-    or opening on it, ties broken by a turn that moves one replica further at each pick."""
+def _pick(pool: Any, tried: list[str], whole: budget.Budget) -> tuple[Any, bool] | None:
+    """The replica the next opening goes to, and whether it has room; None when none is left:
+    not tried yet, its breaker not open; then one with room (below its learned capacity, and
+    not `busy` with other clients' sessions), then the fewest sessions of this process open or
+    opening on it, ties broken by a turn that moves one replica further at each pick."""
     turn = whole.next_turn()
     ranked = []
     for place, url in enumerate(pool.replicas):
@@ -192,9 +203,12 @@ def _pick(pool: Any, tried: list[str], whole: budget.Budget) -> Any:
             continue
         slots = budget.for_env(env_key(replica), None, configured=False)
         window = slots.window
-        full = window is not None and slots.open >= window
+        full = (window is not None and slots.open >= window) or slots.busy()
         ranked.append(((full, slots.open, (place - turn) % len(pool.replicas)), replica))
-    return min(ranked, key=lambda entry: entry[0])[1] if ranked else None
+    if not ranked:
+        return None
+    (full, _, _), replica = min(ranked, key=lambda entry: entry[0])
+    return replica, not full
 
 
 def _all_refusing(pool: Any) -> CircuitOpen:
@@ -295,14 +309,19 @@ def _take_free(slots: budget.Budget, wanted: int) -> int:
 
 
 async def _open_together(
-    env: Any, open_once: Callable[[Any], Awaitable[Any]], count: int, timeout: float, slots: budget.Budget
+    env: Any,
+    open_once: Callable[[Any], Awaitable[Any]],
+    count: int,
+    timeout: float,
+    slots: budget.Budget,
+    handback: bool = False,
 ) -> list[Any]:
     """`count` sessions opened at once, each retried while the env is busy (or handed back to
     the budget's queue, `_requeue`); the ones that opened, or the first failure when none did."""
     import asyncio
 
     holding = lambda: slots.held  # noqa: E731
-    requeue = lambda exc: _requeue(slots, exc)  # noqa: E731
+    requeue = lambda exc: _requeue(slots, exc, handback)  # noqa: E731
     if count == 1:
         return [await backoff.open_patiently(lambda: open_once(env), timeout, holding, requeue)]
     results = await asyncio.gather(
@@ -315,11 +334,13 @@ async def _open_together(
     return opened
 
 
-def _requeue(slots: budget.Budget, refusal: BaseException) -> None:
+def _requeue(slots: budget.Budget, refusal: BaseException, handback: bool = False) -> None:
     """A new session refused (the env is at its limit): the budget learns the env's capacity, and
     when sessions of the env are open or opening the rollout waits in the budget's queue for one
-    to close (woken when its slot frees) rather than sleeping out `Retry-After` and asking again."""
-    if slots.refused():
+    to close (woken when its slot frees) rather than sleeping out `Retry-After` and asking again.
+    `handback` (a pool's replica picked with room): the rollout goes back to the pool even when
+    nothing of this process is open there, for another replica to take it."""
+    if slots.refused() or handback:
         raise budget.Requeue("the environment is at its session limit") from refusal
 
 

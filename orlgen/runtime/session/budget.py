@@ -45,7 +45,8 @@ as it is for one server (what a user sets is how many sessions the run may hold 
 whichever server holds them; a per-replica cap would change with the number of replicas). Each
 replica has a budget of its own besides (`for_env(..., configured=False)`) that only learns that
 server's capacity from its refusals and counts its open sessions: a pool's session holds a slot
-of both.
+of both. A refusal while this process holds nothing on a replica (other clients fill it) teaches
+no window; the replica is `busy` instead, and its pool picks another for a while.
 
 A slot is taken before a session is opened and given back once the server has deleted it, or
 when opening failed: however the rollout ends (finished, env error, the next `reset`, the
@@ -198,6 +199,7 @@ class Budget:
         self.held = 0  # this process's sessions open
         self.peak = 0  # the most slots this process ever took at once
         self._turn = 0  # a pool's picks of a replica so far (`next_turn`)
+        self._busy_at: float | None = None  # a refusal that taught no window (`busy`)
         self._free = threading.Condition()
         self._calm = (self._counts.add("refusals", 0), time.monotonic())  # refusals seen, and since when
 
@@ -273,8 +275,10 @@ class Budget:
     def opened(self) -> None:
         """A session opened: it holds its slot. Below the capacity last learned (the window shrank
         further, or nothing of this process was open at the refusal) the window grows by one per
-        open, as TCP's slow start does, and never stays below what is open."""
+        open, as TCP's slow start does, and never stays below what is open. The env had room:
+        it is no longer `busy`."""
         with self._free:
+            self._busy_at = None
             self.held += 1
             held = self._counts.add("held", 1)
             window = self._counts.add("window", 0)
@@ -297,16 +301,25 @@ class Budget:
         """The env refused a new session (at its limit) to a rollout holding one slot. Learn its
         capacity: the sessions open at that moment. True when the rollout should wait in the
         queue (sessions are open or being opened that will give a slot back); False when nothing
-        is, so only the env's `Retry-After` can tell when to ask again."""
+        is, so only the env's `Retry-After` can tell when to ask again: the env is full of other
+        clients' sessions, and `busy` says so for a while)."""
         with self._free:
             self._calm = (self._counts.add("refusals", 1), time.monotonic())
             if self._counts.add("open", 0) <= 1:
+                self._busy_at = self._calm[1]
                 return False
             held = self._counts.add("held", 0)
             if held:
                 self._put("learned", held)
             self._put("window", max(1, held))
             return True
+
+    def busy(self) -> bool:
+        """Whether the env refused a session within the last `GROW_PERIOD_S` while this process
+        held nothing else there (other clients fill it; no window to learn), and none opened
+        since: a pool ranks such a replica as full (`admission._pick`) rather than ask it again."""
+        with self._free:
+            return self._busy_at is not None and time.monotonic() - self._busy_at < GROW_PERIOD_S
 
     def _put(self, name: str, value: int) -> None:
         for _ in range(8):  # another process may change it between the read and the swap
