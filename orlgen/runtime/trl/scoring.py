@@ -99,9 +99,7 @@ def submit_final_message(
     every rollout (TRL logs an empty `submit_final_message` column)."""
     if environments is None:
         _warn_no_environments()
-        return [None] * len(completions or ())
-    _submit_all(environments, completions)
-    return [None] * len(environments)
+    return _submitted(environments, completions)
 
 
 @_logged
@@ -113,6 +111,11 @@ def scoring_metrics(
     scores: `reward_funcs=[*module.reward_funcs, scoring_metrics]`. Returns None for every rollout
     (TRL shows an empty `scoring_metrics` column). Hands unfinished rollouts' final messages to
     their env's terminal tool first, as every scorer here does, so it may sit anywhere in the list."""
+    return _submitted(environments, completions)
+
+
+def _submitted(environments: Sequence[Any] | None, completions: Sequence[Any] | None) -> list[None]:
+    """The terminal-tool step for the batch (when TRL passed its environments), and no score."""
     if environments is None:
         return [None] * len(completions or ())
     _submit_all(environments, completions)
