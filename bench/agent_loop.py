@@ -40,7 +40,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +53,7 @@ from bench.common import (
     child_env,
     log,
     median,
+    run_record,
     servers,
     versions,
     write_json,
@@ -375,13 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         write_json(
             args.out,
             {
-                "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "elapsed_s": elapsed,
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "loadavg_at_start": load_at_start,
-                    "loadavg_at_end": os.getloadavg(),
-                },
+                **run_record(elapsed, load_at_start),
                 "versions": versions(),
                 "before": BEFORE,
                 "ready": measured["ready"],

@@ -14,6 +14,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -289,6 +290,15 @@ def versions() -> dict[str, str]:
         except PackageNotFoundError:
             found[name] = "-"
     return found
+
+
+def run_record(elapsed: float, load_at_start: tuple[float, float, float]) -> dict[str, Any]:
+    """What every results file opens with: when, how long, and on what machine under what load."""
+    return {
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "elapsed_s": elapsed,
+        "machine": {"cpus": os.cpu_count(), "loadavg_at_start": load_at_start, "loadavg_at_end": os.getloadavg()},
+    }
 
 
 def write_json(path: Path, data: Any, **options: Any) -> None:

@@ -39,11 +39,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import QUIET_ENV, REPO, child_environ, log, median, write_json
+from bench.common import QUIET_ENV, REPO, child_environ, log, median, run_record, write_json
 
 CAPACITY, HOLD_S, ROLLOUTS, LEASE_N = 4, 0.5, 64, 300
 CHILD = REPO / "bench" / "ray_budget_child.py"
@@ -221,13 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         write_json(
             args.out,
             {
-                "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "elapsed_s": elapsed,
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "loadavg_at_start": load_at_start,
-                    "loadavg_at_end": os.getloadavg(),
-                },
+                **run_record(elapsed, load_at_start),
                 "rollouts": args.rollouts,
                 "hold_s": HOLD_S,
                 "capacity": CAPACITY,

@@ -28,11 +28,22 @@ import json
 import os
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.common import QUIET_ENV, REPO, LineChild, Served, child_env, log, median, servers, versions, write_json
+from bench.common import (
+    QUIET_ENV,
+    REPO,
+    LineChild,
+    Served,
+    child_env,
+    log,
+    median,
+    run_record,
+    servers,
+    versions,
+    write_json,
+)
 
 os.environ.update(QUIET_ENV)  # before anything imports openreward
 
@@ -199,13 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         write_json(
             args.out,
             {
-                "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-                "elapsed_s": elapsed,
-                "machine": {
-                    "cpus": os.cpu_count(),
-                    "loadavg_at_start": load_at_start,
-                    "loadavg_at_end": os.getloadavg(),
-                },
+                **run_record(elapsed, load_at_start),
                 "versions": versions(),
                 "summary": summary,
                 **measured,
