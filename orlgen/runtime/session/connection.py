@@ -34,6 +34,7 @@ from ..errors import OrlgenRuntimeError
 from ..ors.secrets import on_loopback, platform_key
 from ..redaction import public_url
 from . import breaker
+from .admission import env_key
 
 if TYPE_CHECKING:
     from ..ors import client as ors
@@ -112,9 +113,9 @@ class Connection:
         single server's would)."""
         if not self.replicas:
             return self
-        for url in self.replicas:
-            if breaker.for_env((url, self.env)).refusing() is None:
-                return self.replica(url)
+        for replica in map(self.replica, self.replicas):
+            if breaker.for_env(env_key(replica)).refusing() is None:
+                return replica
         return self.replica(self.replicas[0])
 
     def run(self, call: Callable[[ors.Client], Awaitable[T]], timeout: float | None) -> T:
