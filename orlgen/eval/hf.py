@@ -12,13 +12,16 @@ reads); each completion is parsed by `parse_response(tokenizer, ids, prefix=prom
 tools=methods)`. Re-rendering the history instead would show the model tokens it never wrote.
 
 Generation runs one request at a time (a model is not thread-safe, and a CPU gains nothing from
-more), seeded per turn. On Ctrl-C the run halts the model (`halt`) before the interpreter exits:
-a worker thread left generating would be inside torch's native threads at exit, and the process
-would abort (SIGABRT, `terminate called without an active exception`) instead of exiting 130.
+more), seeded per turn. On Ctrl-C the run halts the model (`halt`) before the interpreter exits,
+and the model's tensors are freed there, in the thread that halts it: a daemon worker still
+generating, or dropping the last reference to the model, while the interpreter finalizes is ended
+inside torch's C++ frames, and the process aborts (SIGABRT, `terminate called without an active
+exception`) instead of exiting 130. So every tensor a turn makes lives and dies under the lock.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -36,14 +39,17 @@ class LocalModel:
         self.max_tokens = max_tokens
         self._lock = threading.Lock()  # held by the one turn generating
         self._halted = threading.Event()
-        self._loaded: tuple[Any, Any, Any] | None = None
+        self._chat: tuple[Any, Any] | None = None  # the tokenizer, and the template TRL renders with
+        self._model: Any = None  # held by this object alone; loaded and used under the lock
 
     def check(self) -> None:
         """Load the checkpoint now, so a wrong path fails the run before any rollout."""
         if not Path(self.path).is_dir():
             raise Unreachable(f"--hf-model {self.path}: no such checkpoint directory")
         try:
-            self._load()
+            self._tokenizer()
+            with self._lock:
+                self._weights()
         except Exception as exc:
             raise Unreachable(f"--hf-model {self.path}: cannot load: {described(exc)}") from exc
 
@@ -53,14 +59,15 @@ class LocalModel:
     def halt(self) -> None:
         """Stop generating, and return once nothing generates: the turn in progress stops at its
         next token (its rollout then ends as a `policy_error`, never written: the run was
-        interrupted), and any later turn fails at once."""
+        interrupted), and any later turn fails at once. The model is freed here, in the caller."""
         self._halted.set()
         with self._lock:  # the turn generating holds it until its `generate` has returned
-            pass
+            self._model = None
+        gc.collect()  # and any cycle among the model's objects: no worker's collection may free them
 
-    def _load(self) -> tuple[Any, Any, Any]:
-        if self._loaded is None:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+    def _tokenizer(self) -> tuple[Any, Any]:
+        if self._chat is None:
+            from transformers import AutoTokenizer
             from trl.chat_template_utils import (
                 add_response_schema,
                 get_training_chat_template,
@@ -74,13 +81,20 @@ class LocalModel:
             ):
                 tokenizer = add_response_schema(tokenizer)
             template = None if is_chat_template_prefix_preserving(tokenizer) else get_training_chat_template(tokenizer)
-            model = AutoModelForCausalLM.from_pretrained(self.path).eval()
-            self._loaded = (tokenizer, model, template)
-        return self._loaded
+            self._chat = (tokenizer, template)
+        return self._chat
+
+    def _weights(self) -> Any:
+        """The model, loaded on first use; called under the lock and never once halted."""
+        if self._model is None:
+            from transformers import AutoModelForCausalLM
+
+            self._model = AutoModelForCausalLM.from_pretrained(self.path).eval()
+        return self._model
 
     def prompt_ids(self, messages: list[dict[str, Any]], tools: list[Callable[..., Any]]) -> list[int]:
         """A conversation rendered for its first model turn, as GRPOTrainer renders a prompt."""
-        tokenizer, _, template = self._load()
+        tokenizer, template = self._tokenizer()
         try:
             rendered = tokenizer.apply_chat_template(
                 messages,
@@ -98,7 +112,7 @@ class LocalModel:
         """The tokens GRPOTrainer appends for tool results: its own `_get_tool_suffix_ids`."""
         from trl import GRPOTrainer
 
-        tokenizer, _, template = self._load()
+        tokenizer, template = self._tokenizer()
         trainer = SimpleNamespace(
             processing_class=tokenizer,
             _tokenizer=tokenizer,
@@ -109,36 +123,48 @@ class LocalModel:
         return list(GRPOTrainer._get_tool_suffix_ids(trainer, tool_messages))  # type: ignore[arg-type]
 
     def complete(self, prompt_ids: list[int], *, seed: int, temperature: float) -> list[int]:
-        import torch
-
-        tokenizer, model, _ = self._load()
-        prompt = torch.tensor([prompt_ids])
-        with self._lock, torch.no_grad():
+        tokenizer, _ = self._tokenizer()
+        with self._lock:
             if self._halted.is_set():
                 raise PolicyError("the run was interrupted: the local model generates no more")
-            torch.manual_seed(seed % 2**63)
-            out = model.generate(
-                prompt,
-                attention_mask=torch.ones_like(prompt),
-                max_new_tokens=self.max_tokens,
-                do_sample=temperature > 0,
-                temperature=temperature if temperature > 0 else None,
-                top_p=None,
-                top_k=None,
-                pad_token_id=tokenizer.pad_token_id,
-                stopping_criteria=_until(self._halted),
-            )
-        return list(out[0, prompt.shape[1] :].tolist())
+            return _generate(
+                self._weights(), prompt_ids, seed=seed, temperature=temperature, max_tokens=self.max_tokens,
+                pad_token_id=tokenizer.pad_token_id, halted=self._halted,
+            )  # fmt: skip
 
     def parse(self, completion: list[int], prompt_ids: list[int], tools: list[Callable[..., Any]]) -> dict[str, Any]:
         from trl.chat_template_utils import parse_response
 
-        tokenizer, _, _ = self._load()
+        tokenizer, _ = self._tokenizer()
         parsed = parse_response(tokenizer, completion, prefix=prompt_ids, tools=list[Any](tools))
         message: dict[str, Any] = {"role": "assistant", "content": parsed.get("content") or ""}
         if parsed.get("tool_calls"):
             message["tool_calls"] = parsed["tool_calls"]
         return message
+
+
+def _generate(
+    model: Any, prompt_ids: list[int], *, seed: int, temperature: float, max_tokens: int, pad_token_id: Any,
+    halted: threading.Event,
+) -> list[int]:  # fmt: skip
+    """One seeded `generate`: its tensors are freed when this returns, in the caller's lock."""
+    import torch
+
+    with torch.no_grad():
+        torch.manual_seed(seed % 2**63)
+        prompt = torch.tensor([prompt_ids])
+        out = model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=max_tokens,
+            do_sample=temperature > 0,
+            temperature=temperature if temperature > 0 else None,
+            top_p=None,
+            top_k=None,
+            pad_token_id=pad_token_id,
+            stopping_criteria=_until(halted),
+        )
+        return list(out[0, prompt.shape[1] :].tolist())
 
 
 def _until(halted: threading.Event) -> Any:
