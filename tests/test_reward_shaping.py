@@ -1,11 +1,11 @@
 """Reward shaping through real rollouts (issue 43 item 1): each reduction, the unfinished
 penalty and the clamp give the same number per rollout in the TRL module, the agent module,
-`orlgen eval` (of both), skyrl-gym's `make` and verifiers' `vf-eval`.
+`orlgen eval` (of both), skyrl-gym's `make`, verl's `ToolAgentLoop.run()` and verifiers' `vf-eval`.
 
 Real parts: the graded env (`tests/support/envs/graded.py`, each task's step rewards in its
 spec) on one loopback ORS server; one snapshot per rule captured from it by the `orlgen
 snapshot` command with the rule's flags, its modules rendered by `orlgen generate` for the
-trl, agent, skyrl and verifiers trainers; the model is a script (`tests/support/graded_policy.py`,
+trl, agent, skyrl, verl and verifiers trainers; the model is a script (`tests/support/graded_policy.py`,
 in-process for the agent loop and eval, the stub endpoint for vf-eval). The expected table is
 computed by hand from the tasks' step rewards and `RewardRule`'s docstring, not by the rule.
 """
@@ -53,7 +53,7 @@ EXPECTED = {  # None: unscored
     "min": {"A": -1.0, "B": 0.5, "C": 0.25, "D": None, "E": None},
     "shaped": {"A": 1.0, "B": -0.5, "C": 0.25, "D": None, "E": -0.5},  # A: 2.0 clamped; B, E: the penalty
 }
-TRAINERS = ("trl", "agent", "skyrl", "verifiers")
+TRAINERS = ("trl", "agent", "skyrl", "verl", "verifiers")
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +205,37 @@ def test_skyrl_gym(rendered, graded_url):
             assert steps[-1]["reward"] == (0.0 if reward is None else pytest.approx(reward))
             assert metrics["scored"] == float(reward is not None)
             measured[rule][letter] = reward
+    assert_table(measured)
+
+
+@pytest.mark.slow
+def test_verl_agent_loop(rendered, graded_url):
+    """All rules' rollouts in one child process of the verl venv (`tests/support/verl_trajectories.py`,
+    its `graded` scenario): verl's `ToolAgentLoop.run()`, the model a script of `advance` calls and
+    a text answer. verl needs a number for every sample: an unscored rollout's `reward_score` is the
+    loop's `unscored_reward` (0.0) and `ors_scored` 0.0 says it was unscored."""
+    from tests.support.framework_venvs import verl_python
+
+    first, *others = RULES
+    done = subprocess.run(
+        [
+            verl_python(), REPO / "tests" / "support" / "verl_trajectories.py", rendered[first],
+            f"graded_{first}_verl", graded_url, "graded",
+            *[f"{rendered[rule]}:graded_{rule}_verl" for rule in others],
+        ],
+        input=json.dumps(list(ROLLOUTS.values())), capture_output=True, text=True, timeout=600, cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    played = json.loads(done.stdout.splitlines()[-1])
+    measured = {}
+    for rule in RULES:
+        trajectories = played[f"graded_{rule}_verl"]
+        measured[rule] = {}
+        for letter, trajectory in zip(ROLLOUTS, trajectories, strict=True):
+            scored = trajectory["extra"]["ors_scored"] == 1.0
+            assert scored or trajectory["reward_score"] == 0.0, trajectory
+            measured[rule][letter] = trajectory["reward_score"] if scored else None
     assert_table(measured)
 
 

@@ -1,7 +1,9 @@
 """Trajectories of a generated verl module through verl's own `ToolAgentLoop.run()` on CPU, in the
 verl venv (`tests/support/framework_venvs.py`): `python tests/support/verl_trajectories.py
-MODULE_DIR MODULE ENV_URL SCENARIO [MORE_TOOL_CONFIGS...]` (SCENARIO: `both`, the both-env's
-trajectories; `quiz`, examples/quiz.py answered in a final message). Run by path, not as `-m`: verl's wheel
+MODULE_DIR MODULE ENV_URL SCENARIO [MORE...]` (SCENARIO: `both`, the both-env's trajectories, MORE
+tool configs to load; `quiz`, examples/quiz.py answered in a final message; `graded`, a JSON plan
+of the graded env's rollouts on stdin played by MODULE and by each MORE `DIR:MODULE`, one module
+per reward rule). Run by path, not as `-m`: verl's wheel
 installs a top-level `tests` package that would shadow this repository's. Prints one JSON object.
 
 As verl's own CPU tests and shared/trainer-recipes/verl/run_agent_loop.py do, only the model and
@@ -21,18 +23,24 @@ from pathlib import Path
 from types import SimpleNamespace
 
 MODULE_DIR, MODULE, ENV_URL, SCENARIO, *MORE = sys.argv[1:]
-sys.path.insert(0, MODULE_DIR)
 
 from verl.experimental.agent_loop import agent_loop  # noqa: E402
 from verl.experimental.agent_loop.tool_parser import FunctionCall  # noqa: E402
 from verl.tools.tool_registry import initialize_tools_from_config  # noqa: E402
 
-module = __import__(MODULE)
-tools = initialize_tools_from_config(str(Path(MODULE_DIR) / f"{MODULE.removesuffix('_verl')}_verl_tools.yaml"))
-loop_class = agent_loop._agent_loop_registry[module.AGENT_NAME]["_target_"]
+
+def load(module_dir: str, name: str) -> tuple:
+    """A generated verl module, its tools (from its tool YAML) and its registered loop's class path."""
+    sys.path.insert(0, module_dir)
+    loaded = __import__(name)
+    tools = initialize_tools_from_config(str(Path(module_dir) / f"{name.removesuffix('_verl')}_verl_tools.yaml"))
+    return loaded, tools, agent_loop._agent_loop_registry[loaded.AGENT_NAME]["_target_"]
 
 
-def make_loop(script: list[list[tuple[str, str]]]):
+module, tools, loop_class = load(MODULE_DIR, MODULE)
+
+
+def make_loop(script: list[list[tuple[str, str]]], tools=tools, loop_class=loop_class):
     """The module's registered loop, its model a script."""
     path, _, name = loop_class.rpartition(".")
     loop = object.__new__(getattr(sys.modules[path], name))
@@ -76,8 +84,8 @@ def make_loop(script: list[list[tuple[str, str]]]):
     return loop
 
 
-async def trajectory(row: dict, script: list[list[tuple[str, str]]]) -> dict:
-    loop = make_loop(script)
+async def trajectory(row: dict, script: list[list[tuple[str, str]]], *loaded) -> dict:
+    loop = make_loop(script, *loaded)
     kwargs = {key: row[key] for key in ("extra_info",)}
     out = await loop.run({}, raw_prompt=row["prompt"], **kwargs)
     return {
@@ -89,7 +97,22 @@ async def trajectory(row: dict, script: list[list[tuple[str, str]]]) -> dict:
     }
 
 
+async def graded(plan: list[tuple[int, int]]) -> dict:
+    """Each module's rollouts of `plan` (task index, `advance` calls; then a text answer), in order."""
+    played = {}
+    for module_dir, name in [(MODULE_DIR, MODULE), *(entry.rsplit(":", 1) for entry in MORE)]:
+        loaded, its_tools, its_loop = load(module_dir, name)
+        rows = list(loaded.build_dataset(num_tasks=max(task for task, _ in plan) + 1))
+        played[name] = [
+            await trajectory(rows[task], [[("advance", "{}")]] * calls + ["I stop here."], its_tools, its_loop)
+            for task, calls in plan
+        ]
+    return played
+
+
 async def main() -> dict:
+    if SCENARIO == "graded":
+        return await graded(json.loads(sys.stdin.read()))
     if SCENARIO == "quiz":  # task 0 asks for the capital of France
         rows = list(module.build_dataset(num_tasks=2))
         right, wrong = await asyncio.gather(
