@@ -84,13 +84,16 @@ def rows_with_a_secret(module):
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("quiet_and_single_threaded")
-def test_a_grpo_step_uploads_each_rollout_as_the_trainer_saw_it(echo_module, echo_url, tiny_model_path, tmp_path):
+def test_a_grpo_step_uploads_each_rollout_as_the_trainer_saw_it(
+    echo_module, echo_url, tiny_model_path, tmp_path, caplog
+):
     """One GRPO step on the echo tasks 0 ('hello' wins) and 1 ('orlgen' wins), 2 generations each.
     The tiny model is taught to call `echo(text="hello")` (supervised steps on the exact tokens TRL
     renders, as in test_trl.py), so every rollout has a tool call, the server's verdict and a
     reward. Echo rather than helpdesk here: helpdesk's eight tool schemas make a first turn that
     took over 300 s to teach on a shared 2-core machine; the stalled-API test below trains on
-    helpdesk, untaught."""
+    helpdesk, untaught. The trainer evaluates after its step (`eval_strategy`, the same rows):
+    those rollouts call the reward functions too, and are not uploaded."""
     make_env = functools.partial(echo_module.EchoEnv, base_url=echo_url, secrets={"SHOP_TOKEN": SECRET})
     factory = Recorder(make_env)
     rows = rows_with_a_secret(echo_module)
@@ -99,7 +102,8 @@ def test_a_grpo_step_uploads_each_rollout_as_the_trainer_saw_it(echo_module, ech
         upload = RolloutUpload("echo-grpo", target=api.target, model="tiny-qwen3", flush_timeout=60)
         trainer = grpo_trainer(
             tmp_path, model=tiny_model_path, environment_factory=factory, train_dataset=rows, temperature=0.5,
-            reward_funcs=[*echo_module.reward_funcs, upload.reward_func],
+            reward_funcs=[*echo_module.reward_funcs, upload.reward_func], eval_dataset=rows, eval_strategy="steps",
+            eval_steps=1, per_device_eval_batch_size=4,
         )  # fmt: skip
         examples = []
         for row in rows:
@@ -109,9 +113,18 @@ def test_a_grpo_step_uploads_each_rollout_as_the_trainer_saw_it(echo_module, ech
             examples.append((prompt_ids, answer_ids(trainer.processing_class, ECHO_HELLO_CALL)))
         assert teach(trainer.model, examples) < 0.05
         trainer.add_callback(upload.callback(trainer))
-        trainer.train()
+        with caplog.at_level(logging.INFO, logger="orlgen"):
+            trainer.train()
 
+    evaluated = [entry for entry in trainer.state.log_history if "eval_reward" in entry]
+    assert len(evaluated) == 1, trainer.state.log_history  # 4 rollouts trained on, then 4 evaluated
     assert upload.final == UploadStats(recorded=4, sent=4)
+    assert (
+        orlgen_lines(caplog).count(
+            "rollout upload: the trainer's evaluation rollouts are not uploaded, only training's"
+        )
+        == 1
+    )
     assert {headers["x-api-key"] for headers, _ in api.requests} == {KEY}
     assert not any(KEY in json.dumps(body) or SECRET in json.dumps(body) for _, body in api.requests)
     sent = api.events()

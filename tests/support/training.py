@@ -68,6 +68,7 @@ def grpo_trainer(
     reward_funcs: Sequence[Any] = (),
     model: Any = None,
     processing_class: Any = None,
+    eval_dataset: Any = None,
     **overrides: Any,
 ):
     """A real `GRPOTrainer` of the one-step config; the tiny Qwen3 unless `model` is given."""
@@ -78,6 +79,7 @@ def grpo_trainer(
         processing_class=processing_class,
         args=grpo_config(output_dir, **overrides),
         train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
         environment_factory=environment_factory,
         reward_funcs=list(reward_funcs),
     )

@@ -23,7 +23,8 @@ Where it hooks in, and why there. It takes two hooks because no single one sees 
   `orlgen/upload_dropped`, `orlgen/upload_pending`: this rank's, so far, averaged over ranks by
   TRL). TRL gives it a column, empty (`rewards/upload_rollouts/mean` is None in the log).
 - `callback(trainer)`, a `TrainerCallback`, flushes at train end with a bounded wait
-  (`flush_timeout`), one line saying what was not sent. It writes nothing to the trainer.
+  (`flush_timeout`), one line saying what was not sent. It writes nothing to the trainer; it
+  keeps the trainer, to tell training rollouts from evaluation ones (below).
 
 The recording on the training thread is a few references per rollout appended to a bounded
 queue: masking, event building and posting run on the uploader's thread
@@ -32,9 +33,12 @@ rank: `{run_name}/rank{rank}/step{global_step}/{index}`). A full queue drops (co
 warning line), a failed post is one line: training never waits or fails for an upload.
 
 `AsyncGRPOTrainer` passes reward functions no environments: there nothing is recorded (one
-warning line). GRPOTrainer's own evaluation (`eval_strategy`) calls reward functions too and
-says nothing of its mode to them: its rollouts are uploaded as well, named by the step they ran at. The other trainers' rollouts go through the same `RolloutUploader.upload`
-(docs/training.md, "Uploading training rollouts").
+warning line). GRPOTrainer's own evaluation (`eval_strategy`) calls reward functions too, and
+says nothing of its mode to them: they are told apart as TRL tells them (`trainer.model.training`
+is False while it evaluates), and an evaluation's rollouts are not uploaded (one info line, the
+first time): a run's rollouts on the platform are what it trained on. Without the callback the
+trainer is unknown and every rollout is uploaded. The other trainers' rollouts go through the
+same `RolloutUploader.upload` (docs/training.md, "Uploading training rollouts").
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ class RolloutUpload:
         self.flush_timeout = flush_timeout
         self.final: UploadStats | None = None  # the counts at the last train end
         self._warned_no_environments = False
+        self._trainer: Any = None  # given by `callback`
+        self._said_evaluation = False
 
         def upload_rollouts(
             prompts: Sequence[Any] | None = None,
@@ -79,6 +85,8 @@ class RolloutUpload:
         ) -> list[None]:
             """Not a score: queues each finished rollout for upload; None for every rollout."""
             count = len(completions if completions is not None else prompts or ())
+            if self._evaluating():
+                return [None] * count
             self._record(prompts or [], completions or [], environments, getattr(trainer_state, "global_step", 0))
             if log_metric is not None:  # TRL's public hook: averaged into the step's log line
                 stats = self.uploader.stats
@@ -94,6 +102,17 @@ class RolloutUpload:
     @property
     def stats(self) -> UploadStats:
         return self.uploader.stats
+
+    def _evaluating(self) -> bool:
+        """Whether the trainer is evaluating (its model in eval mode, as TRL's own `mode` reads it);
+        says once that an evaluation's rollouts are not uploaded."""
+        model = getattr(self._trainer, "model", None)
+        if model is None or getattr(model, "training", True):
+            return False
+        if not self._said_evaluation:
+            self._said_evaluation = True
+            logger.info("rollout upload: the trainer's evaluation rollouts are not uploaded, only training's")
+        return True
 
     def _record(
         self, prompts: Sequence[Any], completions: Sequence[Any], envs: Sequence[Any] | None, step: int
@@ -114,9 +133,11 @@ class RolloutUpload:
     def callback(self, trainer: Any) -> Any:
         """The `TrainerCallback` that flushes at train end (a bounded wait, `flush_timeout`):
         `trainer.add_callback(upload.callback(trainer))`. Takes the rank from the trainer's
-        accelerator when nothing was recorded yet; writes nothing to the trainer."""
+        accelerator when nothing was recorded yet; keeps the trainer, to skip its evaluation's rollouts,
+        and writes nothing to it."""
         from transformers import TrainerCallback
 
+        self._trainer = trainer
         accelerator = getattr(trainer, "accelerator", None)
         if accelerator is not None and self.uploader.stats.recorded == 0:  # names not yet given
             self.uploader.rank = int(accelerator.process_index)
