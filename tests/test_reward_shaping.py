@@ -104,6 +104,18 @@ def assert_table(measured: dict[str, dict[str, float | None]], rules=RULES) -> N
     assert same, f"measured {measured}\nexpected {expected}"
 
 
+def child_json(command: list, job) -> dict:
+    """The last line a child process of a framework's venv prints (JSON), given `job` on stdin;
+    it imports this repository's support code, nothing of this process's orlgen settings."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("ORLGEN_", "PYTHON"))}
+    done = subprocess.run(
+        [str(part) for part in command], input=json.dumps(job), capture_output=True, text=True, timeout=600,
+        cwd=REPO, env={**env, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def test_the_trl_module(rendered, graded_url):
     measured: dict[str, dict[str, float | None]] = {}
     for rule, directory in rendered.items():
@@ -185,14 +197,7 @@ def test_skyrl_gym(rendered, graded_url):
             for rule in RULES
         },
     }
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("ORLGEN_", "PYTHON"))}
-    done = subprocess.run(
-        [str(skyrl_python()), "-m", "tests.support.skyrl_rules"],
-        input=json.dumps(job), capture_output=True, text=True, timeout=600, cwd=REPO,
-        env={**env, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    played = json.loads(done.stdout.splitlines()[-1])
+    played = child_json([skyrl_python(), "-m", "tests.support.skyrl_rules"], job)
     measured = {}
     for rule in RULES:
         episodes = played[f"graded_{rule}_skyrl"]
@@ -217,17 +222,14 @@ def test_verl_agent_loop(rendered, graded_url):
     from tests.support.framework_venvs import verl_python
 
     first, *others = RULES
-    done = subprocess.run(
+    played = child_json(
         [
             verl_python(), REPO / "tests" / "support" / "verl_trajectories.py", rendered[first],
             f"graded_{first}_verl", graded_url, "graded",
             *[f"{rendered[rule]}:graded_{rule}_verl" for rule in others],
         ],
-        input=json.dumps(list(ROLLOUTS.values())), capture_output=True, text=True, timeout=600, cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        list(ROLLOUTS.values()),
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    played = json.loads(done.stdout.splitlines()[-1])
     measured = {}
     for rule in RULES:
         trajectories = played[f"graded_{rule}_verl"]
