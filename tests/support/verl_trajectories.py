@@ -100,8 +100,8 @@ async def trajectory(row: dict, script: list[list[tuple[str, str]]], *loaded) ->
 async def graded(plan: list[tuple[int, int]]) -> dict:
     """Each module's rollouts of `plan` (task index, `advance` calls; then a text answer), in order."""
     played = {}
-    for module_dir, name in [(MODULE_DIR, MODULE), *(entry.rsplit(":", 1) for entry in MORE)]:
-        loaded, its_tools, its_loop = load(module_dir, name)
+    others = [(name, *load(module_dir, name)) for module_dir, name in (entry.rsplit(":", 1) for entry in MORE)]
+    for name, loaded, its_tools, its_loop in [(MODULE, module, tools, loop_class), *others]:
         rows = list(loaded.build_dataset(num_tasks=max(task for task, _ in plan) + 1))
         played[name] = [
             await trajectory(rows[task], [[("advance", "{}")]] * calls + ["I stop here."], its_tools, its_loop)
